@@ -1,0 +1,68 @@
+"""Drive a table through a whole shoe: cards from a given order, decisions from a given function.
+
+Pure (the caller supplies the shuffled cards and the decision function), so the benchmark, the
+property tests and the game-math simulation all play through the very engine that runs the table.
+"""
+from .table import expect, new_table, step
+
+
+class AutoplayError(RuntimeError):
+    """The engine refused an input that autoplay believed legal: a bug on one side or the other."""
+
+
+def play_shoe(profile, cards, decide, seats=None, cut_at=None, max_rounds=None, table=None):
+    """Yield (input, outputs) for one shoe dealt from `cards`.
+
+    decide(round, seat, hand, allowed) -> action, for every awaited decision.
+    seats: the seats in play each round (blackjack), default every seat.
+    cut_at: how many cards leave the shoe before the cut card comes out; default from the
+    profile's cut-card position. The shoe ends at shuffle_due, after max_rounds, or when the
+    cards run out (a round may then stop half dealt).
+    """
+    t = table if table is not None else new_table(profile)
+    if seats is None and profile.game == "blackjack":
+        seats = list(range(1, profile.seats + 1))
+    if cut_at is None and profile.cut_card_from_back is not None:
+        cut_at = len(cards) - profile.cut_card_from_back
+    ev = {"type": "shoe_loaded"}
+    i = 0
+    rounds = 0
+    while True:
+        t, out = step(t, ev)
+        if out and out[0]["type"] == "rejected":
+            raise AutoplayError(f"{ev} rejected: {out[0]['reason']}")
+        yield ev, out
+        e = expect(t)
+        if e is None:
+            if t.phase != "ready" or (max_rounds is not None and rounds >= max_rounds):
+                return
+            rounds += 1
+            ev = ({"type": "betting_closed"} if profile.game == "baccarat"
+                  else {"type": "betting_closed", "seats": seats})
+        elif e[0] == "card":
+            if i == cut_at:
+                ev = {"type": "cut_card"}
+                cut_at = None
+            elif i >= len(cards):
+                return
+            else:
+                ev = {"type": "card", "card": cards[i]}
+                i += 1
+        elif e[0] == "decision":
+            ev = {"type": "decision", "seat": e[1], "hand": e[2],
+                  "action": decide(t.round, e[1], e[2], _allowed(t, e))}
+        else:
+            ev = {"type": "insurance_closed"}
+
+
+def _allowed(t, e):
+    from .blackjack import allowed
+    rnd = t.round
+    s = rnd.seats[rnd.cur_s]
+    return allowed(rnd, s, s.hands[e[2]])
+
+
+def hit_below_17(rnd, seat, hand, allowed):
+    """The simplest player: hit below 17, else stand."""
+    s = rnd.seats[rnd.seat_pos(seat)]
+    return "hit" if s.hands[hand].total < 17 else "stand"

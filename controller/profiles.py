@@ -1,0 +1,218 @@
+"""Game profiles: every rule of RULES.md that differs between tables, as frozen data.
+
+A profile is built from a plain mapping (what `tomllib` gives for a profile file) by
+`profile_from_mapping`, which validates strictly: an unknown key or a value out of range is an
+error naming the key. Reading the file is the shell's job; this module only sees data.
+"""
+from dataclasses import dataclass, field, fields, replace
+from fractions import Fraction
+from types import MappingProxyType
+
+GAMES = ("blackjack", "baccarat")
+DEALER_ORDERS = ("up_hole", "hole_up")
+PEEK_CARDS = ("ace", "ten")
+TIMEOUT_PLAYS = ("hit_to_12", "stand")
+
+BLACKJACK_PAYOUTS = ("blackjack", "win", "insurance", "even_money")
+PAIRS_PAYOUTS = ("pairs_mixed", "pairs_coloured", "pairs_perfect", "pairs_suited_trips")
+LUCKY7_PAYOUTS = ("lucky7_1", "lucky7_2", "lucky7_3")
+BACCARAT_PAYOUTS = ("player", "banker", "banker_commission", "tie")
+
+
+class ProfileError(ValueError):
+    """A profile mapping that does not describe a valid profile; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    game: str
+    decks: int
+    seats: int = 0
+    dealer_order: str = "up_hole"
+    peek: tuple = ()
+    insurance: bool = False
+    even_money: bool = False
+    surrender: bool = False
+    double_after_split: bool = True
+    max_hands: int = 2
+    resplit_aces: bool = False
+    dealer_hits_soft_17: bool = False
+    timeout_play: str = "stand"
+    burn: bool = True
+    cut_card_from_back: int | None = None
+    cut_card_tolerance: int = 26
+    shuffle_every_round: bool = False
+    pairs: bool = False
+    lucky7: bool = False
+    payouts: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def cards(self):
+        return 52 * self.decks
+
+
+def _payouts(d):
+    return MappingProxyType({k: Fraction(v) for k, v in d.items()})
+
+
+_BJ_PAY = {"blackjack": Fraction(3, 2), "win": 1, "insurance": 2, "even_money": 1}
+
+BUILTIN = {
+    # 000: 8 decks, 7 seats, up then hole, insurance, ends at once on dealer blackjack (the shoe
+    # reads the hole card), surrender not against A/T, DAS, no resplit, S17, auto-play on timeout.
+    "luxury21": Profile(
+        name="luxury21", game="blackjack", decks=8, seats=7, dealer_order="up_hole",
+        peek=("ace", "ten"), insurance=True, even_money=False, surrender=True,
+        double_after_split=True, max_hands=2, resplit_aces=False, dealer_hits_soft_17=False,
+        timeout_play="hit_to_12", burn=True, cut_card_from_back=4 * 52, cut_card_tolerance=26,
+        shuffle_every_round=False, pairs=True, lucky7=False,
+        payouts=_payouts({**_BJ_PAY, "pairs_mixed": 5, "pairs_coloured": 10, "pairs_perfect": 30,
+                          "pairs_suited_trips": 50}),
+    ),
+    # 001: 6 decks, no peek, no insurance, no surrender, split to 4 hands, aces once, S17.
+    # Seats: the house rules' blackjack table (002) has at most seven.
+    "european": Profile(
+        name="european", game="blackjack", decks=6, seats=7, dealer_order="up_hole",
+        peek=(), insurance=False, even_money=False, surrender=False, double_after_split=True,
+        max_hands=4, resplit_aces=False, dealer_hits_soft_17=False, timeout_play="stand",
+        burn=True, cut_card_from_back=4 * 52, cut_card_tolerance=26, shuffle_every_round=False,
+        payouts=_payouts({"blackjack": Fraction(3, 2), "win": 1}),
+    ),
+    # 004: 8 decks shuffled after every round, hole card first, peek on ten or ace, insurance and
+    # even money, split once, DAS, S17, no cut card, no burn. Lucky-7 pays are operator config.
+    "lucky7": Profile(
+        name="lucky7", game="blackjack", decks=8, seats=7, dealer_order="hole_up",
+        peek=("ace", "ten"), insurance=True, even_money=True, surrender=False,
+        double_after_split=True, max_hands=2, resplit_aces=False, dealer_hits_soft_17=False,
+        timeout_play="stand", burn=False, cut_card_from_back=None, cut_card_tolerance=0,
+        shuffle_every_round=True, lucky7=True, payouts=_payouts(_BJ_PAY),
+    ),
+    # 003/002: 8 decks, burn by the first card, cut card seven cards from the back.
+    "punto_banco": Profile(
+        name="punto_banco", game="baccarat", decks=8, burn=True, cut_card_from_back=7,
+        cut_card_tolerance=13,
+        payouts=_payouts({"player": 1, "banker": 1, "banker_commission": Fraction(1, 20),
+                          "tie": 8}),
+    ),
+}
+
+
+def get_profile(name):
+    try:
+        return BUILTIN[name]
+    except KeyError:
+        raise ProfileError(f"unknown profile {name!r}; built in: {', '.join(BUILTIN)}") from None
+
+
+def _ratio(key, v):
+    """A payout: an integer, or "a:b" (3:2), or "a/b"; positive, exact."""
+    try:
+        if isinstance(v, bool):
+            raise ValueError
+        if isinstance(v, int):
+            r = Fraction(v)
+        elif isinstance(v, str) and ":" in v:
+            a, b = v.split(":")
+            r = Fraction(int(a), int(b))
+        elif isinstance(v, str):
+            r = Fraction(v)
+        else:
+            raise ValueError
+    except (ValueError, ZeroDivisionError):
+        raise ProfileError(f"payouts.{key}: expected a ratio like 3:2 or an integer, got {v!r}") from None
+    if r < 0:
+        raise ProfileError(f"payouts.{key}: must not be negative, got {v!r}")
+    return r
+
+
+def _check(where, key, v, kind, lo=None, hi=None, choices=None):
+    if kind is bool:
+        ok = isinstance(v, bool)
+    elif kind is int:
+        ok = isinstance(v, int) and not isinstance(v, bool)
+    else:
+        ok = isinstance(v, kind)
+    if not ok:
+        raise ProfileError(f"{where}.{key}: expected {kind.__name__}, got {v!r}")
+    if choices is not None and v not in choices:
+        raise ProfileError(f"{where}.{key}: must be one of {', '.join(choices)}, got {v!r}")
+    if lo is not None and not (lo <= v <= hi):
+        raise ProfileError(f"{where}.{key}: must be {lo}-{hi}, got {v!r}")
+    return v
+
+
+_RULES = {  # key: (type, lo, hi, choices)
+    "name": (str, None, None, None), "game": (str, None, None, GAMES), "decks": (int, 1, 8, None),
+    "seats": (int, 0, 7, None), "dealer_order": (str, None, None, DEALER_ORDERS),
+    "insurance": (bool, None, None, None), "even_money": (bool, None, None, None),
+    "surrender": (bool, None, None, None), "double_after_split": (bool, None, None, None),
+    "max_hands": (int, 1, 4, None), "resplit_aces": (bool, None, None, None),
+    "dealer_hits_soft_17": (bool, None, None, None),
+    "timeout_play": (str, None, None, TIMEOUT_PLAYS), "burn": (bool, None, None, None),
+    "cut_card_from_back": (int, 1, 416, None), "cut_card_tolerance": (int, 0, 416, None),
+    "shuffle_every_round": (bool, None, None, None), "pairs": (bool, None, None, None),
+    "lucky7": (bool, None, None, None),
+}
+
+
+def profile_from_mapping(data, where="profile"):
+    """Build a Profile from a mapping: `base` names a built-in profile to start from (required
+    unless every field is given), other keys override it. Raises ProfileError naming the key."""
+    if not isinstance(data, dict):
+        raise ProfileError(f"{where}: expected a table, got {type(data).__name__}")
+    data = dict(data)
+    base = data.pop("base", None)
+    if base is not None:
+        start = get_profile(_check(where, "base", base, str))
+        values = {f.name: getattr(start, f.name) for f in fields(Profile)}
+    else:
+        values = {}
+    known = {f.name for f in fields(Profile)}
+    for key, v in data.items():
+        if key not in known:
+            raise ProfileError(f"{where}.{key}: unknown key (known: base, {', '.join(sorted(known))})")
+        if key == "peek":
+            if not isinstance(v, list) or any(p not in PEEK_CARDS for p in v):
+                raise ProfileError(f"{where}.peek: expected a list of 'ace'/'ten', got {v!r}")
+            values[key] = tuple(p for p in PEEK_CARDS if p in v)
+        elif key == "payouts":
+            if not isinstance(v, dict):
+                raise ProfileError(f"{where}.payouts: expected a table, got {v!r}")
+            allowed = BLACKJACK_PAYOUTS + PAIRS_PAYOUTS + LUCKY7_PAYOUTS + BACCARAT_PAYOUTS
+            merged = dict(values.get("payouts", {}))
+            for k, r in v.items():
+                if k not in allowed:
+                    raise ProfileError(f"{where}.payouts.{k}: unknown payout (known: {', '.join(allowed)})")
+                merged[k] = _ratio(k, r)
+            values[key] = MappingProxyType(merged)
+        else:
+            values[key] = _check(where, key, v, *_RULES[key])
+    missing = [k for k in ("name", "game", "decks") if k not in values]
+    if missing:
+        raise ProfileError(f"{where}.{missing[0]}: missing (or give base = a built-in profile)")
+    p = Profile(**values)
+    _consistent(p, where)
+    return p
+
+
+def _consistent(p, where):
+    if p.game == "blackjack" and p.seats < 1:
+        raise ProfileError(f"{where}.seats: a blackjack profile needs 1-7 seats")
+    if p.game == "baccarat" and p.seats != 0:
+        raise ProfileError(f"{where}.seats: baccarat takes no seats, set 0")
+    if p.cut_card_from_back is not None and p.cut_card_from_back >= p.cards:
+        raise ProfileError(f"{where}.cut_card_from_back: {p.cut_card_from_back} is not inside a "
+                           f"{p.decks}-deck shoe")
+    if p.even_money and not p.insurance:
+        raise ProfileError(f"{where}.even_money: even money is offered with insurance; set insurance")
+    if p.insurance and "ace" not in p.peek:
+        raise ProfileError(f"{where}.insurance: insurance needs the dealer to peek on an ace")
+    need = BACCARAT_PAYOUTS if p.game == "baccarat" else ("blackjack", "win")
+    for k in need:
+        if k not in p.payouts:
+            raise ProfileError(f"{where}.payouts.{k}: missing")
+
+
+def with_changes(profile, **changes):
+    return replace(profile, **changes)

@@ -1,0 +1,118 @@
+"""Event protocol v1: the inputs the table accepts, validated before the engine sees them.
+
+Every input is one JSON object with a `type`; `id` (a command's id) and `ts` (a timestamp) are
+optional envelope fields that the engine copies onto what the input causes. A field the schema
+does not know is an error, never silently dropped.
+"""
+from .cards import INDEX
+
+VERSION = 1
+SOURCES = ("shoe", "camera", "manual")
+ACTIONS = ("hit", "stand", "double", "split", "surrender")
+ENVELOPE = ("type", "id", "ts")
+
+
+class Rejected(Exception):
+    """An input that is malformed or not allowed now. Carries a machine code and a reason."""
+
+    def __init__(self, code, reason):
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+def _card(v):
+    if isinstance(v, str) and v in INDEX:
+        return v
+    raise ValueError(f"not a card: {v!r} (rank A 2-9 T J Q K then suit s h d c, e.g. 'As')")
+
+
+def _source(v):
+    if v in SOURCES:
+        return v
+    raise ValueError(f"must be one of {', '.join(SOURCES)}, got {v!r}")
+
+
+def _index(v):
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 99:
+        return v
+    raise ValueError(f"expected an integer 0-99, got {v!r}")
+
+
+def _action(v):
+    if v in ACTIONS:
+        return v
+    raise ValueError(f"must be one of {', '.join(ACTIONS)}, got {v!r}")
+
+
+def _text(v):
+    if isinstance(v, str) and 0 < len(v) <= 500:
+        return v
+    raise ValueError(f"expected a non-empty string of at most 500 characters, got {v!r}")
+
+
+def _seats(v):
+    if not isinstance(v, list) or not v or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in v):
+        raise ValueError(f"expected a non-empty list of seat numbers, got {v!r}")
+    if len(set(v)) != len(v):
+        raise ValueError(f"a seat is listed twice: {v!r}")
+    return sorted(v)
+
+
+def _detail(v):
+    if isinstance(v, (str, dict)):
+        return v
+    raise ValueError(f"expected a string or an object, got {v!r}")
+
+
+# type: {field: (validator, required, default)}
+SCHEMAS = {
+    "shoe_loaded": {},
+    "card": {"card": (_card, True, None), "source": (_source, False, "shoe")},
+    "card_unreadable": {"source": (_source, False, "shoe"), "detail": (_detail, False, None)},
+    "cut_card": {},
+    "betting_closed": {"seats": (_seats, False, None)},
+    "decision": {"seat": (_index, True, None), "hand": (_index, True, None),
+                 "action": (_action, True, None)},
+    "insurance_closed": {},
+    "decision_timeout": {"seat": (_index, True, None), "hand": (_index, True, None)},
+    "pause": {"reason": (_text, True, None)},
+    "resume": {},
+    "void_round": {"reason": (_text, True, None)},
+}
+
+
+def validate(event):
+    """Return the input with defaults filled in, or raise Rejected(code="malformed")."""
+    if not isinstance(event, dict):
+        raise Rejected("malformed", f"an input is a JSON object, got {type(event).__name__}")
+    kind = event.get("type")
+    schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
+    if schema is None:
+        raise Rejected("malformed", f"unknown input type {kind!r}; known: {', '.join(SCHEMAS)}")
+    out = {"type": kind}
+    for key, value in event.items():
+        if key in schema or key == "type":
+            continue
+        if key == "id":
+            if not (isinstance(value, (str, int)) and not isinstance(value, bool)):
+                raise Rejected("malformed", f"{kind}.id: expected a string or integer")
+            out["id"] = value
+        elif key == "ts":
+            if not (isinstance(value, (str, int, float)) and not isinstance(value, bool)):
+                raise Rejected("malformed", f"{kind}.ts: expected a number or a string")
+            out["ts"] = value
+        else:
+            raise Rejected("malformed", f"{kind}.{key}: unknown field")
+    for key, (check, required, default) in schema.items():
+        if key in event:
+            try:
+                out[key] = check(event[key])
+            except ValueError as e:
+                raise Rejected("malformed", f"{kind}.{key}: {e}") from None
+        elif required:
+            raise Rejected("malformed", f"{kind}.{key}: missing")
+        elif default is not None:
+            out[key] = default
+    return out

@@ -1,0 +1,347 @@
+"""The table engine: `step(table, input) -> (table, outputs)`.
+
+The shoe lifecycle (shoe loaded -> burn -> rounds -> cut card -> last round -> shuffle due), the
+rounds of each game, irregularities and pause / resume / void. Pure: no I/O, no clock, no
+randomness; a Table is never changed in place, so an old state stays valid (replay, audit).
+An input that is malformed or not allowed now gives one `rejected` output and the same Table.
+"""
+from . import baccarat, blackjack
+from .cards import BJ_VALUE
+from .protocol import Rejected, validate
+from .shoe import Shoe
+
+ANNOUNCEMENTS = frozenset(("awaiting_card", "awaiting_decision", "insurance_offered"))
+
+
+class Table:
+    __slots__ = ("profile", "phase", "shoe", "round", "rounds", "shoes", "last_round", "paused",
+                 "pending")
+
+    def but(self, **kw):
+        t = Table.__new__(Table)
+        for k in Table.__slots__:
+            setattr(t, k, kw[k] if k in kw else getattr(self, k))
+        return t
+
+    @property
+    def game(self):
+        return baccarat if self.profile.game == "baccarat" else blackjack
+
+
+def new_table(profile):
+    t = Table.__new__(Table)
+    t.profile = profile
+    t.phase = "no_shoe"      # no_shoe | burn | ready | round | shuffle_due
+    t.shoe = None
+    t.round = None           # the round under way (in phase burn only after burn_incomplete)
+    t.rounds = 0             # rounds started at this table: the next round's number - 1
+    t.shoes = 0
+    t.last_round = False     # the cut card came out: the round under way (or next) is the last
+    t.paused = None          # the reason, while paused
+    t.pending = ()           # irregular reads awaiting resume or void: (kind, card, expectation)
+    return t
+
+
+def expect(t):
+    """What the table waits for: ('card', to, seat, hand, face), ('decision', seat, hand),
+    ('insurance',) or None. Nothing while paused."""
+    if t.paused:
+        return None
+    if t.phase == "burn":
+        return ("card", "burn", None, None, "up" if t.shoe.exposed is None else "down")
+    if t.phase == "round":
+        return t.game.expect(t.round)
+    return None
+
+
+def announce(t):
+    if t.paused:
+        return []
+    if t.phase == "burn":
+        e = expect(t)
+        return [{"type": "awaiting_card", "round": None, "to": "burn", "seat": None,
+                 "hand": None, "face": e[4]}]
+    if t.phase == "round":
+        return t.game.announce(t.round)
+    return []
+
+
+def step(t, event):
+    """Apply one input. Returns (new table, list of output dicts)."""
+    try:
+        ev = validate(event)
+        t2, out = _HANDLERS[ev["type"]](t, ev)
+    except Rejected as r:
+        kind = event.get("type") if isinstance(event, dict) else None
+        rej = {"type": "rejected", "input": kind if isinstance(kind, str) else None,
+               "code": r.code, "reason": r.reason}
+        if isinstance(event, dict) and "id" in event:
+            rej["id"] = event["id"]
+        out = [rej]
+        t2 = t
+        ev = event if isinstance(event, dict) else {}
+    if t2.paused:  # nothing is asked of the dealer or the players while paused
+        out = [o for o in out if o["type"] not in ANNOUNCEMENTS]
+    if "ts" in ev:
+        ts = ev["ts"]
+        for o in out:
+            o["ts"] = ts
+    return t2, out
+
+
+# -- inputs -------------------------------------------------------------------------------------
+
+def _shoe_loaded(t, ev):
+    if t.round is not None:
+        raise Rejected("round_in_progress", f"round {t.round.number} is under way: finish or void it first")
+    if t.paused:
+        raise Rejected("paused", f"the table is paused ({t.paused}): resume first")
+    n = t.shoes + 1
+    p = t.profile
+    t = t.but(shoe=Shoe(n, p.decks), shoes=n, last_round=False,
+              phase="burn" if p.burn else "ready")
+    out = [{"type": "shoe_started", "shoe": n, "profile": p.name, "decks": p.decks,
+            "cards": p.cards, "burn": p.burn}]
+    return t, out + announce(t)
+
+
+def _card(t, ev):
+    card, source = ev["card"], ev["source"]
+    shoe = t.shoe
+    if shoe is None:
+        return _irregular(t, "unexpected_card", {"card": card, "source": source,
+                                                 "why": "no shoe is loaded"}, ("unexpected", card, None))
+    if t.paused and source != "shoe" and any(p[0] == "misread" for p in t.pending):
+        return _identify(t, card, source)
+    if shoe.is_foreign(card):
+        t = t.but(shoe=shoe.record(card, source, "foreign"))
+        return _irregular(t, "foreign_card", {"card": card, "source": source,
+                                              "read": shoe.count(card) + 1, "decks": shoe.decks},
+                          ("foreign", card, None))
+    if t.paused:
+        t = t.but(shoe=shoe.read(card, source, "unexpected"))
+        return _irregular(t, "unexpected_card", {"card": card, "source": source,
+                                                 "why": f"the table is paused ({t.paused})"},
+                          ("unexpected", card, None))
+    e = expect(t)
+    if e is not None and e[0] == "card":
+        return _deliver(t, card, source, e)
+    if t.phase == "shuffle_due":
+        t = t.but(shoe=shoe.read(card, source, "after_end"))
+        return _irregular(t, "card_after_shoe_end", {"card": card, "source": source},
+                          ("unexpected", card, None))
+    why = ("no round is under way (betting not closed)" if t.round is None
+           else f"the table waits for {blackjack._what(e)}")
+    t = t.but(shoe=shoe.read(card, source, "unexpected"))
+    return _irregular(t, "unexpected_card", {"card": card, "source": source, "why": why},
+                      ("unexpected", card, None))
+
+
+def _dest(e):
+    return f"seat:{e[2]}:{e[3]}" if e[1] == "seat" else e[1]
+
+
+def _deliver(t, card, source, e, logged=False):
+    """Give `card` to the place the table expects (`e`), logging the read unless it is."""
+    shoe = t.shoe if logged else t.shoe.read(card, source, _dest(e))
+    if e[1] == "burn":
+        return _burn(t.but(shoe=shoe), card)
+    rnd, out = t.game.on_card(t.round, card)
+    return _after_round_step(t.but(shoe=shoe, round=rnd), out)
+
+
+def _burn(t, card):
+    shoe = t.shoe
+    if shoe.exposed is None:
+        shoe = shoe._copy(exposed=card, burn_required=BJ_VALUE[card])
+        out = [{"type": "card_dealt", "round": None, "card": card, "to": "burn", "seat": None,
+                "hand": None, "face": "up"}]
+    else:
+        shoe = shoe._copy(burned=shoe.burned + 1)
+        out = [{"type": "card_dealt", "round": None, "card": None, "to": "burn", "seat": None,
+                "hand": None, "face": "down"}]
+    t = t.but(shoe=shoe)
+    if shoe.burned < shoe.burn_required:
+        return t, out + announce(t)
+    out.append({"type": "burn_complete", "shoe": shoe.number, "exposed": shoe.exposed,
+                "burned": shoe.burned})
+    t = t.but(phase="round" if t.round is not None else "ready")
+    return t, out + announce(t)
+
+
+def _after_round_step(t, out):
+    rnd = t.round
+    if not (rnd.over if t.profile.game == "baccarat" else rnd.phase == "over"):
+        return t, out
+    return _round_ended(t.but(round=None), out)
+
+
+def _round_ended(t, out):
+    if t.last_round or t.profile.shuffle_every_round:
+        out.append({"type": "shuffle_due", "shoe": t.shoe.number})
+        return t.but(phase="shuffle_due"), out
+    return t.but(phase="ready"), out
+
+
+def _irregular(t, code, detail, item):
+    rnd = t.round.number if t.round is not None else None
+    out = [{"type": "irregularity", "code": code, "round": rnd, "detail": detail}]
+    if not t.paused:
+        out.append({"type": "round_paused", "round": rnd, "reason": code})
+    return t.but(paused=t.paused or code, pending=t.pending + (item,)), out
+
+
+def _identify(t, card, source):
+    """A card entered by hand (or read by the camera) for the oldest unreadable card."""
+    i = next(i for i, p in enumerate(t.pending) if p[0] == "misread")
+    was = t.pending[i][2]
+    pending = t.pending[:i] + t.pending[i + 1:]
+    shoe = t.shoe
+    if shoe.is_foreign(card):
+        raise Rejected("foreign_card", f"{card} would be read {shoe.count(card) + 1} times in a "
+                                       f"{shoe.decks}-deck shoe: not the unreadable card")
+    # The unreadable card is delivered where the table then expected a card, if it still does.
+    live = t.but(paused=None)
+    e = expect(live)
+    out = [{"type": "card_identified", "card": card, "source": source,
+            "round": t.round.number if t.round is not None else None}]
+    if was is not None and e == was:
+        shoe = shoe.identify(card, source, _dest(e))
+        t2, more = _deliver(live.but(shoe=shoe), card, source, e, logged=True)
+        return t2.but(paused=t.paused, pending=pending), out + more
+    shoe = shoe.identify(card, source, "burn")
+    return t.but(shoe=shoe, pending=pending), out
+
+
+def _card_unreadable(t, ev):
+    source = ev["source"]
+    shoe = t.shoe
+    detail = {"source": source}
+    if "detail" in ev:
+        detail["detail"] = ev["detail"]
+    if shoe is not None:
+        t = t.but(shoe=shoe.record(None, source, "unreadable"))
+    return _irregular(t, "misread", detail, ("misread", None, expect(t)))
+
+
+def _cut_card(t, ev):
+    p = t.profile
+    if p.cut_card_from_back is None:
+        raise Rejected("no_cut_card", f"{p.name} uses no cut card (it shuffles after every round)")
+    if t.shoe is None or t.phase == "shuffle_due":
+        raise Rejected("no_shoe", "no shoe is being dealt")
+    if t.shoe.cut_at is not None:
+        raise Rejected("cut_card_seen", f"the cut card already came out after {t.shoe.cut_at} cards")
+    shoe = t.shoe._copy(cut_at=t.shoe.drawn)
+    rnd = t.round.number if t.round is not None else t.rounds + 1
+    out = [{"type": "last_round", "shoe": shoe.number, "round": rnd}]
+    off = shoe.remaining - p.cut_card_from_back
+    if abs(off) > p.cut_card_tolerance:
+        out.append({"type": "procedure_warning", "code": "cut_card_position",
+                    "detail": {"expected_remaining": p.cut_card_from_back,
+                               "remaining": shoe.remaining, "tolerance": p.cut_card_tolerance}})
+    return t.but(shoe=shoe, last_round=True), out
+
+
+def _betting_closed(t, ev):
+    p = t.profile
+    if t.paused:
+        raise Rejected("paused", f"the table is paused ({t.paused})")
+    if t.round is not None:
+        raise Rejected("round_in_progress", f"round {t.round.number} is under way")
+    if t.phase == "no_shoe":
+        raise Rejected("no_shoe", "no shoe is loaded")
+    if t.phase == "shuffle_due":
+        raise Rejected("shuffle_due", "the last round of this shoe is over: shuffle and load a new shoe")
+    seats = ev.get("seats")
+    if p.game == "baccarat":
+        if seats is not None:
+            raise Rejected("malformed", "betting_closed.seats: baccarat takes no seats")
+        rnd, out = baccarat.start(p, t.rounds + 1)
+    else:
+        if seats is None:
+            raise Rejected("malformed", "betting_closed.seats: missing (the seats in play)")
+        bad = [s for s in seats if not 1 <= s <= p.seats]
+        if bad:
+            raise Rejected("malformed", f"betting_closed.seats: no seat {bad[0]} at this table (1-{p.seats})")
+        rnd, out = blackjack.start(p, t.rounds + 1, seats)
+    if t.phase == "burn":  # the round may not be dealt before the burn is complete
+        t = t.but(round=rnd, rounds=rnd.number)
+        t2, more = _irregular(t, "burn_incomplete", {"required": t.shoe.burn_required,
+                                                     "burned": t.shoe.burned,
+                                                     "exposed": t.shoe.exposed},
+                              ("burn_incomplete", None, None))
+        return t2, out + more
+    t = t.but(round=rnd, rounds=rnd.number, phase="round")
+    return t, out
+
+
+def _round_input(t, kind):
+    if t.paused:
+        raise Rejected("paused", f"the table is paused ({t.paused})")
+    if t.round is None or t.phase != "round":
+        raise Rejected("no_round", "no round is being played")
+    if t.profile.game != "blackjack":
+        raise Rejected("not_allowed", f"{kind} has no meaning in {t.profile.game}")
+
+
+def _decision(t, ev):
+    _round_input(t, "decision")
+    rnd, out = blackjack.on_decision(t.round, ev["seat"], ev["hand"], ev["action"])
+    return _after_round_step(t.but(round=rnd), out)
+
+
+def _decision_timeout(t, ev):
+    _round_input(t, "decision_timeout")
+    rnd, out = blackjack.on_timeout(t.round, ev["seat"], ev["hand"])
+    return _after_round_step(t.but(round=rnd), out)
+
+
+def _insurance_closed(t, ev):
+    _round_input(t, "insurance_closed")
+    rnd, out = blackjack.on_insurance_closed(t.round)
+    return _after_round_step(t.but(round=rnd), out)
+
+
+def _pause(t, ev):
+    if t.paused:
+        raise Rejected("paused", f"the table is already paused ({t.paused})")
+    rnd = t.round.number if t.round is not None else None
+    return t.but(paused=ev["reason"]), [{"type": "round_paused", "round": rnd, "reason": ev["reason"]}]
+
+
+def _pending_summary(pending):
+    return {"burned": [p[1] for p in pending if p[0] == "unexpected"],
+            "removed": [p[1] for p in pending if p[0] == "foreign"],
+            "unidentified": sum(1 for p in pending if p[0] == "misread")}
+
+
+def _resume(t, ev):
+    if not t.paused:
+        raise Rejected("not_paused", "the table is not paused")
+    rnd = t.round.number if t.round is not None else None
+    # Unexpected cards go to the discard rack, foreign cards are taken out of play, unreadable
+    # cards never identified are discarded: the round goes on where it stopped.
+    out = [{"type": "round_resumed", "round": rnd, **_pending_summary(t.pending)}]
+    t = t.but(paused=None, pending=())
+    return t, out + announce(t)
+
+
+def _void_round(t, ev):
+    if t.round is None:
+        raise Rejected("no_round", "no round is under way to void")
+    out = [{"type": "round_voided", "round": t.round.number, "reason": ev["reason"],
+            **_pending_summary(t.pending)}]
+    t = t.but(round=None, paused=None, pending=())
+    if t.phase == "burn":
+        return t, out + announce(t)
+    t, out = _round_ended(t, out)
+    return t, out + announce(t)
+
+
+_HANDLERS = {
+    "shoe_loaded": _shoe_loaded, "card": _card, "card_unreadable": _card_unreadable,
+    "cut_card": _cut_card, "betting_closed": _betting_closed, "decision": _decision,
+    "insurance_closed": _insurance_closed, "decision_timeout": _decision_timeout,
+    "pause": _pause, "resume": _resume, "void_round": _void_round,
+}

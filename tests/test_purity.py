@@ -1,0 +1,77 @@
+"""controller/ is a pure functional core: it imports nothing that does I/O, reads the clock,
+draws random numbers or starts threads (DEVELOPERS.md)."""
+import ast
+import copy
+import pathlib
+
+import controller
+from controller import get_profile, new_table, step
+
+FORBIDDEN = {"serial", "cv2", "pyzbar", "zxingcpp", "gpiozero", "paho", "sqlite3", "time", "random",
+             "logging", "threading", "asyncio", "socket", "os", "subprocess", "io", "datetime",
+             "select", "selectors", "multiprocessing", "signal", "pathlib", "shutil", "tempfile",
+             "urllib", "http", "secrets", "uuid", "builtins"}
+ALLOWED = {"dataclasses", "fractions", "types", "decimal", "itertools", "functools", "math",
+           "collections", "typing", "__future__"}
+
+ROOT = pathlib.Path(controller.__file__).parent
+
+
+def imports_of(path):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name.split(".")[0], node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                yield node.module.split(".")[0], node.lineno
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("open", "__import__",
+                                                                                "exec", "eval", "input", "print"):
+            yield f"call to {node.func.id}()", node.lineno
+
+
+def test_controller_imports_only_pure_modules():
+    bad = []
+    files = sorted(ROOT.rglob("*.py"))
+    assert len(files) >= 6
+    for f in files:
+        for name, line in imports_of(f):
+            if name in FORBIDDEN or name not in ALLOWED:
+                bad.append(f"{f.relative_to(ROOT.parent)}:{line}: {name}")
+    assert not bad, "controller/ must stay pure:\n" + "\n".join(bad)
+
+
+def test_the_import_check_catches_a_forbidden_import(tmp_path):
+    f = tmp_path / "x.py"
+    f.write_text("import time\nfrom paho.mqtt import client\nopen('x')\n")
+    found = {n for n, _ in imports_of(f)}
+    assert {"time", "paho", "call to open()"} <= found
+
+
+def test_step_never_changes_the_state_it_was_given():
+    t = new_table(get_profile("luxury21"))
+    history = []
+    evs = [{"type": "shoe_loaded"}, {"type": "card", "card": "2s"}, {"type": "card", "card": "3s"},
+           {"type": "card", "card": "4s"}, {"type": "betting_closed", "seats": [1, 2]}]
+    evs += [{"type": "card", "card": c} for c in ["8s", "8h", "9c", "5d", "Tc", "7d"]]
+    evs += [{"type": "decision", "seat": 1, "hand": 0, "action": "split"}]
+    for ev in evs:
+        before = _dump(t)
+        history.append((t, before))
+        t, _ = step(t, ev)
+        assert _dump(history[-1][0]) == before
+    for old, snap in history:
+        assert _dump(old) == snap
+
+
+def _dump(obj, depth=0):
+    """A deep, comparable copy of an engine object graph (slots objects, tuples)."""
+    if hasattr(obj, "__slots__") and not isinstance(obj, type):
+        return (type(obj).__name__,) + tuple(_dump(getattr(obj, k, None), depth + 1)
+                                             for k in obj.__slots__)
+    if isinstance(obj, tuple):
+        return tuple(_dump(x, depth + 1) for x in obj)
+    if isinstance(obj, (list, dict, set)):
+        return copy.deepcopy(obj)
+    return obj
