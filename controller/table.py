@@ -205,7 +205,7 @@ def _identify(t, card, source):
     e = expect(live)
     out = [{"type": "card_identified", "card": card, "source": source,
             "round": t.round.number if t.round is not None else None}]
-    if was is not None and e == was:
+    if was is not None and was[0] == "card" and e == was:
         shoe = shoe.identify(card, source, _dest(e))
         t2, more = _deliver(live.but(shoe=shoe), card, source, e, logged=True)
         return t2.but(paused=t.paused, pending=pending), out + more
