@@ -26,9 +26,20 @@ class Hand:
         self.want = want                  # a hit or double asked for, its card not yet here
 
     def but(self, **kw):
+        # Explicit copies: several times faster than a loop over __slots__ (hot path).
         h = Hand.__new__(Hand)
-        for k in Hand.__slots__:
-            setattr(h, k, kw[k] if k in kw else getattr(self, k))
+        h.cards = self.cards
+        h.total = self.total
+        h.soft = self.soft
+        h.split = self.split
+        h.split_aces = self.split_aces
+        h.doubled = self.doubled
+        h.surrendered = self.surrendered
+        h.stood = self.stood
+        h.auto = self.auto
+        h.want = self.want
+        for k, v in kw.items():
+            setattr(h, k, v)
         return h
 
     def add(self, card):
@@ -69,8 +80,18 @@ class Round:
 
     def but(self, **kw):
         r = Round.__new__(Round)
-        for k in Round.__slots__:
-            setattr(r, k, kw[k] if k in kw else getattr(self, k))
+        r.number = self.number
+        r.profile = self.profile
+        r.seats = self.seats
+        r.dealer = self.dealer
+        r.order = self.order
+        r.deal_i = self.deal_i
+        r.phase = self.phase
+        r.cur_s = self.cur_s
+        r.cur_h = self.cur_h
+        r.revealed = self.revealed
+        for k, v in kw.items():
+            setattr(r, k, v)
         return r
 
     @property

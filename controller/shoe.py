@@ -26,8 +26,19 @@ class Shoe:
 
     def _copy(self, **kw):
         s = Shoe.__new__(Shoe)
-        for k in Shoe.__slots__:
-            setattr(s, k, kw[k] if k in kw else getattr(self, k))
+        s.number = self.number
+        s.decks = self.decks
+        s.counts = self.counts
+        s.drawn = self.drawn
+        s.unknown = self.unknown
+        s.log = self.log
+        s.log_len = self.log_len
+        s.exposed = self.exposed
+        s.burn_required = self.burn_required
+        s.burned = self.burned
+        s.cut_at = self.cut_at
+        for k, v in kw.items():
+            setattr(s, k, v)
         return s
 
     @property

@@ -19,8 +19,17 @@ class Table:
 
     def but(self, **kw):
         t = Table.__new__(Table)
-        for k in Table.__slots__:
-            setattr(t, k, kw[k] if k in kw else getattr(self, k))
+        t.profile = self.profile
+        t.phase = self.phase
+        t.shoe = self.shoe
+        t.round = self.round
+        t.rounds = self.rounds
+        t.shoes = self.shoes
+        t.last_round = self.last_round
+        t.paused = self.paused
+        t.pending = self.pending
+        for k, v in kw.items():
+            setattr(t, k, v)
         return t
 
     @property

@@ -75,3 +75,17 @@ def _dump(obj, depth=0):
     if isinstance(obj, (list, dict, set)):
         return copy.deepcopy(obj)
     return obj
+
+
+def test_copy_helpers_copy_every_slot():
+    """The hand-written copy methods (`but`, `_copy`) must not forget a slot added later."""
+    t = new_table(get_profile("luxury21"))
+    for ev in [{"type": "shoe_loaded"}, {"type": "card", "card": "As"}, {"type": "card", "card": "2s"},
+               {"type": "betting_closed", "seats": [1]}, {"type": "card", "card": "8s"},
+               {"type": "card", "card": "9d"}]:
+        t, _ = step(t, ev)
+    objs = [t, t.shoe, t.round, t.round.seats[0].hands[0]]
+    for o in objs:
+        copy_ = o._copy() if hasattr(o, "_copy") else o.but()
+        for k in type(o).__slots__:
+            assert getattr(copy_, k) is getattr(o, k), (type(o).__name__, k)
