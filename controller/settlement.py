@@ -1,0 +1,209 @@
+"""Settlement reference: the return of every bet on a round, from the round's published result.
+
+Amounts are integer minor units (cents) in, exact `Decimal` out: 3:2 on an odd stake and the 5%
+Banker commission can leave a fraction of a minor unit, which the betting system rounds by its own
+policy. Never float. A return is what goes back to the player, stake included (0 for a loss).
+"""
+from decimal import Decimal
+from fractions import Fraction
+
+
+class SettlementError(ValueError):
+    """A bet that cannot be settled on this round or profile; the message says why."""
+
+
+OUTCOME_RETURN = {"win": Fraction(2), "push": Fraction(1), "lose": Fraction(0),
+                  "surrender": Fraction(1, 2)}
+
+BET_FIELDS = {
+    "seat": {"id", "kind", "seat", "amount", "insurance", "even_money", "pairs", "lucky7"},
+    "behind": {"id", "kind", "seat", "amount", "insurance", "follow_double", "follow_split", "pairs"},
+    "player": {"id", "kind", "amount"}, "banker": {"id", "kind", "amount"},
+    "tie": {"id", "kind", "amount"},
+}
+BLACKJACK_KINDS = ("seat", "behind")
+BACCARAT_KINDS = ("player", "banker", "tie")
+
+
+def money(x):
+    """A Fraction of minor units as an exact Decimal (every pay table here divides by 2s and 5s)."""
+    x = Fraction(x)
+    d = x.denominator
+    while d % 2 == 0:
+        d //= 2
+    while d % 5 == 0:
+        d //= 5
+    if d != 1:
+        raise SettlementError(f"{x} minor units has no exact decimal form")
+    return Decimal(x.numerator) / Decimal(x.denominator)
+
+
+def _amount(bet, key, required=True):
+    v = bet.get(key, 0)
+    if not required and v == 0:
+        return 0
+    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+        raise SettlementError(f"bet {bet.get('id')!r}: {key} must be a positive whole number of "
+                              f"minor units, got {v!r}")
+    return v
+
+
+def _flag(bet, key):
+    v = bet.get(key, False)
+    if not isinstance(v, bool):
+        raise SettlementError(f"bet {bet.get('id')!r}: {key} must be true or false, got {v!r}")
+    return v
+
+
+def _check_bet(bet, kinds):
+    if not isinstance(bet, dict):
+        raise SettlementError(f"a bet is an object, got {bet!r}")
+    kind = bet.get("kind")
+    if kind not in kinds:
+        raise SettlementError(f"bet {bet.get('id')!r}: kind must be one of {', '.join(kinds)} "
+                              f"for this game, got {kind!r}")
+    extra = set(bet) - BET_FIELDS[kind]
+    if extra:
+        raise SettlementError(f"bet {bet.get('id')!r}: unknown field {sorted(extra)[0]!r}")
+    return kind
+
+
+class _Bet:
+    """Accumulates the lines of one bet."""
+
+    def __init__(self, bet_id):
+        self.id = bet_id
+        self.lines = []
+
+    def line(self, item, staked, returned, result):
+        self.lines.append({"item": item, "staked": Fraction(staked), "returned": Fraction(returned),
+                           "result": result})
+
+    def out(self):
+        staked = sum((x["staked"] for x in self.lines), Fraction(0))
+        returned = sum((x["returned"] for x in self.lines), Fraction(0))
+        return {"id": self.id, "staked": money(staked), "returned": money(returned),
+                "net": money(returned - staked),
+                "lines": [{**x, "staked": money(x["staked"]), "returned": money(x["returned"])}
+                          for x in self.lines]}
+
+
+def settle(profile, outcome, bets):
+    """Settle `bets` (list of dicts) on `outcome`, a published `round_result` or `round_voided`.
+    Returns one dict per bet, in order: id, staked, returned, net, lines."""
+    if not isinstance(outcome, dict) or outcome.get("type") not in ("round_result", "round_voided"):
+        raise SettlementError("settle a round_result or a round_voided output")
+    kinds = BACCARAT_KINDS if profile.game == "baccarat" else BLACKJACK_KINDS
+    for b in bets:
+        _check_bet(b, kinds)
+    if outcome["type"] == "round_voided":
+        return [_refund(profile, b) for b in bets]
+    if outcome.get("game") != profile.game:
+        raise SettlementError(f"a {outcome.get('game')} result cannot settle {profile.game} bets")
+    if profile.game == "baccarat":
+        return [_baccarat(profile, outcome, b) for b in bets]
+    seats = {s["seat"]: s for s in outcome["seats"]}
+    return [_blackjack(profile, outcome, seats, b) for b in bets]
+
+
+def _refund(profile, bet):
+    """A voided round refunds everything (RULES.md: a malfunction voids all pays and plays).
+    Double and split stakes placed during the round are refunded by whoever holds them."""
+    b = _Bet(bet.get("id"))
+    a = _amount(bet, "amount")
+    b.line("bet", a, a, "refund")
+    if bet.get("insurance"):
+        b.line("insurance", Fraction(a, 2), Fraction(a, 2), "refund")
+    for side in ("pairs", "lucky7"):
+        s = _amount(bet, side, required=False)
+        if s:
+            b.line(side, s, s, "refund")
+    return b.out()
+
+
+def _baccarat(profile, res, bet):
+    pay = profile.payouts
+    a = _amount(bet, "amount")
+    kind = bet["kind"]
+    b = _Bet(bet.get("id"))
+    w = res["winner"]
+    if kind == "tie":
+        ret = a * (1 + pay["tie"]) if w == "tie" else 0
+        b.line("tie", a, ret, "win" if w == "tie" else "lose")
+    elif w == "tie":
+        b.line(kind, a, a, "push")  # Player and Banker bets push on a tie
+    elif w == kind:
+        win = a * pay[kind]
+        if kind == "banker":
+            win -= win * pay["banker_commission"]
+        b.line(kind, a, a + win, "win")
+    else:
+        b.line(kind, a, 0, "lose")
+    return b.out()
+
+
+def _up_card(profile, dealer_cards):
+    return dealer_cards[0] if profile.dealer_order == "up_hole" else dealer_cards[1]
+
+
+def _hand_return(profile, hand, stake):
+    if hand["outcome"] == "blackjack":
+        return stake * (1 + profile.payouts["blackjack"])
+    return stake * OUTCOME_RETURN[hand["outcome"]]
+
+
+def _blackjack(profile, res, seats, bet):
+    bid = bet.get("id")
+    seat = bet.get("seat")
+    if seat not in seats:
+        raise SettlementError(f"bet {bid!r}: seat {seat!r} was not in play in round {res['round']}")
+    s = seats[seat]
+    a = _amount(bet, "amount")
+    up = _up_card(profile, res["dealer"]["cards"])
+    dealer_bj = res["dealer"]["blackjack"]
+    b = _Bet(bid)
+    behind = bet["kind"] == "behind"
+    even = not behind and _flag(bet, "even_money")
+    if even:
+        if not profile.even_money or up[0] != "A" or not s["hands"][0]["outcome"] in ("blackjack", "push") \
+                or len(s["hands"]) != 1 or s["hands"][0]["split"]:
+            raise SettlementError(f"bet {bid!r}: even money is only for a blackjack against an ace "
+                                  f"in a profile that offers it")
+        b.line("even_money", a, 2 * a, "win")   # paid 1:1 at once, whatever the dealer has
+    else:
+        hands = s["hands"]
+        follow = hands if (not behind or _flag(bet, "follow_split")) else hands[:1]
+        double = (not behind) or _flag(bet, "follow_double")
+        for i, h in enumerate(follow):
+            stake = a * (2 if h["doubled"] and double else 1)
+            b.line(f"hand {i}", stake, _hand_return(profile, h, stake), h["outcome"])
+    if _flag(bet, "insurance"):
+        if not profile.insurance or up[0] != "A":
+            raise SettlementError(f"bet {bid!r}: insurance is only offered against an ace up"
+                                  + ("" if profile.insurance else f" ({profile.name} has none)"))
+        if even or (profile.even_money and not behind and s["hands"][0]["outcome"] in
+                    ("blackjack", "push") and len(s["hands"][0]["cards"]) == 2
+                    and s["hands"][0]["total"] == 21 and not s["hands"][0]["split"]):
+            raise SettlementError(f"bet {bid!r}: a blackjack is offered even money, not insurance")
+        stake = Fraction(a, 2)
+        ret = stake * (1 + profile.payouts["insurance"]) if dealer_bj else 0
+        b.line("insurance", stake, ret, "win" if dealer_bj else "lose")
+    p = _amount(bet, "pairs", required=False)
+    if p:
+        if not profile.pairs:
+            raise SettlementError(f"bet {bid!r}: {profile.name} has no Pairs side bet")
+        pattern = s["pairs"]
+        ret = p * (1 + profile.payouts[f"pairs_{pattern}"]) if pattern != "none" else 0
+        b.line("pairs", p, ret, pattern)
+    seven = _amount(bet, "lucky7", required=False) if not behind else 0
+    if seven:
+        if not profile.lucky7:
+            raise SettlementError(f"bet {bid!r}: {profile.name} has no Lucky-7 side bet")
+        missing = [k for k in ("lucky7_1", "lucky7_2", "lucky7_3") if k not in profile.payouts]
+        if missing:
+            raise SettlementError(f"bet {bid!r}: profile {profile.name} has no Lucky-7 pay table "
+                                  f"(the operator sets payouts.{missing[0]} in the profile)")
+        n = s["lucky7"]
+        ret = seven * (1 + profile.payouts[f"lucky7_{n}"]) if n else 0
+        b.line("lucky7", seven, ret, f"{n} sevens")
+    return b.out()
