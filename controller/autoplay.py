@@ -3,6 +3,7 @@
 Pure (the caller supplies the shuffled cards and the decision function), so the benchmark, the
 property tests and the game-math simulation all play through the very engine that runs the table.
 """
+from .blackjack import allowed
 from .table import expect, new_table, step
 
 
@@ -56,7 +57,6 @@ def play_shoe(profile, cards, decide, seats=None, cut_at=None, max_rounds=None, 
 
 
 def _allowed(t, e):
-    from .blackjack import allowed
     rnd = t.round
     s = rnd.seats[rnd.cur_s]
     return allowed(rnd, s, s.hands[e[2]])

@@ -362,7 +362,8 @@ def _dealer_draws(rnd):
                for s in rnd.seats for h in s.hands)
 
 
-def _pairs(a, b, up):
+def pairs_pattern(a, b, up):
+    """The Pairs side bet's highest pattern for a seat's first two cards and the dealer's up card."""
     if a[0] != b[0]:
         return "none"
     if a == b:
@@ -370,7 +371,7 @@ def _pairs(a, b, up):
     return "coloured" if (a in RED) == (b in RED) else "mixed"
 
 
-def _lucky7(dealt):
+def lucky7_count(dealt):
     n = 0
     for c in dealt[:3]:
         if c[0] != "7":
@@ -405,9 +406,9 @@ def _finish(rnd, out):
                           "outcome": res, "doubled": h.doubled, "split": h.split})
         entry = {"seat": s.seat}
         if p.pairs:
-            entry["pairs"] = _pairs(s.dealt[0], s.dealt[1], rnd.up_card)
+            entry["pairs"] = pairs_pattern(s.dealt[0], s.dealt[1], rnd.up_card)
         if p.lucky7:
-            entry["lucky7"] = _lucky7(s.dealt)
+            entry["lucky7"] = lucky7_count(s.dealt)
         entry["hands"] = hands
         seats.append(entry)
     out.append({"type": "round_result", "round": rnd.number, "game": "blackjack",

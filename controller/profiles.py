@@ -6,7 +6,22 @@ error naming the key. Reading the file is the shell's job; this module only sees
 """
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
-from types import MappingProxyType
+
+
+class FrozenMap(dict):
+    """A read-only dict (the pay table of a frozen profile) that still pickles, so a profile can
+    travel to the worker processes of a simulation."""
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("a profile's payouts are read-only")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items())))
+
+    def __reduce__(self):
+        return (FrozenMap, (dict(self),))
 
 GAMES = ("blackjack", "baccarat")
 DEALER_ORDERS = ("up_hole", "hole_up")
@@ -45,7 +60,7 @@ class Profile:
     shuffle_every_round: bool = False
     pairs: bool = False
     lucky7: bool = False
-    payouts: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    payouts: FrozenMap = field(default_factory=FrozenMap)
 
     @property
     def cards(self):
@@ -53,7 +68,7 @@ class Profile:
 
 
 def _payouts(d):
-    return MappingProxyType({k: Fraction(v) for k, v in d.items()})
+    return FrozenMap({k: Fraction(v) for k, v in d.items()})
 
 
 _BJ_PAY = {"blackjack": Fraction(3, 2), "win": 1, "insurance": 2, "even_money": 1}
@@ -185,7 +200,7 @@ def profile_from_mapping(data, where="profile"):
                 if k not in allowed:
                     raise ProfileError(f"{where}.payouts.{k}: unknown payout (known: {', '.join(allowed)})")
                 merged[k] = _ratio(k, r)
-            values[key] = MappingProxyType(merged)
+            values[key] = FrozenMap(merged)
         else:
             values[key] = _check(where, key, v, *_RULES[key])
     missing = [k for k in ("name", "game", "decks") if k not in values]

@@ -85,28 +85,17 @@ SCHEMAS = {
 
 def validate(event):
     """Return the input with defaults filled in, or raise Rejected(code="malformed")."""
-    if not isinstance(event, dict):
+    if type(event) is not dict:
         raise Rejected("malformed", f"an input is a JSON object, got {type(event).__name__}")
     kind = event.get("type")
     schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
     if schema is None:
         raise Rejected("malformed", f"unknown input type {kind!r}; known: {', '.join(SCHEMAS)}")
     out = {"type": kind}
-    for key, value in event.items():
-        if key in schema or key == "type":
-            continue
-        if key == "id":
-            if not (isinstance(value, (str, int)) and not isinstance(value, bool)):
-                raise Rejected("malformed", f"{kind}.id: expected a string or integer")
-            out["id"] = value
-        elif key == "ts":
-            if not (isinstance(value, (str, int, float)) and not isinstance(value, bool)):
-                raise Rejected("malformed", f"{kind}.ts: expected a number or a string")
-            out["ts"] = value
-        else:
-            raise Rejected("malformed", f"{kind}.{key}: unknown field")
+    seen = 1
     for key, (check, required, default) in schema.items():
         if key in event:
+            seen += 1
             try:
                 out[key] = check(event[key])
             except ValueError as e:
@@ -115,4 +104,18 @@ def validate(event):
             raise Rejected("malformed", f"{kind}.{key}: missing")
         elif default is not None:
             out[key] = default
+    if seen != len(event):  # envelope fields, or a field the schema does not know
+        for key, value in event.items():
+            if key in schema or key == "type":
+                continue
+            if key == "id":
+                if not (isinstance(value, (str, int)) and not isinstance(value, bool)):
+                    raise Rejected("malformed", f"{kind}.id: expected a string or integer")
+                out["id"] = value
+            elif key == "ts":
+                if not (isinstance(value, (str, int, float)) and not isinstance(value, bool)):
+                    raise Rejected("malformed", f"{kind}.ts: expected a number or a string")
+                out["ts"] = value
+            else:
+                raise Rejected("malformed", f"{kind}.{key}: unknown field")
     return out

@@ -12,7 +12,7 @@ class SettlementError(ValueError):
     """A bet that cannot be settled on this round or profile; the message says why."""
 
 
-OUTCOME_RETURN = {"win": Fraction(2), "push": Fraction(1), "lose": Fraction(0),
+OUTCOME_RETURN = {"win": 2, "push": 1, "lose": 0,
                   "surrender": Fraction(1, 2)}
 
 BET_FIELDS = {
@@ -26,9 +26,13 @@ BACCARAT_KINDS = ("player", "banker", "tie")
 
 
 def money(x):
-    """A Fraction of minor units as an exact Decimal (every pay table here divides by 2s and 5s)."""
-    x = Fraction(x)
+    """Minor units (an int or a Fraction) as an exact Decimal (every pay table here divides by
+    2s and 5s)."""
+    if isinstance(x, int):
+        return Decimal(x)
     d = x.denominator
+    if d == 1:
+        return Decimal(x.numerator)
     while d % 2 == 0:
         d //= 2
     while d % 5 == 0:
@@ -68,6 +72,12 @@ def _check_bet(bet, kinds):
     return kind
 
 
+def _exact(x):
+    if isinstance(x, Fraction) and x.denominator == 1:
+        return x.numerator
+    return x
+
+
 class _Bet:
     """Accumulates the lines of one bet."""
 
@@ -76,12 +86,14 @@ class _Bet:
         self.lines = []
 
     def line(self, item, staked, returned, result):
-        self.lines.append({"item": item, "staked": Fraction(staked), "returned": Fraction(returned),
+        # ints stay ints (the common case, and much cheaper than Fractions); Fractions only
+        # where a pay ratio leaves a fraction of a minor unit
+        self.lines.append({"item": item, "staked": _exact(staked), "returned": _exact(returned),
                            "result": result})
 
     def out(self):
-        staked = sum((x["staked"] for x in self.lines), Fraction(0))
-        returned = sum((x["returned"] for x in self.lines), Fraction(0))
+        staked = sum(x["staked"] for x in self.lines)
+        returned = sum(x["returned"] for x in self.lines)
         return {"id": self.id, "staked": money(staked), "returned": money(returned),
                 "net": money(returned - staked),
                 "lines": [{**x, "staked": money(x["staked"]), "returned": money(x["returned"])}

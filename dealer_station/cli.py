@@ -33,6 +33,8 @@ def parser():
                    help="built-in profile (luxury21, european, lucky7, punto_banco) or a .toml file")
     r.add_argument("file", help="input events, one JSON object per line; - for standard input")
     r.set_defaults(func=_replay)
+    from .analyze import add_parser
+    add_parser(sub)
     return p
 
 
