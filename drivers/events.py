@@ -1,0 +1,63 @@
+"""Typed events that drivers emit (onto the daemon's queue; a driver never calls the engine).
+
+Events that the round controller consumes have `as_input()`, the protocol v1 input. The others
+describe a device's health for the status topic, the panel and the logs.
+"""
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CardRead:
+    card: str
+    source: str = "shoe"
+    confidence: int | None = None   # the reader's confidence 0-100, when it gives one
+    seq: int | None = None          # the shoe's frame sequence number (protocol v1)
+    payload: str | None = None      # the barcode payload (line mode)
+
+    def as_input(self):
+        return {"type": "card", "card": self.card, "source": self.source}
+
+
+@dataclass(frozen=True)
+class CardUnreadable:
+    source: str = "shoe"
+    detail: dict = field(default_factory=dict)
+
+    def as_input(self):
+        return {"type": "card_unreadable", "source": self.source, "detail": dict(self.detail)}
+
+
+@dataclass(frozen=True)
+class CutCard:
+    seq: int | None = None
+
+    def as_input(self):
+        return {"type": "cut_card"}
+
+
+@dataclass(frozen=True)
+class DeviceState:
+    """connected / disconnected / fault / ok, once per change, with the reason."""
+    device: str
+    state: str
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ShoeHello:
+    model: str
+    firmware: str
+    serial: str
+    boot: int
+    last_seq: int
+
+
+@dataclass(frozen=True)
+class ShoeStatus:
+    """The shoe's own status report: door, jam, sensor, light, gate."""
+    seq: int | None
+    door: str
+    jam: bool
+    sensor: str
+    light: str
+    gate: str

@@ -1,0 +1,148 @@
+"""Dealer-station shoe protocol v1: framing, checksum and the frame vocabulary (docs/shoe-protocol.md).
+
+Pure functions and a byte-stream parser with no I/O, so the reader thread only moves bytes and
+the parser can be tested on any byte sequence.
+
+A frame is one ASCII line:  $TYPE,field,field...*CCCC\\r\\n
+CCCC is the CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, no final XOR) of the
+bytes between '$' and '*', as four upper-case hex digits.
+"""
+from dataclasses import dataclass
+
+MAX_FRAME = 120          # bytes from '$' to the end of the line; longer is garbage
+# shoe -> host. Event frames carry their own sequence number; HB and HELLO carry the last one sent.
+EVENT_TYPES = {"CARD": 2, "UNRD": 1, "CUT": 0, "STAT": 5}   # type: fields after the seq
+INFO_TYPES = {"HB": 0, "HELLO": 4, "GONE": 2}
+# host -> shoe
+COMMANDS = {"ID": 0, "QST": 0, "ACK": 1, "RSND": 1, "LED": 2, "GATE": 1}
+SEQ_MOD = 10000          # sequence numbers 0-9999, wrapping
+
+
+def crc16(data: bytes) -> int:
+    crc = 0xFFFF
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def encode(kind, *fields) -> bytes:
+    body = ",".join((kind,) + tuple(str(f) for f in fields)).encode("ascii")
+    return b"$" + body + b"*" + f"{crc16(body):04X}".encode("ascii") + b"\r\n"
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: str
+    fields: tuple
+
+    @property
+    def seq(self):
+        """The sequence number (event frames, HB, HELLO), else None."""
+        if self.kind in EVENT_TYPES or self.kind in ("HB", "HELLO"):
+            return int(self.fields[0])
+        return None
+
+
+@dataclass(frozen=True)
+class BadFrame:
+    data: bytes
+    reason: str
+
+
+def decode(line: bytes):
+    """One line without its end (starting at '$') -> Frame or BadFrame. Never raises."""
+    if not line.startswith(b"$"):
+        return BadFrame(line, "no '$' start")
+    star = line.rfind(b"*")
+    if star < 0 or len(line) - star != 5:
+        return BadFrame(line, "no '*CCCC' checksum")
+    body = line[1:star]
+    try:
+        want = int(line[star + 1:], 16)
+        text = body.decode("ascii")
+    except ValueError:
+        return BadFrame(line, "checksum or body not ASCII hex/text")
+    if crc16(body) != want:
+        return BadFrame(line, "checksum mismatch")
+    parts = text.split(",")
+    kind, fields = parts[0], tuple(parts[1:])
+    arity = EVENT_TYPES.get(kind)
+    if arity is not None:
+        arity += 1
+    else:
+        arity = INFO_TYPES.get(kind, COMMANDS.get(kind))
+        if arity is not None and kind in ("HB", "HELLO"):
+            arity += 1
+    if arity is None:
+        return BadFrame(line, f"unknown frame type {kind!r}")
+    if len(fields) != arity:
+        return BadFrame(line, f"{kind} takes {arity} fields, got {len(fields)}")
+    frame = Frame(kind, fields)
+    try:
+        seq = frame.seq
+    except ValueError:
+        return BadFrame(line, f"bad sequence number {fields[0]!r}")
+    if seq is not None and not 0 <= seq < SEQ_MOD:
+        return BadFrame(line, f"sequence number out of range: {seq}")
+    return frame
+
+
+class FrameParser:
+    """Bytes in, frames out. Resynchronises on every '$'; anything that is not a whole valid
+    frame is returned as a BadFrame (one per run of garbage) and counted."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.in_frame = False
+        self.bad = 0
+
+    def feed(self, data: bytes):
+        out = []
+        for b in data:
+            if b == 0x24:  # '$' starts a frame, whatever came before
+                if self.buf:
+                    out.append(self._bad(bytes(self.buf), "interrupted by a new frame"))
+                self.buf = bytearray(b"$")
+                self.in_frame = True
+            elif b in (0x0A, 0x0D):
+                if self.buf:
+                    line = bytes(self.buf)
+                    self.buf = bytearray()
+                    if self.in_frame:
+                        f = decode(line)
+                        if isinstance(f, BadFrame):
+                            self.bad += 1
+                        out.append(f)
+                    else:
+                        out.append(self._bad(line, "garbage between frames"))
+                self.in_frame = False
+            else:
+                self.buf.append(b)
+                if len(self.buf) > MAX_FRAME:
+                    out.append(self._bad(bytes(self.buf), "line too long"))
+                    self.buf = bytearray()
+                    self.in_frame = False
+        return out
+
+    def _bad(self, data, reason):
+        self.bad += 1
+        return BadFrame(data, reason)
+
+
+def seq_after(a, b):
+    """True when sequence number b comes after a (modulo SEQ_MOD, within half the range)."""
+    return 0 < (b - a) % SEQ_MOD < SEQ_MOD // 2
+
+
+def seq_range(a, b):
+    """The sequence numbers after a up to b, inclusive."""
+    out = []
+    n = (a + 1) % SEQ_MOD
+    while True:
+        out.append(n)
+        if n == b:
+            return out
+        n = (n + 1) % SEQ_MOD

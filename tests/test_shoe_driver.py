@@ -1,0 +1,287 @@
+"""The real shoe and scanner drivers over real ptys against the virtual shoe, fault by fault,
+and what the round controller receives from them."""
+import queue
+import time
+
+import pytest
+
+from controller import new_table, profile_from_mapping, step
+from drivers.events import CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello, ShoeStatus
+from drivers.scanner import ScannerDriver
+from drivers.shoe import ShoeDriver
+from drivers.virtual_shoe import VirtualShoe
+
+
+class Rig:
+    """A virtual shoe, the real driver on its pty, and the events the driver emitted."""
+
+    def __init__(self, mode="v1", decks=1, seed=3, cut_from_back=None, **options):
+        self.shoe = VirtualShoe(decks=decks, seed=seed, cut_from_back=cut_from_back, mode=mode,
+                                heartbeat=0.1)
+        path = self.shoe.start()
+        self.q = queue.Queue()
+        if mode == "v1":
+            self.driver = ShoeDriver(path, **{"resend_timeout": 0.15, "stall_timeout": 0.6, **options})
+        else:
+            self.driver = ScannerDriver(path, self.shoe.codebook(), cut_payload="CUT", **options)
+        self.driver.start(self.q.put)
+        self.events = []
+        self.base = 0
+        if mode == "v1":
+            self.wait(lambda e: isinstance(e, ShoeHello))
+            # the driver asks for status on connect: that report takes the first sequence number
+            self.base = self.wait(lambda e: isinstance(e, ShoeStatus)).seq
+        else:
+            self.wait(lambda e: isinstance(e, DeviceState) and e.state == "connected")
+
+    def wait(self, pred, timeout=5.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for e in self.events:
+                if pred(e):
+                    return e
+            try:
+                self.events.append(self.q.get(timeout=0.05))
+            except queue.Empty:
+                pass
+        raise AssertionError(f"no such event within {timeout}s; got {self.events}")
+
+    def settle(self, quiet=0.4):
+        """Collect until nothing new arrives for `quiet` seconds."""
+        while True:
+            try:
+                self.events.append(self.q.get(timeout=quiet))
+            except queue.Empty:
+                return self.events
+
+    def cards(self):
+        return [e for e in self.events if isinstance(e, (CardRead, CardUnreadable, CutCard))]
+
+    def close(self):
+        self.driver.close()
+        self.shoe.close()
+
+
+@pytest.fixture
+def rig(request):
+    made = []
+
+    def make(**kw):
+        r = Rig(**kw)
+        made.append(r)
+        return r
+    yield make
+    for r in made:
+        r.close()
+
+
+def reads(events):
+    return [e.card for e in events if isinstance(e, CardRead)]
+
+
+def test_every_card_arrives_once_in_order(rig):
+    r = rig()
+    dealt = [r.shoe.deal() for _ in range(20)]
+    r.wait(lambda e: isinstance(e, CardRead) and e.seq == r.base + 20)
+    r.settle(0.3)
+    assert reads(r.events) == dealt
+    assert [e.seq for e in r.events if isinstance(e, CardRead)] == list(range(r.base + 1, r.base + 21))
+    assert r.driver.session.counts["bad_frames"] == 0
+
+
+def test_a_corrupted_frame_is_counted_and_the_card_recovered_by_resend(rig):
+    r = rig()
+    r.shoe.deal()
+    r.shoe.corrupt_next()
+    dealt = [r.shoe.deal() for _ in range(3)]
+    r.wait(lambda e: isinstance(e, CardRead) and e.seq == r.base + 4)
+    r.settle(0.3)
+    assert reads(r.events)[1:] == dealt
+    c = r.driver.session.counts
+    assert c["bad_frames"] == 1 and c["resend_requests"] >= 1 and c["lost_frames"] == 0
+
+
+def test_a_dropped_frame_is_asked_again_even_when_it_was_the_last(rig):
+    r = rig()
+    r.shoe.drop_next()
+    card = r.shoe.deal()                    # nothing follows: the heartbeat reveals the gap
+    got = r.wait(lambda e: isinstance(e, CardRead))
+    assert got.card == card and got.seq == r.base + 1
+    assert any(f.kind == "RSND" for f in r.shoe.received)
+
+
+def test_a_frame_that_cannot_be_resent_becomes_an_unreadable_card(rig):
+    r = rig()
+    first = r.shoe.deal()
+    r.shoe.drop_next(resendable=False)
+    lost = r.shoe.deal()
+    third = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead) and e.seq == r.base + 3)
+    r.settle(0.3)
+    seen = r.cards()
+    assert [type(e).__name__ for e in seen] == ["CardRead", "CardUnreadable", "CardRead"]
+    assert seen[1].detail["seq"] == r.base + 2 and "cannot resend" in seen[1].detail["reason"]
+    assert (seen[0].card, seen[2].card) == (first, third) and lost not in (None,)
+
+
+def test_an_unreadable_card_is_reported_as_such(rig):
+    r = rig()
+    r.shoe.unreadable_next()
+    r.shoe.deal()
+    e = r.wait(lambda e: isinstance(e, CardUnreadable))
+    assert e.detail == {"seq": r.base + 1, "reason": "no code read"}
+
+
+def test_low_confidence_reads_are_refused_not_guessed(rig):
+    r = rig(min_confidence=98)             # the virtual shoe reports 97
+    card = r.shoe.deal()
+    e = r.wait(lambda e: isinstance(e, CardUnreadable))
+    assert e.detail["read"] == card and e.detail["confidence"] == 97
+    assert not reads(r.events)
+
+
+def test_double_fire_is_delivered_once(rig):
+    r = rig()
+    r.shoe.double_fire_next()
+    a = r.shoe.deal()
+    b = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead) and e.seq == r.base + 2)
+    r.settle(0.3)
+    assert reads(r.events) == [a, b]
+    assert r.driver.session.counts["duplicates"] == 1
+
+
+def test_unplug_and_replug_lose_nothing_and_report_once_each(rig):
+    r = rig()
+    a = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead))
+    r.shoe.unplug()
+    r.wait(lambda e: isinstance(e, DeviceState) and e.state == "disconnected")
+    during = [r.shoe.deal(), r.shoe.deal()]  # dealt while the cable was out
+    time.sleep(0.3)
+    r.shoe.replug()
+    r.wait(lambda e: isinstance(e, CardRead) and e.seq == r.base + 3, timeout=8)
+    r.settle(0.4)
+    assert reads(r.events) == [a] + during
+    states = [e.state for e in r.events if isinstance(e, DeviceState)]
+    assert states.count("disconnected") == 1 and states.count("connected") == 2
+    assert r.driver.link.reconnects == 1
+
+
+def test_a_stalled_line_is_a_fault_and_recovers(rig):
+    r = rig()
+    r.shoe.stall(True)
+    card = r.shoe.deal()
+    e = r.wait(lambda e: isinstance(e, DeviceState) and e.state == "fault")
+    assert "stalled" in e.detail["reason"]
+    r.shoe.stall(False)
+    got = r.wait(lambda e: isinstance(e, CardRead))
+    assert got.card == card
+    r.wait(lambda e: isinstance(e, DeviceState) and e.state == "connected" and e.detail)
+
+
+def test_a_shoe_restart_loses_pending_frames_as_unreadable_not_silently(rig):
+    r = rig()
+    r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead))
+    r.shoe.stall(True)
+    r.shoe.deal()                          # sent into a stalled line, then the shoe reboots
+    r.shoe._held.clear()
+    r.shoe.stall(False)
+    r.shoe.restart()
+    time.sleep(0.3)
+    # after the reboot the shoe counts from 0 again; the host must not treat 1 as a duplicate
+    c = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead) and e.card == c and e.seq == 1)
+
+
+def test_status_frames_and_commands(rig):
+    r = rig()
+    st = r.wait(lambda e: isinstance(e, ShoeStatus))
+    assert (st.door, st.jam, st.gate) == ("closed", False, "unlocked")
+    r.shoe.status(door="open")
+    e = r.wait(lambda e: isinstance(e, DeviceState) and e.state == "fault")
+    assert e.detail["reason"] == "door open"
+    assert r.driver.command("gate", "lock")
+    deadline = time.monotonic() + 3
+    while not r.shoe.gate_locked and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert r.shoe.gate_locked and r.shoe.deal() is None   # no card can be drawn
+    r.driver.command("led", "deal", "blink")
+    time.sleep(0.2)
+    assert r.shoe.leds == {"deal": "blink"}
+    with pytest.raises(ValueError):
+        r.driver.command("explode")
+
+
+def test_the_controller_receives_a_lost_card_as_a_misread_and_a_foreign_card_as_foreign(rig):
+    r = rig(decks=1)
+    one_deck = profile_from_mapping({"base": "punto_banco", "name": "pb-1deck", "decks": 1})
+    t = new_table(one_deck)
+    t, _ = step(t, {"type": "shoe_loaded"})
+    first = r.shoe.deal()
+    r.shoe.foreign_next(first)             # a second copy of a card in a one-deck shoe
+    r.shoe.deal()
+    r.shoe.drop_next(resendable=False)
+    r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardUnreadable))
+    r.settle(0.3)
+    outs = []
+    for e in r.cards():
+        t, out = step(t, e.as_input())
+        outs.extend(out)
+    codes = [o["code"] for o in outs if o["type"] == "irregularity"]
+    assert codes == ["foreign_card", "misread"]
+
+
+# -- line mode ----------------------------------------------------------------------------------
+
+def test_line_mode_reads_payloads_through_the_codebook(rig):
+    r = rig(mode="line", cut_from_back=50)
+    dealt = [r.shoe.deal() for _ in range(3)]
+    r.wait(lambda e: isinstance(e, CardRead) and len(reads(r.events)) == 3)
+    got = [e for e in r.events if isinstance(e, CardRead)]
+    assert [e.card for e in got] == dealt and all(e.payload.startswith("D01-") for e in got)
+
+
+def test_line_mode_double_fire_suppressed_and_counted(rig):
+    r = rig(mode="line")
+    r.shoe.double_fire_next()
+    a = r.shoe.deal()
+    b = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead) and e.card == b and len(reads(r.events)) >= 2)
+    r.settle(0.3)
+    assert reads(r.events) == [a, b]
+    assert r.driver.session.counts["double_fires"] == 1
+
+
+def test_line_mode_unknown_payload_and_garbage_are_unreadable_with_detail(rig):
+    r = rig(mode="line")
+    r.shoe.unreadable_next()
+    r.shoe.deal()
+    e = r.wait(lambda e: isinstance(e, CardUnreadable))
+    assert e.detail in ({"reason": "payload not in the codebook", "payload": "%%??"},)
+    r.shoe.corrupt_next()
+    r.shoe.deal()
+    e = r.wait(lambda e: isinstance(e, CardUnreadable) and "garbled" in e.detail["reason"])
+
+
+def test_line_mode_cut_card_and_unplug(rig):
+    r = rig(mode="line", decks=1, cut_from_back=51)
+    r.shoe.deal()
+    r.shoe.deal()                             # the cut card comes out before the second card
+    r.wait(lambda e: isinstance(e, CutCard))
+    r.shoe.unplug()
+    r.wait(lambda e: isinstance(e, DeviceState) and e.state == "disconnected")
+    r.shoe.replug()
+    r.wait(lambda e: isinstance(e, DeviceState) and e.state == "connected" and e is not r.events[0])
+
+
+@pytest.mark.parametrize("sep", [b"\r", b"\n", b"\r\n"])
+def test_line_mode_accepts_cr_lf_and_crlf(sep):
+    from drivers.scanner import ScannerSession
+    got = []
+    s = ScannerSession(got.append, {"X1": "As", "X2": "Kd"})
+    s.data(b"X1" + sep + b"X2" + sep, 0.0)
+    s.data(b"X1" + sep, 5.0)
+    assert [e.card for e in got] == ["As", "Kd", "As"]

@@ -1,0 +1,77 @@
+"""Shoe protocol v1 framing: checksum, encoding, and a parser that never raises."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drivers import shoe_protocol as sp
+
+
+def test_crc16_ccitt_false_check_value_and_the_documented_example():
+    assert sp.crc16(b"123456789") == 0x29B1   # the standard check value of CRC-16/CCITT-FALSE
+    assert sp.encode("CARD", 17, "As", 98) == b"$CARD,17,As,98*F998\r\n"   # docs/shoe-protocol.md
+
+
+def test_decode_rejects_each_kind_of_bad_frame():
+    good = sp.encode("CARD", 5, "Td", 99).rstrip(b"\r\n")
+    assert sp.decode(good) == sp.Frame("CARD", ("5", "Td", "99"))
+    assert sp.decode(good).seq == 5
+    cases = {
+        good[:-1] + b"0": "checksum mismatch",
+        good.replace(b"*", b"#"): "no '*CCCC' checksum",
+        sp.encode("CARD", 5, "Td").rstrip(b"\r\n"): "CARD takes 3 fields",
+        sp.encode("WHAT", 5).rstrip(b"\r\n"): "unknown frame type",
+        sp.encode("CARD", "x", "Td", 9).rstrip(b"\r\n"): "bad sequence number",
+        sp.encode("CARD", 10000, "Td", 9).rstrip(b"\r\n"): "out of range",
+        b"$CARD,1,As,9*ZZZZ": "checksum or body",
+    }
+    for line, reason in cases.items():
+        f = sp.decode(line)
+        assert isinstance(f, sp.BadFrame) and reason in f.reason, (line, f)
+
+
+def test_sequence_arithmetic_wraps():
+    assert sp.seq_after(9999, 0) and sp.seq_after(5, 6) and not sp.seq_after(6, 5)
+    assert sp.seq_range(9998, 1) == [9999, 0, 1]
+
+
+frames = st.one_of(
+    st.builds(lambda s, c, conf: sp.encode("CARD", s, c, conf), st.integers(0, 9999),
+              st.sampled_from(["As", "Td", "7h", "Kc"]), st.integers(0, 100)),
+    st.builds(lambda s: sp.encode("HB", s), st.integers(0, 9999)),
+    st.builds(lambda s: sp.encode("CUT", s), st.integers(0, 9999)),
+    st.builds(lambda s, r: sp.encode("UNRD", s, r), st.integers(0, 9999), st.sampled_from(["dirty", "no code"])),
+    st.builds(lambda s: sp.encode("STAT", s, "closed", 0, "ok", "ok", "unlocked"), st.integers(0, 9999)),
+)
+garbage = st.binary(min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), frames, garbage), min_size=1, max_size=30),
+       st.integers(1, 17))
+def test_parser_finds_every_valid_frame_in_noise_and_counts_the_rest(items, chunk):
+    stream = b""
+    sent = []
+    noise_runs = 0
+    for noisy, frame, junk in items:
+        if noisy:
+            stream += junk + b"\n"          # a run of line noise, ended by the line
+            noise_runs += bool(junk.strip(b"\r\n"))  # bare line ends are not garbage
+        stream += frame
+        sent.append(frame)
+    p = sp.FrameParser()
+    got = []
+    for i in range(0, len(stream), chunk):   # arrives in arbitrary pieces
+        got.extend(p.feed(stream[i:i + chunk]))
+    good = [f for f in got if isinstance(f, sp.Frame)]
+    bad = [f for f in got if isinstance(f, sp.BadFrame)]
+    assert [sp.encode(f.kind, *f.fields) for f in good] == sent
+    assert p.bad == len(bad)
+    assert (noise_runs == 0) == (len(bad) == 0)
+    assert len(bad) >= noise_runs
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_parser_never_raises_on_any_bytes(data):
+    p = sp.FrameParser()
+    out = p.feed(data)
+    assert all(isinstance(f, (sp.Frame, sp.BadFrame)) for f in out)
