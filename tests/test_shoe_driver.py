@@ -285,3 +285,38 @@ def test_line_mode_accepts_cr_lf_and_crlf(sep):
     s.data(b"X1" + sep + b"X2" + sep, 0.0)
     s.data(b"X1" + sep, 5.0)
     assert [e.card for e in got] == ["As", "Kd", "As"]
+
+
+def test_table_sim_shoe_command_serves_a_pty_that_the_driver_reads():
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-m", "dealer_station.sim_cli", "shoe", "--pty",
+                          "--decks", "2", "--seed", "4"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        path = p.stdout.readline().strip()
+        q = queue.Queue()
+        d = ShoeDriver(path, resend_timeout=0.15)
+        d.start(q.put)
+        time.sleep(0.3)
+        p.stdin.write("deal 3\n")
+        p.stdin.flush()
+        dealt = p.stdout.readline().split()
+        got = []
+        end = time.monotonic() + 5
+        while len(got) < 3 and time.monotonic() < end:
+            try:
+                e = q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if isinstance(e, CardRead):
+                got.append(e.card)
+        d.close()
+        assert got == dealt and len(dealt) == 3
+        p.stdin.write("bogus\n")
+        p.stdin.flush()
+        assert p.stdout.readline().startswith("error: unknown command")
+    finally:
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        p.wait(timeout=5)

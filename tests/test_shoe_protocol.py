@@ -75,3 +75,13 @@ def test_parser_never_raises_on_any_bytes(data):
     p = sp.FrameParser()
     out = p.feed(data)
     assert all(isinstance(f, (sp.Frame, sp.BadFrame)) for f in out)
+
+
+def test_every_frame_example_in_the_protocol_doc_is_valid():
+    import pathlib
+    import re
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "shoe-protocol.md").read_text()
+    examples = re.findall(r"^(\$[A-Z]+,[^*\n]*\*[0-9A-F]{4})(?:\\r\\n)?$", doc, re.M)
+    assert len(examples) >= 6
+    for line in examples:
+        assert isinstance(sp.decode(line.encode()), sp.Frame), line

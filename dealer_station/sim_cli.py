@@ -1,0 +1,90 @@
+"""`table-sim`: simulated hardware.
+
+    table-sim shoe --pty [--mode v1|line] [--decks N] [--seed S] [--cut N] [--link PATH]
+
+starts a virtual shoe on a pty, prints its device path (a stable symlink) on the first line, then
+takes commands on standard input, one per line, and answers each with one line:
+
+    deal [N]         draw N cards (default 1); prints them
+    corrupt | drop | lose | unreadable | double | foreign CARD
+                     a fault on the next card (lose: dropped and not resendable)
+    unplug | replug | restart | stall | unstall
+    status [door=open] [jam=1] [sensor=fault] [light=low]
+    codebook         (line mode) prints the payload of every card, as TOML
+    quit
+"""
+import argparse
+import sys
+
+from drivers.virtual_shoe import VirtualShoe
+
+
+def shoe_main(argv):
+    ap = argparse.ArgumentParser(prog="table-sim shoe", description="a virtual shoe on a pty")
+    ap.add_argument("--pty", action="store_true", required=True, help="serve on a pseudo-terminal")
+    ap.add_argument("--mode", choices=["v1", "line"], default="v1")
+    ap.add_argument("--decks", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cut", type=int, default=None, help="cut card position, cards from the back")
+    ap.add_argument("--link", default=None, help="path of the stable symlink to the pty")
+    args = ap.parse_args(argv)
+    shoe = VirtualShoe(decks=args.decks, seed=args.seed, cut_from_back=args.cut, mode=args.mode,
+                       link=args.link)
+    print(shoe.start(), flush=True)
+    try:
+        for line in sys.stdin:
+            words = line.split()
+            if not words:
+                continue
+            cmd, rest = words[0], words[1:]
+            try:
+                reply = _command(shoe, cmd, rest)
+            except (ValueError, IndexError) as e:
+                reply = f"error: {e}"
+            if reply is None:
+                break
+            print(reply, flush=True)
+    finally:
+        shoe.close()
+    return 0
+
+
+def _command(shoe, cmd, rest):
+    faults = {"corrupt": shoe.corrupt_next, "drop": shoe.drop_next,
+              "lose": lambda: shoe.drop_next(resendable=False), "unreadable": shoe.unreadable_next,
+              "double": shoe.double_fire_next, "unplug": shoe.unplug, "replug": shoe.replug,
+              "restart": shoe.restart, "stall": shoe.stall, "unstall": lambda: shoe.stall(False)}
+    if cmd == "quit":
+        return None
+    if cmd == "deal":
+        n = int(rest[0]) if rest else 1
+        cards = [shoe.deal() for _ in range(n)]
+        return " ".join(c or "-" for c in cards)
+    if cmd == "foreign":
+        shoe.foreign_next(rest[0])
+        return "ok"
+    if cmd == "status":
+        kw = dict(w.split("=", 1) for w in rest)
+        if "jam" in kw:
+            kw["jam"] = kw["jam"] in ("1", "true")
+        shoe.status(**kw)
+        return "ok"
+    if cmd == "codebook":
+        return "\n".join(f'"{p}" = "{c}"' for p, c in shoe.codebook().items())
+    if cmd in faults:
+        faults[cmd]()
+        return "ok"
+    raise ValueError(f"unknown command {cmd!r}")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "shoe":
+        return shoe_main(argv[1:])
+    print("table-sim: the whole-table harness is not built yet; `table-sim shoe --pty` runs a "
+          "virtual shoe", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
