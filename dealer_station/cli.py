@@ -24,6 +24,33 @@ def _replay(args):
     return 0
 
 
+def _run(args):
+    import logging
+    from .config import ConfigError, read_config
+    from .daemon import Daemon
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = read_config(args.config)
+    except ConfigError as e:
+        for line in e.errors:
+            print(f"dealer-station: {line}", file=sys.stderr)
+        return 2
+    Daemon(cfg).run()
+    return 0
+
+
+def _check_config(args):
+    from .config import ConfigError, read_config
+    try:
+        read_config(args.config)
+    except ConfigError as e:
+        for line in e.errors:
+            print(line)
+        return 1
+    print(f"{args.config}: ok")
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(prog="dealer-station", description="Live card table controller.")
     p.add_argument("--version", action="version", version=f"dealer-station {__version__}")
@@ -35,6 +62,12 @@ def parser():
     r.set_defaults(func=_replay)
     from .analyze import add_parser
     add_parser(sub)
+    run = sub.add_parser("run", help="run the table daemon")
+    run.add_argument("--config", required=True, help="the table's TOML configuration")
+    run.set_defaults(func=_run)
+    chk = sub.add_parser("check-config", help="validate a configuration, printing every error")
+    chk.add_argument("config")
+    chk.set_defaults(func=_check_config)
     return p
 
 

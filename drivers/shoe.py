@@ -11,8 +11,11 @@ class ShoeSession:
     """Frames in, events out. `write` sends a command frame to the shoe."""
 
     def __init__(self, emit, write, min_confidence=90, resend_timeout=0.25, resend_tries=3,
-                 stall_timeout=3.0, name="shoe"):
+                 stall_timeout=3.0, name="shoe", auto_ack=True, resume=None):
         self.emit = emit
+        # auto_ack False: the owner acknowledges with ack(seq) once it has the event safe (the
+        # daemon, after its journal commit), so a crash in between loses nothing: the shoe resends.
+        self.auto_ack = auto_ack
         self.write = write
         self.min_confidence = min_confidence
         self.resend_timeout = resend_timeout
@@ -29,6 +32,9 @@ class ShoeSession:
         self.last_heard = None
         self.stalled = False
         self.faults = frozenset()
+        if resume is not None:  # (boot, last sequence number journaled) from a previous run
+            self.boot, self.last = resume
+            self.top = self.last
         self.counts = {"frames": 0, "bad_frames": 0, "duplicates": 0, "resend_requests": 0,
                        "lost_frames": 0, "low_confidence": 0}
 
@@ -198,7 +204,11 @@ class ShoeSession:
                 self.faults = faults
                 self.emit(DeviceState(self.name, "fault" if faults else "ok",
                                       {"reason": ", ".join(sorted(faults))} if faults else {}))
-        self.write(sp.encode("ACK", f.seq))
+        if self.auto_ack:
+            self.write(sp.encode("ACK", f.seq))
+
+    def ack(self, seq):
+        self.write(sp.encode("ACK", seq))
 
 
 class ShoeDriver:
@@ -218,11 +228,12 @@ class ShoeDriver:
         self.link.start()
 
     def command(self, name, *args):
-        """`gate lock|unlock`, `led NAME on|off|blink`, `status`. False if the shoe is unplugged."""
-        frames = {"gate": ("GATE", 1), "led": ("LED", 2), "status": ("QST", 0)}
+        """`gate lock|unlock`, `led NAME on|off|blink`, `status`, `ack SEQ`. False if the shoe
+        is unplugged."""
+        frames = {"gate": ("GATE", 1), "led": ("LED", 2), "status": ("QST", 0), "ack": ("ACK", 1)}
         if name not in frames or len(args) != frames[name][1]:
             raise ValueError(f"shoe command {name!r} {args}: expected gate lock|unlock, "
-                             f"led NAME on|off|blink, or status")
+                             f"led NAME on|off|blink, status, or ack SEQ")
         return self.link.write(sp.encode(frames[name][0], *args))
 
     def close(self):

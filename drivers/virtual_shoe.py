@@ -135,6 +135,19 @@ class VirtualShoe:
 
     # -- dealing ------------------------------------------------------------------------------
 
+    def reload(self, seed, cut_from_back=None):
+        """The dealer shuffles and loads the shoe again (same decks, a new order)."""
+        with self._lock:
+            self.cards = sorted(self.cards, key=CARDS.index)
+            random.Random(seed).shuffle(self.cards)
+            seen = collections.Counter()
+            self.deck_of = []
+            for c in self.cards:
+                self.deck_of.append(seen[c] + 1)
+                seen[c] += 1
+            self.cut_at = len(self.cards) - cut_from_back if cut_from_back else None
+            self.next = 0
+
     def codebook(self):
         """Line mode: the payload printed on every physical card -> the card."""
         return {self._payload(c, d): c for c, d in zip(self.cards, self.deck_of)}

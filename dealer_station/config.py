@@ -1,0 +1,170 @@
+"""The daemon's configuration: TOML, read once, validated strictly.
+
+Every error names its section and key; `check_config` collects them all (for
+`dealer-station check-config`), `load_config` raises on the first list of them.
+"""
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    def __init__(self, errors):
+        self.errors = errors
+        super().__init__("\n".join(errors))
+
+
+@dataclass(frozen=True)
+class Key:
+    kind: type
+    default: object = None
+    required: bool = False
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple | None = None
+    pattern: str | None = None
+
+
+TABLE_ID = r"^[a-z0-9][a-z0-9-]{0,31}$"
+
+SCHEMA = {
+    "table": {
+        "id": Key(str, required=True, pattern=TABLE_ID),
+        "profile": Key(str, required=True),
+        "calibration": Key(str, None),
+    },
+    "shoe": {
+        "protocol": Key(str, "v1", choices=("v1", "line", "none")),
+        "url": Key(str, None),
+        "baudrate": Key(int, 115200, choices=(9600, 19200, 38400, 57600, 115200, 230400)),
+        "min_confidence": Key(int, 90, lo=0, hi=100),
+        "resend_timeout_ms": Key(int, 250, lo=20, hi=5000),
+        "stall_timeout_s": Key(float, 3.0, lo=0.5, hi=60),
+        "double_fire_ms": Key(int, 300, lo=0, hi=5000),
+        "cut_payload": Key(str, None),
+    },
+    "broker": {
+        "host": Key(str, "127.0.0.1"),
+        "port": Key(int, 1883, lo=1, hi=65535),
+        "username": Key(str, None),
+        "password": Key(str, None),
+        "password_file": Key(str, None),
+        "tls": Key(bool, False),
+        "ca_file": Key(str, None),
+        "cert_file": Key(str, None),
+        "key_file": Key(str, None),
+        "keepalive_s": Key(int, 15, lo=5, hi=600),
+        "session_expiry_s": Key(int, 86400, lo=60, hi=7 * 86400),
+        "message_expiry_s": Key(int, 86400, lo=60, hi=7 * 86400),
+        "topic_prefix": Key(str, "dealer-station/v1", pattern=r"^[A-Za-z0-9_/-]{1,64}$"),
+        "reconnect_min_s": Key(int, 1, lo=1, hi=60),
+        "reconnect_max_s": Key(int, 10, lo=1, hi=600),
+        "inflight": Key(int, 100, lo=1, hi=1000),
+    },
+    "timers": {
+        "decision_s": Key(float, 20.0, lo=0, hi=600),
+        "insurance_s": Key(float, 10.0, lo=0, hi=600),
+        "void_after_outage_s": Key(float, 600.0, lo=0, hi=86400),
+    },
+    "paths": {
+        "journal": Key(str, "/var/lib/dealer-station/journal.sqlite"),
+    },
+}
+
+
+def _check(section, key, spec, v, errors):
+    where = f"{section}.{key}"
+    if spec.kind is float and isinstance(v, int) and not isinstance(v, bool):
+        v = float(v)
+    if spec.kind is int and isinstance(v, bool) or not isinstance(v, spec.kind):
+        errors.append(f"{where}: expected {spec.kind.__name__}, got {v!r}")
+        return None
+    if spec.choices is not None and v not in spec.choices:
+        errors.append(f"{where}: must be one of {', '.join(map(str, spec.choices))}, got {v!r}")
+        return None
+    if spec.lo is not None and not (spec.lo <= v <= spec.hi):
+        errors.append(f"{where}: must be {spec.lo:g}-{spec.hi:g}, got {v!r}")
+        return None
+    if spec.pattern is not None and not re.match(spec.pattern, v):
+        errors.append(f"{where}: {v!r} does not match {spec.pattern}")
+        return None
+    return v
+
+
+def check_config(data):
+    """Validate a parsed TOML mapping. Returns (config dict, list of errors)."""
+    errors = []
+    cfg = {}
+    for section in data:
+        if section not in SCHEMA:
+            errors.append(f"{section}: unknown section (known: {', '.join(SCHEMA)})")
+    for section, keys in SCHEMA.items():
+        given = data.get(section, {})
+        if not isinstance(given, dict):
+            errors.append(f"{section}: expected a table")
+            given = {}
+        out = {}
+        for key in given:
+            if key not in keys:
+                errors.append(f"{section}.{key}: unknown key (known: {', '.join(keys)})")
+        for key, spec in keys.items():
+            if key in given:
+                out[key] = _check(section, key, spec, given[key], errors)
+            elif spec.required:
+                errors.append(f"{section}.{key}: missing")
+            else:
+                out[key] = spec.default
+        cfg[section] = out
+    shoe, broker = cfg["shoe"], cfg["broker"]
+    if shoe["protocol"] != "none" and not shoe["url"]:
+        errors.append(f"shoe.url: required when shoe.protocol is {shoe['protocol']!r}")
+    if shoe["protocol"] == "line" and not cfg["table"].get("calibration"):
+        errors.append("table.calibration: line mode needs the codebook of a calibration file")
+    if broker["tls"] and not broker["ca_file"]:
+        errors.append("broker.ca_file: required when broker.tls is true")
+    if bool(broker["cert_file"]) != bool(broker["key_file"]):
+        errors.append("broker.key_file: a client certificate needs both cert_file and key_file")
+    if broker["password"] and broker["password_file"]:
+        errors.append("broker.password_file: give password or password_file, not both")
+    if (broker["password"] or broker["password_file"]) and not broker["username"]:
+        errors.append("broker.username: a password needs a username")
+    if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
+        errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
+    if not errors:
+        from .profiles_file import load_profile
+        from controller.profiles import ProfileError
+        try:
+            cfg["profile"] = load_profile(cfg["table"]["profile"])
+        except ProfileError as e:
+            errors.append(f"table.profile: {e}")
+    return cfg, errors
+
+
+def read_config(path):
+    """Parse and validate a config file; raise ConfigError with every error."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise ConfigError([f"{path}: {e.strerror}"]) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError([f"{path}: not valid TOML: {e}"]) from None
+    cfg, errors = check_config(data)
+    if errors:
+        raise ConfigError(errors)
+    return cfg
+
+
+def read_codebook(path):
+    """The [codebook] table of a calibration file."""
+    from drivers.codebook import codebook_from_mapping
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise ConfigError([f"{path}: {e.strerror}"]) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError([f"{path}: not valid TOML: {e}"]) from None
+    try:
+        return codebook_from_mapping(data.get("codebook"), where=f"{path}: codebook")
+    except ValueError as e:
+        raise ConfigError([str(e)]) from None

@@ -1,0 +1,305 @@
+"""The dealer-station daemon: one process per table.
+
+One thread owns the state. Drivers and MQTT callbacks only put items on `self.q`; the loop takes
+an item, journals the input it carries, steps the pure engine, puts the outputs in the outbox (one
+SQLite transaction), and hands the outbox to MQTT in sequence order.
+"""
+import collections
+import datetime
+import logging
+import queue
+import signal
+import time
+
+from controller import expect, new_table, step
+from controller.snapshot import public_snapshot
+from drivers.events import (CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello,
+                            ShoeStatus)
+
+from . import __version__, commands
+from .journal import Journal
+from .mqtt_link import MqttLink
+
+log = logging.getLogger("dealer-station")
+ANNOUNCE = ("awaiting_decision", "insurance_offered")
+STATUS_CHANGES = ("shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
+                  "shuffle_due", "burn_complete", "round_started")
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Daemon:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.profile = cfg["profile"]
+        self.table_id = cfg["table"]["id"]
+        self.q = queue.Queue()
+        self.journal = Journal(cfg["paths"]["journal"], self.table_id, self.profile.name)
+        self.table = new_table(self.profile)
+        self.timer = None                  # (monotonic deadline, expectation, input)
+        self.inflight = {}                 # paho mid -> outbox seq
+        self.pending = collections.deque() # (seq, message) not yet handed to paho
+        self.acked = []
+        self.devices = {"broker": {"state": "connecting"}}
+        self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
+                             {"state": "offline", "table": self.table_id, "reason": "connection lost"})
+        self.shoe = self._build_shoe()
+        self.stopping = False
+        self.recovery = None
+
+    def _build_shoe(self):
+        c = self.cfg["shoe"]
+        settings = {"baudrate": c["baudrate"]}
+        if c["protocol"] == "v1":
+            from drivers.shoe import ShoeDriver
+            boot = self.journal.get_meta("shoe_boot")
+            last = self.journal.last_shoe_seq()
+            resume = (int(boot), last) if boot is not None and last is not None else None
+            return ShoeDriver(c["url"], settings, min_confidence=c["min_confidence"],
+                              resend_timeout=c["resend_timeout_ms"] / 1000,
+                              stall_timeout=c["stall_timeout_s"], auto_ack=False, resume=resume)
+        if c["protocol"] == "line":
+            from drivers.scanner import ScannerDriver
+            from .config import read_codebook
+            return ScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
+                                 settings, c["double_fire_ms"] / 1000, c["cut_payload"])
+        return None
+
+    # -- start and stop -----------------------------------------------------------------------
+
+    def recover(self):
+        """Rebuild the state from the journal (pure replay), re-arm timers, queue unsent output."""
+        t0 = time.perf_counter()
+        n0, state = self.journal.latest_checkpoint()
+        t = state if state is not None else new_table(self.profile)
+        announced_at = last_at = None
+        count = mismatches = 0
+        for n, at, origin, body, shoe_seq, n_out in self.journal.inputs_after(n0):
+            t, out = step(t, body)
+            if len(out) != n_out:
+                mismatches += 1
+            if any(o["type"] in ANNOUNCE for o in out):
+                announced_at = at
+            last_at = at
+            count += 1
+        self.table = t
+        if mismatches:
+            log.error("replay of the journal gave other outputs for %d inputs: the engine changed "
+                      "under this journal", mismatches)
+        self.pending = collections.deque(self.journal.unsent())
+        self.recovery = {"inputs_replayed": count, "from_checkpoint": n0,
+                         "seconds": round(time.perf_counter() - t0, 4),
+                         "unsent": len(self.pending), "mismatches": mismatches}
+        if announced_at is not None:
+            self._arm(expect(t), time.monotonic() - (time.time() - announced_at))
+        outage = time.time() - last_at if last_at else 0.0
+        limit = self.cfg["timers"]["void_after_outage_s"]
+        if t.round is not None and limit and outage > limit:
+            # House rules: a problem not resolved quickly cancels the round, bets refunded.
+            self.process({"type": "void_round",
+                          "reason": f"the table was down for {outage:.0f} s (limit {limit:g} s)"},
+                         "recovery")
+        log.info("recovered: %s", self.recovery)
+        return self.recovery
+
+    def start(self):
+        self.recover()
+        self.link.start()
+        if self.shoe is not None:
+            self.shoe.start(lambda e: self.q.put(("device", e)))
+            self.devices["shoe"] = {"state": "connecting"}
+
+    def request_stop(self, *_):
+        self.q.put(("stop",))
+
+    def close(self):
+        if self.shoe is not None:
+            self.shoe.close()
+        self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
+        self.journal.close()
+
+    def run(self):
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        self.start()
+        try:
+            while not self.stopping:
+                self.run_once(0.5)
+        finally:
+            self.close()
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run_once(self, max_wait):
+        wait = max_wait
+        if self.timer is not None:
+            wait = max(0.0, min(wait, self.timer[0] - time.monotonic()))
+        try:
+            item = self.q.get(timeout=wait)
+        except queue.Empty:
+            item = None
+        while item is not None:
+            self.handle(item)
+            try:
+                item = self.q.get_nowait()
+            except queue.Empty:
+                item = None
+        self._fire_timer()
+        if self.acked:
+            self.journal.mark_sent(self.acked)
+            self.acked = []
+        self.pump()
+
+    def handle(self, item):
+        kind = item[0]
+        if kind == "stop":
+            self.stopping = True
+        elif kind == "device":
+            self._device(item[1])
+        elif kind == "mqtt":
+            self._mqtt(item[1], *item[2:])
+        elif kind == "input":  # tests and tools: an engine input from elsewhere
+            self.process(item[1], item[2] if len(item) > 2 else "local")
+
+    def process(self, body, origin, shoe_seq=None, command_id=None):
+        """Journal `body`, step the engine, queue the outputs. Returns (messages, reply)."""
+        body = dict(body)
+        body["ts"] = now_iso()
+        result = {}
+
+        def apply(b):
+            result["table"], result["outputs"] = step(self.table, b)
+            return result["outputs"]
+
+        def reply_of(outputs, messages):
+            if len(outputs) == 1 and outputs[0]["type"] == "rejected":
+                r = outputs[0]
+                return {"type": "reply", "id": command_id, "status": "rejected", "code": r["code"],
+                        "reason": r["reason"]}
+            return {"type": "reply", "id": command_id, "status": "accepted",
+                    "seq": [messages[0][0], messages[-1][0]] if messages else None}
+
+        n, messages, reply = self.journal.record(origin, body, apply, self._envelope, shoe_seq,
+                                                 command_id, reply_of)
+        self.table = result["table"]   # only once the journal has it
+        self.pending.extend(messages)
+        kinds = {o["type"] for o in result["outputs"]}
+        if "shoe_started" in kinds:
+            self.journal.checkpoint(n, self.table)
+        if kinds & set(ANNOUNCE):
+            self._arm(expect(self.table), time.monotonic())
+        elif self.timer is not None and expect(self.table) != self.timer[1]:
+            self.timer = None
+        if body["type"] != "card":  # a card input is never logged: it may be the hole card
+            log.info("input %s from %s -> %d outputs", body["type"], origin, len(messages))
+        if kinds & set(STATUS_CHANGES):
+            self.publish_status()
+        return messages, reply
+
+    def _envelope(self, seq, output):
+        return {"seq": seq, "table": self.table_id, "v": 1, **output}
+
+    def pump(self):
+        window = self.cfg["broker"]["inflight"]
+        while self.pending and len(self.inflight) < window:
+            seq, message = self.pending.popleft()
+            mid = self.link.publish_event(message)
+            self.inflight[mid] = seq
+
+    # -- timers -------------------------------------------------------------------------------
+
+    def _arm(self, e, since):
+        t = self.cfg["timers"]
+        if e is not None and e[0] == "decision" and t["decision_s"] > 0:
+            self.timer = (since + t["decision_s"], e,
+                          {"type": "decision_timeout", "seat": e[1], "hand": e[2]})
+        elif e is not None and e[0] == "insurance" and t["insurance_s"] > 0:
+            self.timer = (since + t["insurance_s"], e, {"type": "insurance_closed"})
+        else:
+            self.timer = None
+
+    def _fire_timer(self):
+        if self.timer is None or time.monotonic() < self.timer[0]:
+            return
+        _, e, body = self.timer
+        self.timer = None
+        if expect(self.table) == e:
+            self.process(body, "timer")
+
+    # -- devices ------------------------------------------------------------------------------
+
+    def _device(self, e):
+        if isinstance(e, (CardRead, CardUnreadable, CutCard)):
+            seq = getattr(e, "seq", None)
+            self.process(e.as_input(), "shoe", shoe_seq=seq)
+            if seq is not None and self.shoe is not None:
+                self.shoe.command("ack", seq)   # only now may the shoe forget it
+        elif isinstance(e, ShoeHello):
+            self.journal.set_meta("shoe_boot", e.boot)
+            self.devices["shoe"] = {**self.devices.get("shoe", {}), "model": e.model,
+                                    "firmware": e.firmware, "serial": e.serial}
+        elif isinstance(e, ShoeStatus):
+            self.devices.setdefault("shoe", {})["report"] = {
+                "door": e.door, "jam": e.jam, "sensor": e.sensor, "light": e.light, "gate": e.gate}
+        elif isinstance(e, DeviceState):
+            d = self.devices.setdefault(e.device, {})
+            d["state"] = e.state
+            d["reason"] = e.detail.get("reason")
+            log.warning("%s %s %s", e.device, e.state, e.detail.get("reason") or "")
+            self.publish_status()
+
+    # -- MQTT ---------------------------------------------------------------------------------
+
+    def _mqtt(self, what, *args):
+        if what == "puback":
+            seq = self.inflight.pop(args[0], None)
+            if seq is not None:
+                self.acked.append(seq)
+        elif what == "connected":
+            self.devices["broker"] = {"state": "connected", "session_present": args[0]}
+            log.info("broker connected (session present: %s)", args[0])
+            self.publish_status()
+        elif what in ("disconnected", "refused"):
+            self.devices["broker"] = {"state": "disconnected", "reason": args[0]}
+            log.warning("broker %s: %s", what, args[0])
+        elif what == "command":
+            self._command(*args)
+
+    def _command(self, payload, response_topic, correlation, mid, qos):
+        try:
+            cmd = commands.parse(payload)
+            if cmd["type"] == "resend":
+                reply = self._resend(cmd)
+            else:
+                reply = self.journal.command_reply(cmd["id"])
+                if reply is not None:
+                    reply = {**reply, "status": "duplicate", "original": reply["status"]}
+                else:
+                    _, reply = self.process(commands.to_input(cmd), "command",
+                                            command_id=cmd["id"])
+        except commands.CommandError as e:
+            reply = {"type": "reply", "id": e.id, "status": "rejected", "code": e.code,
+                     "reason": e.reason}
+        self.link.reply(reply, response_topic, correlation)
+        self.link.ack(mid, qos)   # after the journal: a crash before this gets it redelivered
+
+    def _resend(self, cmd):
+        start = cmd.get("from")
+        if not isinstance(start, int) or isinstance(start, bool) or start < 1:
+            raise commands.CommandError("malformed", "resend.from: the first sequence number wanted",
+                                        cmd["id"])
+        rows = self.journal.outbox_from(start)
+        queued = {s for s, _ in self.pending}
+        self.pending.extendleft(reversed([r for r in rows if r[0] not in queued]))
+        return {"type": "reply", "id": cmd["id"], "status": "accepted",
+                "seq": [rows[0][0], rows[-1][0]] if rows else None}
+
+    def status(self):
+        return {"state": "online", "version": __version__, "table": self.table_id,
+                "profile": self.profile.name, "devices": self.devices,
+                "last_seq": self.journal.next_seq - 1, "snapshot": public_snapshot(self.table)}
+
+    def publish_status(self):
+        self.link.publish_status(self.status())

@@ -1,0 +1,120 @@
+"""The MQTT link to the betting system: paho-mqtt 2.x, MQTT v5, QoS 1, a persistent session.
+
+Callbacks run in paho's network thread and only enqueue (never touch the journal or the engine):
+    ("mqtt", "connected", session_present)   ("mqtt", "disconnected", reason)
+    ("mqtt", "puback", mid)                   ("mqtt", "command", payload, response_topic,
+                                                correlation_data, mid, qos)
+Commands are acknowledged (PUBACK) only after the daemon has journaled them (manual ack), so a
+crash between receipt and journal makes the broker deliver the command again.
+"""
+import json
+import ssl
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+
+class Topics:
+    def __init__(self, prefix, table):
+        base = f"{prefix}/{table}"
+        self.events = f"{base}/events"
+        self.status = f"{base}/status"
+        self.commands = f"{base}/commands"
+        self.replies = f"{base}/replies"
+
+
+class MqttLink:
+    def __init__(self, broker, table_id, enqueue, will_payload):
+        self.cfg = broker
+        self.topics = Topics(broker["topic_prefix"], table_id)
+        self.enqueue = enqueue
+        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"dealer-station-{table_id}",
+                        protocol=mqtt.MQTTv5, manual_ack=True)
+        c.max_inflight_messages_set(broker["inflight"])
+        c.max_queued_messages_set(0)
+        c.reconnect_delay_set(broker["reconnect_min_s"], broker["reconnect_max_s"])
+        if broker["username"]:
+            password = broker["password"]
+            if broker["password_file"]:
+                with open(broker["password_file"]) as f:
+                    password = f.read().strip()
+            c.username_pw_set(broker["username"], password)
+        if broker["tls"]:
+            c.tls_set(ca_certs=broker["ca_file"], certfile=broker["cert_file"],
+                      keyfile=broker["key_file"], tls_version=ssl.PROTOCOL_TLS_CLIENT)
+        will = Properties(PacketTypes.WILLMESSAGE)
+        will.ContentType = "application/json"
+        c.will_set(self.topics.status, json.dumps(will_payload), qos=1, retain=True,
+                   properties=will)
+        c.on_connect = self._on_connect
+        c.on_disconnect = self._on_disconnect
+        c.on_publish = self._on_publish
+        c.on_message = self._on_message
+        self.client = c
+
+    # -- paho's thread: enqueue only -----------------------------------------------------------
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties):
+        if reason_code.is_failure:
+            self.enqueue(("mqtt", "refused", str(reason_code)))
+            return
+        client.subscribe(self.topics.commands, qos=1)
+        self.enqueue(("mqtt", "connected", bool(flags.session_present)))
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties):
+        self.enqueue(("mqtt", "disconnected", str(reason_code)))
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties):
+        self.enqueue(("mqtt", "puback", mid))
+
+    def _on_message(self, client, userdata, msg):
+        props = msg.properties
+        rt = getattr(props, "ResponseTopic", None) if props else None
+        cd = getattr(props, "CorrelationData", None) if props else None
+        self.enqueue(("mqtt", "command", msg.payload, rt, cd, msg.mid, msg.qos))
+
+    # -- the main thread -----------------------------------------------------------------------
+
+    def start(self):
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = self.cfg["session_expiry_s"]
+        self.client.connect_async(self.cfg["host"], self.cfg["port"], keepalive=self.cfg["keepalive_s"],
+                                  clean_start=False, properties=props)
+        self.client.loop_start()
+
+    def _props(self, expiry=True, correlation=None):
+        p = Properties(PacketTypes.PUBLISH)
+        p.ContentType = "application/json"
+        if expiry:
+            p.MessageExpiryInterval = self.cfg["message_expiry_s"]
+        if correlation is not None:
+            p.CorrelationData = correlation
+        return p
+
+    def publish_event(self, payload):
+        """QoS 1 on the events topic. Returns the mid whose PUBACK marks it sent."""
+        return self.client.publish(self.topics.events, payload, qos=1, properties=self._props()).mid
+
+    def publish_status(self, status):
+        self.client.publish(self.topics.status, json.dumps(status), qos=1, retain=True,
+                            properties=self._props(expiry=False))
+
+    def reply(self, payload, response_topic=None, correlation=None):
+        self.client.publish(response_topic or self.topics.replies, json.dumps(payload), qos=1,
+                            properties=self._props(correlation=correlation))
+
+    def ack(self, mid, qos):
+        if qos:
+            self.client.ack(mid, qos)
+
+    def close(self, status=None):
+        if status is not None:
+            info = self.client.publish(self.topics.status, json.dumps(status), qos=1, retain=True,
+                                       properties=self._props(expiry=False))
+            try:
+                info.wait_for_publish(timeout=2)
+            except (RuntimeError, ValueError):
+                pass
+        self.client.disconnect()
+        self.client.loop_stop()
