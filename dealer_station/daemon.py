@@ -54,9 +54,7 @@ class Daemon:
         settings = {"baudrate": c["baudrate"]}
         if c["protocol"] == "v1":
             from drivers.shoe import ShoeDriver
-            boot = self.journal.get_meta("shoe_boot")
-            last = self.journal.last_shoe_seq()
-            resume = (int(boot), last) if boot is not None and last is not None else None
+            resume = self._shoe_resume()
             return ShoeDriver(c["url"], settings, min_confidence=c["min_confidence"],
                               resend_timeout=c["resend_timeout_ms"] / 1000,
                               stall_timeout=c["stall_timeout_s"], auto_ack=False, resume=resume)
@@ -66,6 +64,16 @@ class Daemon:
             return ScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
                                  settings, c["double_fire_ms"] / 1000, c["cut_payload"])
         return None
+
+    def _shoe_resume(self):
+        """Where the shoe's sequence stood at our last journaled shoe event, or at the baseline
+        taken from its HELLO when we first met this boot of it, whichever is later."""
+        base = self.journal.get_meta("shoe_base")
+        if base is None:
+            return None
+        boot, seq, at_n = (int(x) for x in base.split(":"))
+        n, last = self.journal.last_shoe_seq()
+        return (boot, last if last is not None and n > at_n else seq)
 
     # -- start and stop -----------------------------------------------------------------------
 
@@ -104,12 +112,20 @@ class Daemon:
         log.info("recovered: %s", self.recovery)
         return self.recovery
 
-    def start(self):
+    def start(self, shoe_wait=3.0):
         self.recover()
-        self.link.start()
         if self.shoe is not None:
-            self.shoe.start(lambda e: self.q.put(("device", e)))
+            # The shoe first: its HELLO sets the sequence baseline before any command can start
+            # a shoe or a round, so no card drawn after that can go unnoticed.
             self.devices["shoe"] = {"state": "connecting"}
+            self.shoe.start(lambda e: self.q.put(("device", e)))
+            end = time.monotonic() + shoe_wait
+            while time.monotonic() < end and "model" not in self.devices["shoe"]:
+                try:
+                    self.handle(self.q.get(timeout=0.05))
+                except queue.Empty:
+                    pass
+        self.link.start()
 
     def request_stop(self, *_):
         self.q.put(("stop",))
@@ -237,7 +253,11 @@ class Daemon:
             if seq is not None and self.shoe is not None:
                 self.shoe.command("ack", seq)   # only now may the shoe forget it
         elif isinstance(e, ShoeHello):
-            self.journal.set_meta("shoe_boot", e.boot)
+            resume = self._shoe_resume()
+            if resume is None or resume[0] != e.boot:
+                # A shoe (or a boot of it) we have not met: its current position is the
+                # baseline, so a card drawn while we are away later is asked for again.
+                self.journal.set_meta("shoe_base", f"{e.boot}:{e.last_seq}:{self.journal.last_input()[0]}")
             self.devices["shoe"] = {**self.devices.get("shoe", {}), "model": e.model,
                                     "firmware": e.firmware, "serial": e.serial}
         elif isinstance(e, ShoeStatus):

@@ -128,9 +128,10 @@ class Journal:
         return row if row else (0, None)
 
     def last_shoe_seq(self):
+        """(input n, shoe sequence number) of the last journaled shoe event, or (0, None)."""
         row = self.db.execute(
-            "SELECT shoe_seq FROM inputs WHERE shoe_seq IS NOT NULL ORDER BY n DESC LIMIT 1").fetchone()
-        return row[0] if row else None
+            "SELECT n, shoe_seq FROM inputs WHERE shoe_seq IS NOT NULL ORDER BY n DESC LIMIT 1").fetchone()
+        return tuple(row) if row else (0, None)
 
     def get_meta(self, key):
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()

@@ -52,6 +52,8 @@ class Broker:
                     f"persistence true\npersistence_location {self.dir}/\n"
                     f"autosave_interval 1\nautosave_on_changes true\n"
                     f"max_queued_messages 100000\n{extra}")
+            if os.geteuid() == 0:  # as root Mosquitto drops to its own user, who cannot write here
+                f.write("user root\n")
         self.proc = None
 
     def start(self):

@@ -1,8 +1,13 @@
 """Plays a table over MQTT as the dealer (draws from the virtual shoe when a card is awaited) and
-as the betting system (closes betting, decides with a seeded random legal move)."""
+as the betting system (closes betting, decides with a seeded random legal move).
+
+Robust to outages and restarts: it drains every event that has arrived and acts only on the
+latest announcement, once (an announcement repeated after a restart is not acted on again)."""
 import queue
 import random
 import time
+
+ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered")
 
 
 class TableDriver:
@@ -14,30 +19,35 @@ class TableDriver:
         self.seats = list(seats)
         self.phase = "no_shoe"
         self.results = []
-        self.seen = 0
-        self.hook = None        # called with each event before it is acted on
+        self.acted = 0          # seq of the last announcement acted on
+        self.events = 0
+        self.hook = None        # hook(driver, event) for every event, in order
 
-    def act(self, e):
+    def note(self, e):
         t = e["type"]
-        if self.hook:
-            self.hook(e)
-        if t == "awaiting_card":
-            card = self.shoe.deal()
-            assert card is not None, "the virtual shoe is empty"
-        elif t == "awaiting_decision":
-            self.c.command({"type": "decision", "seat": e["seat"], "hand": e["hand"],
-                            "action": self.rng.choice(e["allowed"])}, wait=False)
-        elif t == "insurance_offered":
-            self.c.command({"type": "insurance_closed"}, wait=False)
-        elif t in ("burn_complete", "round_result", "round_voided") or (
+        self.events += 1
+        if t in ("burn_complete", "round_result", "round_voided") or (
                 t == "shoe_started" and not e["burn"]):
             self.phase = "ready"
             if t == "round_result":
                 self.results.append(e)
         elif t == "shuffle_due":
             self.phase = "shuffle_due"
-        elif t == "round_started":
-            self.phase = "round"
+        elif t in ("round_started", "shoe_started"):
+            self.phase = "round" if t == "round_started" else "burn"
+        if self.hook:
+            self.hook(self, e)
+
+    def act(self, e):
+        self.acted = e["seq"]
+        t = e["type"]
+        if t == "awaiting_card":
+            assert self.shoe.deal() is not None, "the virtual shoe is empty"
+        elif t == "awaiting_decision":
+            self.c.command({"type": "decision", "seat": e["seat"], "hand": e["hand"],
+                            "action": self.rng.choice(e["allowed"])}, wait=False)
+        elif t == "insurance_offered":
+            self.c.command({"type": "insurance_closed"}, wait=False)
 
     def close_betting(self):
         self.phase = "closing"
@@ -48,20 +58,27 @@ class TableDriver:
             self.c.command({"type": "betting_closed",
                             "seats": sorted(self.rng.sample(self.seats, k))}, wait=False)
 
-    def play(self, until, timeout=120, idle=0.15, on_idle=None):
-        """Act on every event until `until(self)` is true. When the table is ready and quiet,
-        close betting."""
+    def play(self, until, timeout=120, idle=0.2):
         end = time.monotonic() + timeout
         while not until(self):
             if time.monotonic() > end:
-                raise TimeoutError(f"table did not get there; phase {self.phase}, "
-                                   f"{len(self.results)} results")
+                raise TimeoutError(f"table did not get there: phase {self.phase}, "
+                                   f"{len(self.results)} results, {self.events} events")
+            burst = []
             try:
-                e = self.c.next_event(timeout=idle)
+                burst.append(self.c.next_event(timeout=idle))
+                while True:
+                    burst.append(self.c.q.get_nowait())
             except queue.Empty:
-                if on_idle and on_idle(self):
-                    continue
-                if self.phase == "ready":
-                    self.close_betting()
-                continue
-            self.act(e)
+                pass
+            for e in burst:
+                self.note(e)
+                if until(self):
+                    return
+            live = [e for e in burst if e["type"] != "rejected"]  # a rejection changes nothing
+            if live:
+                last = live[-1]
+                if last["type"] in ANNOUNCEMENTS and last["seq"] > self.acted:
+                    self.act(last)
+            elif not burst and self.phase == "ready":
+                self.close_betting()
