@@ -405,3 +405,10 @@ def test_a_subscriber_to_everything_never_sees_the_hole_card_before_its_reveal(r
         before = [p for t, p in msgs[:i]]
         assert not any(f'"{hole}"' in p for p in before), hole
         assert f'"{hole}"' not in log and f"'{hole}'" not in log
+
+
+def test_the_example_configuration_is_valid():
+    p = subprocess.run([sys.executable, "-m", "dealer_station.cli", "check-config",
+                        os.path.join(ROOT, "docs", "table.example.toml")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stdout
