@@ -320,3 +320,70 @@ def test_table_sim_shoe_command_serves_a_pty_that_the_driver_reads():
         p.stdin.write("quit\n")
         p.stdin.flush()
         p.wait(timeout=5)
+
+
+FAULTS = ["none", "corrupt", "drop", "lose", "unreadable", "double", "foreign", "unplug", "stall"]
+# what the controller must see, per mode: [] = every card exactly once
+EXPECTED = {
+    "v1": {"none": [], "corrupt": [], "drop": [], "double": [], "unplug": [], "stall": [],
+           "lose": ["misread"], "unreadable": ["misread"], "foreign": ["foreign_card"]},
+    # line mode: a garbled line or a code not in the codebook is an unreadable card
+    "line": {"none": [], "double": [], "unplug": [], "corrupt": ["misread"],
+             "unreadable": ["misread"], "foreign": ["misread"]},
+}
+
+
+@pytest.mark.parametrize("mode", ["v1", "line"])
+@pytest.mark.parametrize("fault", FAULTS)
+def test_what_the_controller_receives_for_each_fault(rig, mode, fault):
+    """Six cards through the real driver with a fault on the third, fed to the engine during a
+    burn of ten cards (the table resumes after each irregularity): every card arrives exactly once,
+    or the engine raises a clear irregularity where one was lost."""
+    if fault not in EXPECTED[mode]:
+        pytest.skip(f"{mode} mode has no {fault}: no sequence numbers, no heartbeat")
+    r = rig(mode=mode, decks=1, seed=8)
+    r.shoe.cards.remove("Kd")
+    r.shoe.cards.insert(0, "Kd")           # exposed first: ten cards to burn
+    one_deck = profile_from_mapping({"base": "punto_banco", "name": "pb-1deck", "decks": 1})
+    t = new_table(one_deck)
+    t, _ = step(t, {"type": "shoe_loaded"})
+    dealt = [r.shoe.deal(), r.shoe.deal()]
+    simple = {"corrupt": r.shoe.corrupt_next, "drop": r.shoe.drop_next,
+              "unreadable": r.shoe.unreadable_next, "double": r.shoe.double_fire_next}
+    if fault in simple:
+        simple[fault]()
+    elif fault == "lose":
+        r.shoe.drop_next(resendable=False)
+    elif fault == "foreign":
+        r.shoe.foreign_next(dealt[1])
+    elif fault == "unplug":
+        r.shoe.unplug()
+        r.wait(lambda e: isinstance(e, DeviceState) and e.state == "disconnected")
+        if mode == "line":                  # a plain scanner cannot resend: deal after replug
+            r.shoe.replug()
+            r.wait(lambda e: sum(isinstance(x, DeviceState) and x.state == "connected"
+                                 for x in r.events) >= 2)
+    elif fault == "stall":
+        r.shoe.stall(True)
+    dealt += [r.shoe.deal() for _ in range(4)]
+    if fault == "unplug" and mode == "v1":
+        time.sleep(0.2)
+        r.shoe.replug()
+    if fault == "stall":
+        r.wait(lambda e: isinstance(e, DeviceState) and e.state == "fault")
+        r.shoe.stall(False)
+    r.wait(lambda e: len(r.cards()) >= 6, timeout=8)
+    r.settle(0.5)
+    codes = []
+    placed = 0
+    for e in r.cards():
+        t, out = step(t, e.as_input())
+        codes += [o["code"] for o in out if o["type"] == "irregularity"]
+        placed += sum(o["type"] == "card_dealt" for o in out)
+        if t.paused:
+            t, _ = step(t, {"type": "resume"})
+    assert codes == EXPECTED[mode][fault]
+    assert len(r.cards()) == 6 and placed + len(codes) == 6    # one event per card drawn
+    if not codes:
+        assert [e.card for e in r.cards()] == dealt            # in order, none lost or doubled
+        assert t.shoe.burned == 5
