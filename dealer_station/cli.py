@@ -28,15 +28,33 @@ def _run(args):
     import logging
     from .config import ConfigError, read_config
     from .daemon import Daemon
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = read_config(args.config)
     except ConfigError as e:
         for line in e.errors:
             print(f"dealer-station: {line}", file=sys.stderr)
         return 2
-    Daemon(cfg).run()
+    daemon = Daemon(cfg)
+    handler = logging.StreamHandler()   # stderr: journald under systemd
+    handler.addFilter(TableContext(daemon))
+    handler.setFormatter(logging.Formatter(
+        "%(levelname)s table=%(table)s round=%(round)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    daemon.run()
     return 0
+
+
+class TableContext:
+    """Puts the table id and the current round into every log record."""
+
+    def __init__(self, daemon):
+        self.daemon = daemon
+
+    def filter(self, record):
+        record.table = self.daemon.table_id
+        t = self.daemon.table
+        record.round = t.round.number if t is not None and t.round is not None else "-"
+        return True
 
 
 def _check_config(args):

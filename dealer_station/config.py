@@ -70,6 +70,18 @@ SCHEMA = {
     "paths": {
         "journal": Key(str, "/var/lib/dealer-station/journal.sqlite"),
     },
+    "panel": {
+        "enabled": Key(bool, False),
+        "pin_factory": Key(str, "lgpio", choices=("lgpio", "native", "mock")),
+        "hold_s": Key(float, 1.0, lo=0.2, hi=5.0),
+        "bounce_ms": Key(int, 50, lo=0, hi=500),
+        "pins": Key(dict, None),
+    },
+    "metrics": {
+        "enabled": Key(bool, True),
+        "bind": Key(str, "127.0.0.1"),
+        "port": Key(int, 9464, lo=0, hi=65535),
+    },
 }
 
 
@@ -129,6 +141,20 @@ def check_config(data):
         errors.append("broker.password_file: give password or password_file, not both")
     if (broker["password"] or broker["password_file"]) and not broker["username"]:
         errors.append("broker.username: a password needs a username")
+    panel = cfg["panel"]
+    if panel["enabled"]:
+        from drivers.panel import BUTTONS, LIGHTS, SEAT_LIGHTS
+        pins = panel["pins"] or {}
+        if not pins:
+            errors.append("panel.pins: a table of part = GPIO number is needed when the panel is enabled")
+        for name, pin in pins.items():
+            if name not in BUTTONS + LIGHTS + SEAT_LIGHTS + ("buzzer",):
+                errors.append(f"panel.pins.{name}: unknown part (known: "
+                              f"{', '.join(BUTTONS + LIGHTS + SEAT_LIGHTS + ('buzzer',))})")
+            elif not isinstance(pin, int) or isinstance(pin, bool) or not 0 <= pin <= 27:
+                errors.append(f"panel.pins.{name}: a BCM GPIO number 0-27, got {pin!r}")
+        if len(set(pins.values())) != len(pins):
+            errors.append("panel.pins: a GPIO pin is given to two parts")
     if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
         errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
     if not errors:

@@ -15,10 +15,13 @@ from controller import expect, new_table, step
 from controller.snapshot import public_snapshot
 from drivers.events import (CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello,
                             ShoeStatus)
+from drivers.panel import PanelPress, panel_view
 
 from . import __version__, commands
 from .journal import Journal
+from .metrics import Metrics
 from .mqtt_link import MqttLink
+from .notify import Notifier
 
 log = logging.getLogger("dealer-station")
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
@@ -46,6 +49,10 @@ class Daemon:
         self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
                              {"state": "offline", "table": self.table_id, "reason": "connection lost"})
         self.shoe = self._build_shoe()
+        self.panel = self._build_panel()
+        self.metrics = Metrics()
+        self.notifier = Notifier()
+        self.metrics_at = 0.0
         self.stopping = False
         self.recovery = None
 
@@ -64,6 +71,13 @@ class Daemon:
             return ScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
                                  settings, c["double_fire_ms"] / 1000, c["cut_payload"])
         return None
+
+    def _build_panel(self):
+        c = self.cfg["panel"]
+        if not c["enabled"]:
+            return None
+        from drivers.panel import Panel, make_pin_factory
+        return Panel(c["pins"], make_pin_factory(c["pin_factory"]), c["hold_s"], c["bounce_ms"] / 1000)
 
     def _shoe_resume(self):
         """Where the shoe's sequence stood at our last journaled shoe event, or at the baseline
@@ -125,14 +139,38 @@ class Daemon:
                     self.handle(self.q.get(timeout=0.05))
                 except queue.Empty:
                     pass
+        if self.panel is not None:
+            self.devices["panel"] = {"state": "connected", "key": False}
+            self.panel.start(lambda e: self.q.put(("device", e)))
+            self.panel.show(panel_view(expect(self.table), self.table))
+        m = self.cfg["metrics"]
+        if m["enabled"]:
+            try:
+                port = self.metrics.serve(m["bind"], m["port"])
+                log.info("metrics on http://%s:%d/metrics", m["bind"], port)
+                self.metrics_port = port
+            except OSError as e:   # metrics are for operators: the table plays on without them
+                log.error("metrics endpoint %s:%d: %s", m["bind"], m["port"], e.strerror)
         self.link.start()
+        self.notifier.ready(f"table {self.table_id}: recovered {self.recovery['inputs_replayed']} inputs")
+
+    def healthy(self):
+        """The loop is running (we are in it); the threads the loop depends on must be alive."""
+        threads = [getattr(self.link.client, "_thread", None)]
+        if self.shoe is not None and self.shoe.link is not None:
+            threads.append(self.shoe.link._thread)
+        return all(t is not None and t.is_alive() for t in threads)
 
     def request_stop(self, *_):
         self.q.put(("stop",))
 
     def close(self):
+        self.notifier.stopping()
         if self.shoe is not None:
             self.shoe.close()
+        if self.panel is not None:
+            self.panel.close()
+        self.metrics.close()
         self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
         self.journal.close()
 
@@ -167,6 +205,11 @@ class Daemon:
             self.journal.mark_sent(self.acked)
             self.acked = []
         self.pump()
+        now = time.monotonic()
+        self.notifier.watchdog(now, self.healthy())
+        if now - self.metrics_at > 0.5:
+            self.metrics_at = now
+            self.metrics.publish(self._gauges())
 
     def handle(self, item):
         kind = item[0]
@@ -202,6 +245,9 @@ class Daemon:
         self.table = result["table"]   # only once the journal has it
         self.pending.extend(messages)
         kinds = {o["type"] for o in result["outputs"]}
+        self._count(body, origin, result["outputs"])
+        if self.panel is not None:
+            self.panel.show(panel_view(expect(self.table), self.table))
         if "shoe_started" in kinds:
             self.journal.checkpoint(n, self.table)
         if kinds & set(ANNOUNCE):
@@ -213,6 +259,35 @@ class Daemon:
         if kinds & set(STATUS_CHANGES):
             self.publish_status()
         return messages, reply
+
+    def _count(self, body, origin, outputs):
+        m = self.metrics
+        m.inc("inputs_total", (("origin", origin),))
+        if body["type"] == "card":
+            m.inc("cards_read_total", (("source", body.get("source", "shoe")),))
+        elif body["type"] == "card_unreadable":
+            m.inc("cards_unreadable_total", (("source", body.get("source", "shoe")),))
+        for o in outputs:
+            if o["type"] == "rejected":
+                m.inc("rejected_total", (("code", o["code"]),))
+            elif o["type"] == "irregularity":
+                m.inc("irregularities_total", (("code", o["code"]),))
+            elif o["type"] == "round_result":
+                m.inc("rounds_total", (("end", "result"),))
+            elif o["type"] == "round_voided":
+                m.inc("rounds_total", (("end", "voided"),))
+
+    def _gauges(self):
+        g = {("outbox_depth", ()): len(self.pending) + len(self.inflight),
+             ("round_phase", (("phase", self.table.phase),)): 1,
+             ("paused", ()): int(bool(self.table.paused))}
+        for name, d in self.devices.items():
+            g[("device_up", (("device", name),))] = int(d.get("state") in ("connected", "ok"))
+        if self.shoe is not None and self.shoe.session is not None:
+            for k, v in self.shoe.session.counts.items():
+                g[(f"shoe_{k}", ())] = v
+            g[("shoe_reconnects", ())] = self.shoe.link.reconnects
+        return g
 
     def _envelope(self, seq, output):
         return {"seq": seq, "table": self.table_id, "v": 1, **output}
@@ -263,12 +338,28 @@ class Daemon:
         elif isinstance(e, ShoeStatus):
             self.devices.setdefault("shoe", {})["report"] = {
                 "door": e.door, "jam": e.jam, "sensor": e.sensor, "light": e.light, "gate": e.gate}
+        elif isinstance(e, PanelPress):
+            self._panel(e)
         elif isinstance(e, DeviceState):
             d = self.devices.setdefault(e.device, {})
             d["state"] = e.state
             d["reason"] = e.detail.get("reason")
             log.warning("%s %s %s", e.device, e.state, e.detail.get("reason") or "")
             self.publish_status()
+
+    def _panel(self, e):
+        if e.button == "key":
+            self.devices["panel"]["key"] = e.armed
+            self.publish_status()
+            return
+        if e.button == "void" and not e.armed:
+            log.warning("void pressed without the pit boss key: ignored")
+            return
+        body = {"shoe_loaded": {"type": "shoe_loaded"},
+                "pit_boss": {"type": "pause", "reason": "pit boss called from the dealer panel"},
+                "resume": {"type": "resume"},
+                "void": {"type": "void_round", "reason": "voided with the pit boss key"}}[e.button]
+        self.process(body, "panel")
 
     # -- MQTT ---------------------------------------------------------------------------------
 

@@ -39,7 +39,9 @@ class Journal:
         os.makedirs(d, exist_ok=True)
         old = os.umask(0o077)   # the journal keeps the hole card: owner only
         try:
-            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+            # A locked or hung journal blocks the loop (and so stops the watchdog) rather than
+            # losing an input: 30 s, then the error ends the process and systemd restarts it.
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=True, timeout=30)
         finally:
             os.umask(old)
         os.chmod(path, 0o600)

@@ -42,13 +42,23 @@ class Broker:
     """A private Mosquitto with persistence, saved on every change (so SIGKILL loses nothing the
     broker acknowledged)."""
 
-    def __init__(self, workdir, extra=""):
+    def __init__(self, workdir, extra="", users=None, acl=None):
         self.dir = os.path.join(workdir, "mosquitto")
         os.makedirs(self.dir, exist_ok=True)
         self.port = free_port()
         self.conf = os.path.join(self.dir, "mosquitto.conf")
+        auth = "allow_anonymous true\n"
+        if users:
+            pw = os.path.join(self.dir, "passwd")
+            open(pw, "w").close()
+            for user, password in users.items():
+                subprocess.run([shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd",
+                                "-b", pw, user, password], check=True, capture_output=True)
+            auth = f"allow_anonymous false\npassword_file {pw}\n"
+            if acl:
+                auth += f"acl_file {acl}\n"
         with open(self.conf, "w") as f:
-            f.write(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
+            f.write(f"listener {self.port} 127.0.0.1\n{auth}"
                     f"persistence true\npersistence_location {self.dir}/\n"
                     f"autosave_interval 1\nautosave_on_changes true\n"
                     f"max_queued_messages 100000\n{extra}")
@@ -141,7 +151,8 @@ class Client:
     event by sequence number (repeats dropped and counted, gaps noticed), sends commands and
     collects replies."""
 
-    def __init__(self, port, table="t1", prefix="dealer-station/v1", topics=None, name=None):
+    def __init__(self, port, table="t1", prefix="dealer-station/v1", topics=None, name=None,
+                 user=None):
         self.base = f"{prefix}/{table}"
         self.events = {}          # seq -> message
         self.order = []           # seqs in arrival order (repeats included)
@@ -152,6 +163,10 @@ class Client:
         self.lock = threading.Lock()
         self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=name or f"bs-{uuid.uuid4().hex[:8]}",
                              protocol=mqtt.MQTTv5)
+        if user:
+            self.c.username_pw_set(*user)
+        self.granted = []
+        self.c.on_subscribe = lambda c, u, mid, codes, p: self.granted.extend(codes)
         self.c.on_message = self._msg
         self.c.on_connect = lambda c, u, f, rc, p: c.subscribe(
             [(t, 1) for t in (topics or [f"{self.base}/events", f"{self.base}/replies",
@@ -214,7 +229,7 @@ class Client:
 
 class DaemonProc:
     def __init__(self, workdir, broker_port, shoe_path, profile="luxury21", table="t1",
-                 timers=None, extra_profile=None):
+                 timers=None, extra_profile=None, extra_config=""):
         self.dir = workdir
         self.journal = os.path.join(workdir, "journal.sqlite")
         self.config = os.path.join(workdir, "table.toml")
@@ -229,7 +244,7 @@ class DaemonProc:
                     f'[shoe]\nprotocol = "v1"\nurl = "{shoe_path}"\nresend_timeout_ms = 150\n\n'
                     f'[broker]\nport = {broker_port}\nreconnect_min_s = 1\nreconnect_max_s = 1\n\n'
                     f'[timers]\n' + "".join(f"{k} = {v}\n" for k, v in t.items()) +
-                    f'\n[paths]\njournal = "{self.journal}"\n')
+                    f'\n[paths]\njournal = "{self.journal}"\n\n[metrics]\nport = 0\n' + extra_config)
         self.proc = None
         self.log = open(os.path.join(workdir, "daemon.log"), "a")
 

@@ -1,0 +1,123 @@
+"""The dealer panel: buttons and lights on GPIO through gpiozero 2.x, over a pin factory that is
+always passed in (lgpio on the Pi, MockFactory in tests and the simulator), never the global
+default.
+
+Buttons (active low, internal pull-up):
+  shoe_loaded  hold (long press) after shuffle and cut: a brush of the hand loads nothing
+  pit_boss     press: call the pit boss (pauses the table)
+  resume       press
+  key          the pit boss's key switch (maintained); it arms `void`
+  void         hold, only while the key is on: void the round
+Lights: deal (and seat_1..seat_7 / dealer where fitted), decision, last_round, shuffle_due,
+paused, and a buzzer that sounds when the table pauses.
+
+Callbacks only emit PanelPress events (a queue put); the daemon decides what they mean.
+"""
+from dataclasses import dataclass
+
+from gpiozero import LED, Button, Buzzer
+
+BUTTONS = ("shoe_loaded", "pit_boss", "resume", "key", "void")
+LIGHTS = ("deal", "decision", "last_round", "shuffle_due", "paused")
+SEAT_LIGHTS = tuple(f"seat_{i}" for i in range(1, 8)) + ("dealer", "player", "banker")
+HELD = ("shoe_loaded", "void")
+
+
+@dataclass(frozen=True)
+class PanelPress:
+    button: str
+    armed: bool = False     # for `void`: whether the pit boss key was on
+
+
+class Panel:
+    def __init__(self, pins, pin_factory, hold_s=1.0, bounce_s=0.05):
+        unknown = set(pins) - set(BUTTONS) - set(LIGHTS) - set(SEAT_LIGHTS) - {"buzzer"}
+        if unknown:
+            raise ValueError(f"panel pin for unknown part {sorted(unknown)[0]!r}")
+        used = list(pins.values())
+        if len(used) != len(set(used)):
+            raise ValueError("panel: a GPIO pin is given to two parts")
+        self.pins = pins
+        self.factory = pin_factory
+        self.hold_s = hold_s
+        self.bounce_s = bounce_s
+        self.devices = {}
+        self.view = None
+
+    def start(self, emit):
+        f = self.factory
+        for name in BUTTONS:
+            if name not in self.pins:
+                continue
+            b = Button(self.pins[name], pull_up=True, bounce_time=self.bounce_s or None,
+                       hold_time=self.hold_s, pin_factory=f)
+            self.devices[name] = b
+            if name == "void":
+                b.when_held = lambda: emit(PanelPress("void", self._key_on()))
+            elif name in HELD:
+                b.when_held = lambda n=name: emit(PanelPress(n))
+            elif name == "key":
+                b.when_pressed = lambda: emit(PanelPress("key", True))
+                b.when_released = lambda: emit(PanelPress("key", False))
+            else:
+                b.when_pressed = lambda n=name: emit(PanelPress(n))
+        for name in LIGHTS + SEAT_LIGHTS:
+            if name in self.pins:
+                self.devices[name] = LED(self.pins[name], pin_factory=f)
+        if "buzzer" in self.pins:
+            self.devices["buzzer"] = Buzzer(self.pins["buzzer"], pin_factory=f)
+
+    def _key_on(self):
+        k = self.devices.get("key")
+        return bool(k and k.is_pressed)
+
+    def show(self, view):
+        """Set the lights from a view: {deal: None | 'seat_3' | 'dealer' | ..., decision, last_round,
+        shuffle_due, paused}. Only what changed is touched (a blink keeps its phase)."""
+        old = self.view or {}
+        self.view = view
+        for name in ("decision", "last_round", "shuffle_due", "paused"):
+            if name in self.devices and bool(view.get(name)) != bool(old.get(name)):
+                led = self.devices[name]
+                if not view.get(name):
+                    led.off()
+                elif name in ("paused", "shuffle_due"):
+                    led.blink(0.5, 0.5)
+                else:
+                    led.on()
+        if view.get("deal") != old.get("deal"):
+            if "deal" in self.devices:
+                self.devices["deal"].value = 1 if view.get("deal") else 0
+            for name in SEAT_LIGHTS:
+                if name in self.devices:
+                    self.devices[name].value = 1 if view.get("deal") == name else 0
+        if view.get("paused") and not old.get("paused") and "buzzer" in self.devices:
+            self.devices["buzzer"].beep(0.2, 0.2, n=3)
+
+    def close(self):
+        for d in self.devices.values():
+            d.close()
+        self.devices = {}
+
+
+def panel_view(expectation, table):
+    """What the lights show for the table's state (a pure function of it)."""
+    deal = None
+    if expectation is not None and expectation[0] == "card":
+        to, seat = expectation[1], expectation[2]
+        deal = f"seat_{seat}" if to == "seat" else to
+    return {"deal": deal, "decision": expectation is not None and expectation[0] in ("decision", "insurance"),
+            "last_round": table.last_round, "shuffle_due": table.phase == "shuffle_due",
+            "paused": bool(table.paused)}
+
+
+def make_pin_factory(name):
+    """The pin factory named in the configuration, created explicitly."""
+    if name == "mock":
+        from gpiozero.pins.mock import MockFactory
+        return MockFactory()
+    if name == "native":
+        from gpiozero.pins.native import NativeFactory
+        return NativeFactory()
+    from gpiozero.pins.lgpio import LGPIOFactory
+    return LGPIOFactory()

@@ -1,0 +1,107 @@
+"""The dealer panel on gpiozero's MockFactory: pin edges in, events out; table state in, pin
+states out."""
+import queue
+import time
+
+import pytest
+from gpiozero.pins.mock import MockFactory
+
+from controller import expect, get_profile
+from drivers.panel import Panel, PanelPress, panel_view
+from helpers import ready
+
+PINS = {"shoe_loaded": 5, "pit_boss": 6, "resume": 13, "key": 19, "void": 26, "deal": 17,
+        "decision": 27, "last_round": 22, "shuffle_due": 23, "paused": 24, "buzzer": 25,
+        "seat_1": 2, "seat_2": 3, "dealer": 4}
+
+
+@pytest.fixture
+def panel():
+    f = MockFactory()
+    q = queue.Queue()
+    p = Panel(PINS, f, hold_s=0.2, bounce_s=0)
+    p.start(q.put)
+    yield p, f, q
+    p.close()
+    f.reset()
+
+
+def events(q, wait=0.1):
+    time.sleep(wait)
+    out = []
+    while not q.empty():
+        out.append(q.get())
+    return out
+
+
+def press(f, pin, hold=0.0):
+    f.pin(pin).drive_low()
+    time.sleep(hold)
+    f.pin(pin).drive_high()
+
+
+def test_a_press_calls_the_pit_boss_and_resumes(panel):
+    p, f, q = panel
+    press(f, 6)
+    press(f, 13)
+    assert events(q) == [PanelPress("pit_boss"), PanelPress("resume")]
+
+
+def test_shoe_loaded_needs_a_long_press(panel):
+    p, f, q = panel
+    press(f, 5, hold=0.05)                     # a brush of the hand
+    assert events(q) == []
+    press(f, 5, hold=0.35)
+    assert events(q) == [PanelPress("shoe_loaded")]
+
+
+def test_void_is_armed_only_by_the_pit_boss_key(panel):
+    p, f, q = panel
+    press(f, 26, hold=0.35)
+    assert events(q) == [PanelPress("void", False)]
+    f.pin(19).drive_low()                      # key on
+    press(f, 26, hold=0.35)
+    f.pin(19).drive_high()
+    assert events(q) == [PanelPress("key", True), PanelPress("void", True), PanelPress("key", False)]
+
+
+def test_lights_follow_the_table(panel):
+    p, f, q = panel
+    r = ready("luxury21")
+    r.close(1, 2)
+    p.show(panel_view(expect(r.table), r.table))
+    assert f.pin(17).state and f.pin(2).state and not f.pin(3).state and not f.pin(27).state
+    r.feed("Ts")
+    p.show(panel_view(expect(r.table), r.table))
+    assert f.pin(3).state and not f.pin(2).state
+    r.feed("9s", "5d", "6s", "7h")              # seat 2's card, dealer up, seat cards, hole
+    r.feed("Kc")
+    p.show(panel_view(expect(r.table), r.table))
+    assert not f.pin(17).state and f.pin(27).state          # waiting for a decision
+    r.feed({"type": "pause", "reason": "pit boss"})
+    p.show(panel_view(expect(r.table), r.table))
+    assert not f.pin(27).state and p.devices["paused"].is_lit and p.devices["buzzer"].is_active
+    r.feed({"type": "cut_card"}, {"type": "resume"})
+    p.show(panel_view(expect(r.table), r.table))
+    assert f.pin(22).state and not p.devices["paused"].is_lit
+
+
+def test_shuffle_due_light():
+    f = MockFactory()
+    p = Panel({"shuffle_due": 23}, f)
+    p.start(lambda e: None)
+    r = ready("lucky7")
+    r.close(1)
+    r.feed("Ts", "9d", "7s", "Kh")             # seat 17, dealer 19: stands... then shuffle due
+    if r.table.phase != "shuffle_due":
+        r.feed({"type": "decision", "seat": 1, "hand": 0, "action": "stand"})
+    p.show(panel_view(expect(r.table), r.table))
+    assert p.devices["shuffle_due"].is_lit
+    p.close()
+
+
+def test_bad_pin_maps_are_refused():
+    with pytest.raises(ValueError, match="two parts"):
+        Panel({"deal": 5, "paused": 5}, MockFactory())
+    with pytest.raises(ValueError, match="unknown part 'laser'"):
+        Panel({"laser": 5}, MockFactory())

@@ -1,0 +1,254 @@
+"""The daemon as installed: systemd unit, watchdog, metrics, the dealer panel inside the daemon,
+and the broker's ACL."""
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from drivers.virtual_shoe import VirtualShoe
+from mqtt_rig import ROOT, Broker, Client, DaemonProc, free_port, workdir
+
+UNIT = os.path.join(ROOT, "systemd", "dealer-station.service")
+ANALYZE = shutil.which("systemd-analyze")
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="no systemd-analyze on this machine")
+def test_unit_verifies_and_rates_2_0_or_better(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "dealer-station")
+    unit = tmp_path / "dealer-station.service"
+    # verify needs the executable to exist: point the unit at this checkout's
+    unit.write_text(open(UNIT).read().replace("/opt/dealer-station/venv/bin/dealer-station", exe))
+    p = subprocess.run([ANALYZE, "verify", str(unit)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([ANALYZE, "security", "--offline=true", "--threshold=20", str(unit)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout[-2000:]
+    level = float(p.stdout.split("Overall exposure level for dealer-station.service:")[1].split()[0])
+    assert level <= 2.0
+    text = open(UNIT).read()
+    for want in ("Type=notify", "WatchdogSec=", "Restart=on-failure", "User=dealer-station",
+                 "SupplementaryGroups=dialout video gpio", "ProtectSystem=strict",
+                 "NoNewPrivileges=yes", "SystemCallFilter=", "RestrictAddressFamilies=",
+                 "CapabilityBoundingSet=\n", "StateDirectory=", "ConfigurationDirectory=",
+                 "LogsDirectory="):
+        assert want in text, want
+
+
+@pytest.fixture
+def table():
+    d = workdir()
+    b = Broker(d)
+    b.start()
+    shoe = VirtualShoe(decks=8, seed=4, heartbeat=0.2)
+    shoe.start()
+    made = []
+
+    def daemon(**kw):
+        p = DaemonProc(d, b.port, shoe.path, **kw)
+        made.append(p)
+        return p
+    yield b, shoe, daemon
+    for p in made:
+        p.stop()
+    shoe.close()
+    b.stop()
+
+
+def test_watchdog_pings_only_while_the_loop_runs(table):
+    b, shoe, daemon = table
+    sock_path = os.path.join(workdir(), "notify.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    srv.bind(sock_path)
+    got = []
+
+    def listen():
+        while True:
+            try:
+                data = srv.recv(4096)
+            except OSError:
+                return
+            got.append((time.monotonic(), data.decode()))
+    threading.Thread(target=listen, daemon=True).start()
+    d = daemon()
+    env = {**os.environ, "NOTIFY_SOCKET": sock_path, "WATCHDOG_USEC": "600000"}
+    d.proc = subprocess.Popen([sys.executable, "-m", "dealer_station.cli", "run", "--config", d.config],
+                              cwd=ROOT, env=env, stdout=d.log, stderr=d.log)
+    c = Client(b.port)
+    try:
+        end = time.monotonic() + 10
+        while not any(m.startswith("READY=1") for _, m in got) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert any(m.startswith("READY=1") for _, m in got)
+        time.sleep(1.5)
+        pings = [t for t, m in got if m == "WATCHDOG=1"]
+        assert len(pings) >= 3
+        # the journal's disk hangs: hold its write lock, then give the daemon something to write
+        lock = sqlite3.connect(d.journal, timeout=5, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")
+        c.command({"type": "shoe_loaded", "id": "during-stall"}, wait=False)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        time.sleep(2.5)
+        during = [t for t, m in got if m == "WATCHDOG=1" and t > t0]
+        lock.execute("ROLLBACK")
+        lock.close()
+        assert during == []                    # the stalled loop went silent
+        end = time.monotonic() + 10
+        while "during-stall" not in c.replies and time.monotonic() < end:
+            time.sleep(0.05)
+        assert c.replies["during-stall"]["status"] == "accepted"   # nothing lost
+        t1 = time.monotonic()
+        time.sleep(1.0)
+        assert [t for t, m in got if m == "WATCHDOG=1" and t > t1]  # and it pings again
+    finally:
+        c.close()
+        srv.close()
+
+
+def test_metrics_endpoint_reports_the_table(table):
+    b, shoe, daemon = table
+    port = free_port()
+    d = daemon(extra_config="")
+    # the rig writes port = 0; use a fixed free port for this test
+    text = open(d.config).read().replace("[metrics]\nport = 0", f"[metrics]\nport = {port}")
+    open(d.config, "w").write(text)
+    d.start()
+    c = Client(b.port)
+    try:
+        time.sleep(0.7)
+        c.command({"type": "shoe_loaded"})
+        for _ in range(3):
+            shoe.deal()
+        time.sleep(1.2)
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'dealer_station_cards_read_total{source="shoe"} 3' in body
+        assert 'dealer_station_inputs_total{origin="command"} 1' in body
+        assert "dealer_station_outbox_depth" in body and "dealer_station_shoe_bad_frames 0" in body
+        assert 'dealer_station_device_up{device="broker"} 1' in body
+        assert 'dealer_station_round_phase{phase="burn"} 1' in body
+    finally:
+        c.close()
+
+
+def test_panel_buttons_drive_the_daemon_and_its_lights(table, tmp_path):
+    """The daemon in this process, its panel on a MockFactory the test can reach."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    b, shoe, _ = table
+    cfg, errors = check_config({
+        "table": {"id": "p1", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": b.port}, "paths": {"journal": str(tmp_path / "j.sqlite")},
+        "metrics": {"enabled": False},
+        "panel": {"enabled": True, "pin_factory": "mock", "hold_s": 0.2, "bounce_ms": 0,
+                  "pins": {"shoe_loaded": 5, "pit_boss": 6, "resume": 13, "key": 19, "void": 26,
+                           "deal": 17, "paused": 24, "buzzer": 25}}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.start()
+    pin = d.panel.factory.pin
+
+    def run(seconds):        # the loop runs in this thread: it owns the state and the journal
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            d.run_once(0.05)
+
+    def press(n, hold=0.0):
+        pin(n).drive_low()
+        run(hold)
+        pin(n).drive_high()
+        run(0.3)
+    try:
+        press(5, hold=0.05)                                    # too short: nothing
+        assert d.table.phase == "no_shoe"
+        press(5, hold=0.4)
+        assert d.table.phase == "burn" and pin(17).state       # shoe loaded: deal the burn card
+        press(6)
+        assert d.table.paused and d.panel.devices["paused"].is_lit
+        press(13)
+        assert not d.table.paused and not d.panel.devices["paused"].is_lit
+        press(26, hold=0.4)                                    # void without the key: ignored
+        origins = [r[0] for r in d.journal.db.execute("SELECT origin FROM inputs")]
+        assert origins == ["panel", "panel", "panel"]
+    finally:
+        d.close()
+
+
+def test_acl_keeps_each_side_to_its_own_topics(tmp_path):
+    acl = os.path.join(ROOT, "docs", "mosquitto", "acl")
+    d = workdir()
+    b = Broker(d, users={"t1": "pw-t1", "t2": "pw-t2", "betting-system": "pw-bs"}, acl=acl)
+    b.start()
+    pre = "dealer-station/v1"
+    try:
+        watcher = Client(b.port, table="t1", topics=[f"{pre}/+/events", f"{pre}/+/replies"],
+                         user=("betting-system", "pw-bs"))
+        t2_side = Client(b.port, table="t2", topics=[f"{pre}/t2/commands"], user=("t2", "pw-t2"))
+        t1 = Client(b.port, table="t1", topics=[f"{pre}/t2/commands", f"{pre}/t1/commands"],
+                    user=("t1", "pw-t1"))
+        time.sleep(0.8)
+        # a table may publish only under its own tree
+        t1.c.publish(f"{pre}/t2/events", json.dumps({"seq": 1, "type": "card_dealt", "card": "As"}), qos=1)
+        t1.c.publish(f"{pre}/t1/events", json.dumps({"seq": 1, "type": "shoe_started"}), qos=1)
+        # the betting system may send commands but never an event
+        watcher.c.publish(f"{pre}/t2/commands", json.dumps({"type": "resume", "id": "x"}), qos=1)
+        watcher.c.publish(f"{pre}/t1/commands", json.dumps({"type": "resume", "id": "y"}), qos=1)
+        watcher.c.publish(f"{pre}/t2/events", json.dumps({"seq": 9, "type": "card_dealt", "card": "Kd"}), qos=1)
+        time.sleep(1.0)
+        topics = [t for t, _ in watcher.all]
+        assert topics == [f"{pre}/t1/events"]           # only t1's event on its own tree
+        assert [t for t, _ in t2_side.all] == [f"{pre}/t2/commands"]
+        # a table reads only its own commands (Mosquitto grants the subscription, delivers nothing)
+        assert [t for t, _ in t1.all] == [f"{pre}/t1/commands"]
+        for c in (watcher, t2_side, t1):
+            c.close()
+    finally:
+        b.stop()
+
+
+def test_daemon_runs_with_user_and_password_through_the_acl(tmp_path):
+    acl = os.path.join(ROOT, "docs", "mosquitto", "acl")
+    d = workdir()
+    b = Broker(d, users={"t1": "pw-t1", "betting-system": "pw-bs"}, acl=acl)
+    b.start()
+    shoe = VirtualShoe(decks=8, seed=4, heartbeat=0.2)
+    shoe.start()
+    pw = tmp_path / "pw"
+    pw.write_text("pw-t1\n")
+    dp = DaemonProc(d, b.port, shoe.path,
+                    extra_config="")
+    text = open(dp.config).read().replace("[broker]\n", f'[broker]\nusername = "t1"\npassword_file = "{pw}"\n')
+    open(dp.config, "w").write(text)
+    dp.start()
+    c = Client(b.port, user=("betting-system", "pw-bs"))
+    try:
+        time.sleep(0.8)
+        assert c.command({"type": "shoe_loaded"})["status"] == "accepted"
+        shoe.deal()
+        time.sleep(0.5)
+        assert [m["type"] for m in c.in_order()][:3] == ["shoe_started", "awaiting_card", "card_dealt"]
+    finally:
+        c.close()
+        dp.stop()
+        shoe.close()
+        b.stop()
+
+
+def test_install_script_puts_every_part_in_place(tmp_path):
+    p = subprocess.run([os.path.join(ROOT, "scripts", "install"), "--root", str(tmp_path),
+                        "--no-apt", "--no-users", "--no-systemctl"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    for f in ("etc/systemd/system/dealer-station.service", "etc/udev/rules.d/99-dealer-station.rules",
+              "etc/dealer-station/table.toml", "opt/dealer-station/venv/bin/dealer-station"):
+        assert (tmp_path / f).exists(), f
+    q = subprocess.run([str(tmp_path / "opt/dealer-station/venv/bin/dealer-station"), "check-config",
+                        str(tmp_path / "etc/dealer-station/table.toml")], capture_output=True, text=True)
+    assert q.returncode == 0, q.stdout
