@@ -158,23 +158,25 @@ def simulate(profile, shoes, decide, rounds, side_bets=True):
                 if o["type"] != "round_result":
                     continue
                 played += 1
-                res = settle(profile, o, bets)
+                res = settle(profile, o, bets, raw=True)
                 main = side7 = sidep = 0
                 staked = 0
                 for s, r in zip(o["seats"], res):
                     for line in r["lines"]:
-                        net = float(line["returned"] - line["staked"]) / UNIT
+                        net = line["returned"] - line["staked"]
                         if line["item"] == "pairs":
                             sidep += net
                         elif line["item"] == "lucky7":
                             side7 += net
                         else:
                             main += net
-                            staked += float(line["staked"]) / UNIT
+                            staked += line["staked"]
                     if profile.lucky7:
                         sevens[s["lucky7"]] += 1
                     if profile.pairs:
                         patterns[s["pairs"]] += 1
+                main, side7, sidep = float(main) / UNIT, float(side7) / UNIT, float(sidep) / UNIT
+                staked = float(staked) / UNIT
                 n = len(o["seats"])
                 tallies["main"].add(main, n, staked)
                 if pairs:

@@ -33,7 +33,17 @@ def play_shoe(profile, cards, decide, seats=None, cut_at=None, max_rounds=None, 
         if out and out[0]["type"] == "rejected":
             raise AutoplayError(f"{ev} rejected: {out[0]['reason']}")
         yield ev, out
-        e = expect(t)
+        last = out[-1] if out else None
+        kind = last["type"] if last else None
+        # the last output announces what the table waits for (cheaper than asking it again)
+        if kind == "awaiting_card":
+            e = ("card",)
+        elif kind == "awaiting_decision":
+            e = ("decision", last["seat"], last["hand"])
+        elif kind == "insurance_offered":
+            e = ("insurance",)
+        else:
+            e = expect(t)
         if e is None:
             if t.phase != "ready" or (max_rounds is not None and rounds >= max_rounds):
                 return
@@ -50,8 +60,9 @@ def play_shoe(profile, cards, decide, seats=None, cut_at=None, max_rounds=None, 
                 ev = {"type": "card", "card": cards[i]}
                 i += 1
         elif e[0] == "decision":
+            allowed_now = last["allowed"] if kind == "awaiting_decision" else _allowed(t, e)
             ev = {"type": "decision", "seat": e[1], "hand": e[2],
-                  "action": decide(t.round, e[1], e[2], _allowed(t, e))}
+                  "action": decide(t.round, e[1], e[2], allowed_now)}
         else:
             ev = {"type": "insurance_closed"}
 

@@ -91,6 +91,10 @@ class _Bet:
         self.lines.append({"item": item, "staked": _exact(staked), "returned": _exact(returned),
                            "result": result})
 
+    def raw(self):
+        """Exact ints and Fractions (for simulations summing millions of bets)."""
+        return {"id": self.id, "lines": self.lines}
+
     def out(self):
         staked = sum(x["staked"] for x in self.lines)
         returned = sum(x["returned"] for x in self.lines)
@@ -100,22 +104,25 @@ class _Bet:
                           for x in self.lines]}
 
 
-def settle(profile, outcome, bets):
+def settle(profile, outcome, bets, raw=False):
     """Settle `bets` (list of dicts) on `outcome`, a published `round_result` or `round_voided`.
-    Returns one dict per bet, in order: id, staked, returned, net, lines."""
+    Returns one dict per bet, in order: id, staked, returned, net, lines (Decimal money), or with
+    `raw`, id and lines in exact ints and Fractions."""
     if not isinstance(outcome, dict) or outcome.get("type") not in ("round_result", "round_voided"):
         raise SettlementError("settle a round_result or a round_voided output")
     kinds = BACCARAT_KINDS if profile.game == "baccarat" else BLACKJACK_KINDS
     for b in bets:
         _check_bet(b, kinds)
     if outcome["type"] == "round_voided":
-        return [_refund(profile, b) for b in bets]
-    if outcome.get("game") != profile.game:
+        done = [_refund(profile, b) for b in bets]
+    elif outcome.get("game") != profile.game:
         raise SettlementError(f"a {outcome.get('game')} result cannot settle {profile.game} bets")
-    if profile.game == "baccarat":
-        return [_baccarat(profile, outcome, b) for b in bets]
-    seats = {s["seat"]: s for s in outcome["seats"]}
-    return [_blackjack(profile, outcome, seats, b) for b in bets]
+    elif profile.game == "baccarat":
+        done = [_baccarat(profile, outcome, b) for b in bets]
+    else:
+        seats = {s["seat"]: s for s in outcome["seats"]}
+        done = [_blackjack(profile, outcome, seats, b) for b in bets]
+    return [b.raw() if raw else b.out() for b in done]
 
 
 def _refund(profile, bet):
@@ -130,7 +137,7 @@ def _refund(profile, bet):
         s = _amount(bet, side, required=False)
         if s:
             b.line(side, s, s, "refund")
-    return b.out()
+    return b
 
 
 def _baccarat(profile, res, bet):
@@ -151,7 +158,7 @@ def _baccarat(profile, res, bet):
         b.line(kind, a, a + win, "win")
     else:
         b.line(kind, a, 0, "lose")
-    return b.out()
+    return b
 
 
 def _up_card(profile, dealer_cards):
@@ -218,4 +225,4 @@ def _blackjack(profile, res, seats, bet):
         n = s["lucky7"]
         ret = seven * (1 + profile.payouts[f"lucky7_{n}"]) if n else 0
         b.line("lucky7", seven, ret, f"{n} sevens")
-    return b.out()
+    return b
