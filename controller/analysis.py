@@ -186,3 +186,22 @@ def simulate(profile, shoes, decide, rounds, side_bets=True):
         if played >= rounds:
             break
     return {"rounds": played, "tallies": tallies, "lucky7_counts": sevens, "pairs_counts": patterns}
+
+
+def roulette_exact(profile):
+    """Every bet on the layout, settled by the settlement code on each of the 37 pockets: the
+    expected return per unit of each kind (all equal -1/37 on a single-zero wheel)."""
+    from .roulette import INSIDE, OUTSIDE, describe
+    results = [{"type": "round_result", "round": 1, "game": "roulette", **describe(n)}
+               for n in range(37)]
+    bets = [(k, {"numbers": sorted(c)}) for k in INSIDE for c in INSIDE[k]]
+    bets += [(k, {}) for k in OUTSIDE]
+    bets += [(k, {"which": w}) for k in ("dozen", "column") for w in (1, 2, 3)]
+    by_kind = {}
+    for kind, extra in bets:
+        bet = [{"id": 1, "kind": kind, "amount": 1, **extra}]
+        ret = sum(settle(profile, r, bet, raw=True)[0]["lines"][0]["returned"] for r in results)
+        ev = Fraction(ret, 37) - 1
+        by_kind.setdefault(kind, set()).add(ev)
+    return {k: {"bets": sum(1 for kk, _ in bets if kk == k), "expected_return": sorted(v)}
+            for k, v in by_kind.items()}

@@ -23,7 +23,7 @@ class FrozenMap(dict):
     def __reduce__(self):
         return (FrozenMap, (dict(self),))
 
-GAMES = ("blackjack", "baccarat")
+GAMES = ("blackjack", "baccarat", "roulette")
 DEALER_ORDERS = ("up_hole", "hole_up")
 PEEK_CARDS = ("ace", "ten")
 TIMEOUT_PLAYS = ("hit_to_12", "stand")
@@ -32,6 +32,7 @@ BLACKJACK_PAYOUTS = ("blackjack", "win", "insurance", "even_money")
 PAIRS_PAYOUTS = ("pairs_mixed", "pairs_coloured", "pairs_perfect", "pairs_suited_trips")
 LUCKY7_PAYOUTS = ("lucky7_1", "lucky7_2", "lucky7_3")
 BACCARAT_PAYOUTS = ("player", "banker", "banker_commission", "tie")
+ROULETTE_PAYOUTS = ("straight", "split", "street", "corner", "six_line", "column", "dozen", "even_chance")
 
 
 class ProfileError(ValueError):
@@ -102,6 +103,13 @@ BUILTIN = {
         double_after_split=True, max_hands=2, resplit_aces=False, dealer_hits_soft_17=False,
         timeout_play="stand", burn=False, cut_card_from_back=None, cut_card_tolerance=0,
         shuffle_every_round=True, lucky7=True, payouts=_payouts(_BJ_PAY),
+    ),
+    # 002: a European single-zero wheel, no cards.
+    "roulette": Profile(
+        name="roulette", game="roulette", decks=0, burn=False, cut_card_from_back=None,
+        cut_card_tolerance=0,
+        payouts=_payouts({"straight": 35, "split": 17, "street": 11, "corner": 8, "six_line": 5,
+                          "column": 2, "dozen": 2, "even_chance": 1}),
     ),
     # 003/002: 8 decks, burn by the first card, cut card seven cards from the back.
     "punto_banco": Profile(
@@ -194,7 +202,8 @@ def profile_from_mapping(data, where="profile"):
         elif key == "payouts":
             if not isinstance(v, dict):
                 raise ProfileError(f"{where}.payouts: expected a table, got {v!r}")
-            allowed = BLACKJACK_PAYOUTS + PAIRS_PAYOUTS + LUCKY7_PAYOUTS + BACCARAT_PAYOUTS
+            allowed = (BLACKJACK_PAYOUTS + PAIRS_PAYOUTS + LUCKY7_PAYOUTS + BACCARAT_PAYOUTS
+                       + ROULETTE_PAYOUTS)
             merged = dict(values.get("payouts", {}))
             for k, r in v.items():
                 if k not in allowed:
@@ -212,6 +221,8 @@ def profile_from_mapping(data, where="profile"):
 
 
 def _consistent(p, where):
+    if (p.game == "roulette") != (p.decks == 0):
+        raise ProfileError(f"{where}.decks: roulette uses no cards (0 decks), card games 1-8")
     if p.game == "blackjack" and p.seats < 1:
         raise ProfileError(f"{where}.seats: a blackjack profile needs 1-7 seats")
     if p.game == "baccarat" and p.seats != 0:
@@ -223,7 +234,7 @@ def _consistent(p, where):
         raise ProfileError(f"{where}.even_money: even money is offered with insurance; set insurance")
     if p.insurance and "ace" not in p.peek:
         raise ProfileError(f"{where}.insurance: insurance needs the dealer to peek on an ace")
-    need = BACCARAT_PAYOUTS if p.game == "baccarat" else ("blackjack", "win")
+    need = {"baccarat": BACCARAT_PAYOUTS, "roulette": ROULETTE_PAYOUTS}.get(p.game, ("blackjack", "win"))
     for k in need:
         if k not in p.payouts:
             raise ProfileError(f"{where}.payouts.{k}: missing")

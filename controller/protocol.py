@@ -60,6 +60,18 @@ def _seats(v):
     return sorted(v)
 
 
+def _pocket(v):
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 36:
+        return v
+    raise ValueError(f"expected a pocket 0-36, got {v!r}")
+
+
+def _spin(v):
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 999:
+        return v
+    raise ValueError(f"expected the wheel's spin number 0-999, got {v!r}")
+
+
 def _detail(v):
     if isinstance(v, (str, dict)):
         return v
@@ -80,6 +92,8 @@ SCHEMAS = {
     "pause": {"reason": (_text, True, None)},
     "resume": {},
     "void_round": {"reason": (_text, True, None)},
+    "winning_number": {"number": (_pocket, True, None), "spin": (_spin, False, None)},
+    "miss_spin": {"spin": (_spin, False, None)},
 }
 
 

@@ -23,6 +23,12 @@ BET_FIELDS = {
 }
 BLACKJACK_KINDS = ("seat", "behind")
 BACCARAT_KINDS = ("player", "banker", "tie")
+ROULETTE_KINDS = ("straight", "split", "street", "corner", "six_line", "column", "dozen", "red",
+                  "black", "odd", "even", "low", "high")
+for _k in ROULETTE_KINDS:
+    BET_FIELDS[_k] = {"id", "kind", "amount"} | (
+        {"numbers"} if _k in ("straight", "split", "street", "corner", "six_line") else
+        {"which"} if _k in ("column", "dozen") else set())
 
 
 def money(x):
@@ -110,7 +116,7 @@ def settle(profile, outcome, bets, raw=False):
     `raw`, id and lines in exact ints and Fractions."""
     if not isinstance(outcome, dict) or outcome.get("type") not in ("round_result", "round_voided"):
         raise SettlementError("settle a round_result or a round_voided output")
-    kinds = BACCARAT_KINDS if profile.game == "baccarat" else BLACKJACK_KINDS
+    kinds = {"baccarat": BACCARAT_KINDS, "roulette": ROULETTE_KINDS}.get(profile.game, BLACKJACK_KINDS)
     for b in bets:
         _check_bet(b, kinds)
     if outcome["type"] == "round_voided":
@@ -119,6 +125,8 @@ def settle(profile, outcome, bets, raw=False):
         raise SettlementError(f"a {outcome.get('game')} result cannot settle {profile.game} bets")
     elif profile.game == "baccarat":
         done = [_baccarat(profile, outcome, b) for b in bets]
+    elif profile.game == "roulette":
+        done = [_roulette(profile, outcome, b) for b in bets]
     else:
         seats = {s["seat"]: s for s in outcome["seats"]}
         done = [_blackjack(profile, outcome, seats, b) for b in bets]
@@ -158,6 +166,27 @@ def _baccarat(profile, res, bet):
         b.line(kind, a, a + win, "win")
     else:
         b.line(kind, a, 0, "lose")
+    return b
+
+
+def _roulette(profile, res, bet):
+    from .roulette import covered
+    kind = bet["kind"]
+    a = _amount(bet, "amount")
+    numbers = bet.get("numbers")
+    if numbers is not None and not (isinstance(numbers, list) and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in numbers)):
+        raise SettlementError(f"bet {bet.get('id')!r}: numbers must be a list of pockets")
+    cover = covered(kind, numbers, bet.get("which"))
+    if cover is None:
+        what = f"numbers {numbers}" if kind in ("straight", "split", "street", "corner", "six_line") \
+            else f"which {bet.get('which')!r} (1-3)"
+        raise SettlementError(f"bet {bet.get('id')!r}: {kind} on {what} is not a bet on the layout")
+    pay = profile.payouts["even_chance" if kind in ("red", "black", "odd", "even", "low", "high")
+                          else kind]
+    b = _Bet(bet.get("id"))
+    won = res["number"] in cover      # zero: every outside bet loses (RULES.md)
+    b.line(kind, a, a * (1 + pay) if won else 0, "win" if won else "lose")
     return b
 
 

@@ -14,7 +14,9 @@ def public_snapshot(t):
                         and s.burned >= s.burn_required, "cut_card_out": s.cut_at is not None}
     r = t.round
     if r is not None:
-        if t.profile.game == "baccarat":
+        if t.profile.game == "roulette":
+            snap["round"] = {"round": r.number}
+        elif t.profile.game == "baccarat":
             snap["round"] = {"round": r.number, "player": list(r.player), "banker": list(r.banker)}
         else:
             dealer = list(r.dealer)
@@ -35,6 +37,8 @@ def _waiting(e):
         return {"what": "card", "to": e[1], "seat": e[2], "hand": e[3], "face": e[4]}
     if e[0] == "decision":
         return {"what": "decision", "seat": e[1], "hand": e[2]}
+    if e[0] == "result":
+        return {"what": "winning_number"}
     return {"what": "insurance"}
 
 

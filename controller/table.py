@@ -5,12 +5,13 @@ rounds of each game, irregularities and pause / resume / void. Pure: no I/O, no 
 randomness; a Table is never changed in place, so an old state stays valid (replay, audit).
 An input that is malformed or not allowed now gives one `rejected` output and the same Table.
 """
-from . import baccarat, blackjack
+from . import baccarat, blackjack, roulette
 from .cards import BJ_VALUE
 from .protocol import Rejected, validate
 from .shoe import Shoe
 
-ANNOUNCEMENTS = frozenset(("awaiting_card", "awaiting_decision", "insurance_offered"))
+ANNOUNCEMENTS = frozenset(("awaiting_card", "awaiting_decision", "insurance_offered",
+                           "awaiting_result"))
 
 
 class Table:
@@ -34,13 +35,14 @@ class Table:
 
     @property
     def game(self):
-        return baccarat if self.profile.game == "baccarat" else blackjack
+        return {"baccarat": baccarat, "roulette": roulette}.get(self.profile.game, blackjack)
 
 
 def new_table(profile):
     t = Table.__new__(Table)
     t.profile = profile
-    t.phase = "no_shoe"      # no_shoe | burn | ready | round | shuffle_due
+    # no_shoe | burn | ready | round | shuffle_due; a wheel needs no shoe
+    t.phase = "ready" if profile.game == "roulette" else "no_shoe"
     t.shoe = None
     t.round = None           # the round under way (in phase burn only after burn_incomplete)
     t.rounds = 0             # rounds started at this table: the next round's number - 1
@@ -100,7 +102,13 @@ def step(t, event):
 
 # -- inputs -------------------------------------------------------------------------------------
 
+def _no_cards(t, kind):
+    if t.profile.game == "roulette":
+        raise Rejected("not_allowed", f"{kind} has no meaning at a roulette table")
+
+
 def _shoe_loaded(t, ev):
+    _no_cards(t, "shoe_loaded")
     if t.round is not None:
         raise Rejected("round_in_progress", f"round {t.round.number} is under way: finish or void it first")
     if t.paused:
@@ -115,6 +123,7 @@ def _shoe_loaded(t, ev):
 
 
 def _card(t, ev):
+    _no_cards(t, "a card")
     card, source = ev["card"], ev["source"]
     shoe = t.shoe
     if shoe is None:
@@ -180,7 +189,7 @@ def _burn(t, card):
 
 def _after_round_step(t, out):
     rnd = t.round
-    if not (rnd.over if t.profile.game == "baccarat" else rnd.phase == "over"):
+    if not (rnd.phase == "over" if t.profile.game == "blackjack" else rnd.over):
         return t, out
     return _round_ended(t.but(round=None), out)
 
@@ -223,6 +232,7 @@ def _identify(t, card, source):
 
 
 def _card_unreadable(t, ev):
+    _no_cards(t, "card_unreadable")
     source = ev["source"]
     shoe = t.shoe
     detail = {"source": source}
@@ -263,10 +273,10 @@ def _betting_closed(t, ev):
     if t.phase == "shuffle_due":
         raise Rejected("shuffle_due", "the last round of this shoe is over: shuffle and load a new shoe")
     seats = ev.get("seats")
-    if p.game == "baccarat":
+    if p.game in ("baccarat", "roulette"):
         if seats is not None:
-            raise Rejected("malformed", "betting_closed.seats: baccarat takes no seats")
-        rnd, out = baccarat.start(p, t.rounds + 1)
+            raise Rejected("malformed", f"betting_closed.seats: {p.game} takes no seats")
+        rnd, out = t.game.start(p, t.rounds + 1)
     else:
         if seats is None:
             raise Rejected("malformed", "betting_closed.seats: missing (the seats in play)")
@@ -348,9 +358,34 @@ def _void_round(t, ev):
     return t, out + announce(t)
 
 
+def _winning_number(t, ev):
+    if t.profile.game != "roulette":
+        raise Rejected("not_allowed", f"winning_number has no meaning in {t.profile.game}")
+    if t.paused:
+        raise Rejected("paused", f"the table is paused ({t.paused})")
+    if t.round is None:
+        # The ball landed but betting was never closed: the bets were open during the spin.
+        return _irregular(t, "unexpected_result", {"number": ev["number"], "spin": ev.get("spin"),
+                                                   "why": "no round: betting was not closed"},
+                          ("result", ev["number"], None))
+    rnd, out = roulette.on_number(t.round, ev["number"], ev.get("spin"))
+    return _after_round_step(t.but(round=rnd), out)
+
+
+def _miss_spin(t, ev):
+    if t.profile.game != "roulette":
+        raise Rejected("not_allowed", f"miss_spin has no meaning in {t.profile.game}")
+    if t.round is None:
+        raise Rejected("no_round", "no spin is under way")
+    spin = ev.get("spin")
+    return _void_round(t, {"reason": "miss-spin: the ball did not complete its revolutions"
+                           + (f" (spin {spin})" if spin is not None else "")})
+
+
 _HANDLERS = {
     "shoe_loaded": _shoe_loaded, "card": _card, "card_unreadable": _card_unreadable,
     "cut_card": _cut_card, "betting_closed": _betting_closed, "decision": _decision,
     "insurance_closed": _insurance_closed, "decision_timeout": _decision_timeout,
     "pause": _pause, "resume": _resume, "void_round": _void_round,
+    "winning_number": _winning_number, "miss_spin": _miss_spin,
 }

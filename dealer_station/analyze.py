@@ -13,7 +13,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 from controller import get_profile
-from controller.analysis import PATTERNS, Tally, baccarat_exact, pairs_exact, simulate
+from controller.analysis import (PATTERNS, Tally, baccarat_exact, pairs_exact, roulette_exact,
+                                 simulate)
 from controller.cards import CARDS
 from controller.players import player
 
@@ -128,6 +129,18 @@ def run(args):
                   f"{k} bet house edge {_pct(r['house_edge'][k])}")
         print(f"  natural {float(r['natural']):.6f}")
         return 0
+    if name == "roulette":
+        r = roulette_exact(get_profile("roulette"))
+        if args.json:
+            print(json.dumps({"game": "roulette", "method": "exact", "bets": {
+                k: {"bets": v["bets"], "house_edge": [str(-x) for x in v["expected_return"]]}
+                for k, v in r.items()}}))
+            return 0
+        print("roulette, single zero, exact (every bet on the layout, settled on each of the 37 pockets)")
+        for k, v in r.items():
+            edges = ", ".join(f"{-x} = {_pct(-x)}" for x in v["expected_return"])
+            print(f"  {k:9s} {v['bets']:3d} bets  house edge {edges}")
+        return 0
     if name == "pairs":
         r = pairs_exact(get_profile("luxury21"), args.decks)
         if args.json:
@@ -178,7 +191,8 @@ def run(args):
 
 def add_parser(sub):
     a = sub.add_parser("analyze", help="game math: exact baccarat and Pairs, blackjack Monte Carlo")
-    a.add_argument("game", choices=["luxury21", "european", "lucky7", "punto_banco", "pairs"])
+    a.add_argument("game", choices=["luxury21", "european", "lucky7", "punto_banco", "pairs",
+                                    "roulette"])
     a.add_argument("--decks", type=int, default=None, help="exact analyses: decks in the shoe")
     a.add_argument("--rounds", type=int, default=100_000, help="Monte Carlo: rounds to play")
     a.add_argument("--strategy", choices=["easy", "normal", "hard"], default="hard")

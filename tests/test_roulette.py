@@ -1,0 +1,209 @@
+"""Roulette: the wheel driver on the real SS2 capture over a pty, the round in the engine, its
+settlement and its exact house edge."""
+import os
+import queue
+import re
+import threading
+import time
+import tty
+
+import pytest
+
+from controller import get_profile
+from controller.analysis import roulette_exact
+from controller.roulette import describe
+from controller.settlement import SettlementError, settle
+from drivers.wheel import WheelDriver, WheelException, WheelSession, WinningNumber
+from helpers import Run, one
+
+CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "cammegh",
+                       "ss2-capture.log")
+STATUS = re.compile(r"\*X;(\d);(\d{3});([ \d]{2});([0-9A-Fa-f]);(\d{3});([01])")
+
+
+def capture_rx():
+    if not os.path.exists(CAPTURE):
+        pytest.skip("the shared fixtures are not beside this checkout")
+    return [l.split(" ", 2)[2] for l in open(CAPTURE).read().splitlines() if l.split(" ", 2)[1] == "RX"]
+
+
+def expected_spins(rx):
+    """Straight from the capture: each spin whose ball was launched (state 3, 4 or 5) and its
+    number: the first state-5 packet's, or else the last-number field of the next spin's packets
+    (a stretch the capture did not record). The spin counter restarts at power-up."""
+    spins, order, epoch, prev = {}, [], 0, None
+    for line in rx:
+        m = STATUS.fullmatch(line)
+        if not m:
+            continue
+        st, spin, num = int(m.group(1)), int(m.group(2)), m.group(3)
+        if prev is not None and spin < prev[1]:
+            epoch += 1
+        key = (epoch, spin)
+        if prev is not None and prev[1] != spin:
+            old = (epoch if spin > prev[1] else epoch - 1, prev[1])
+            if old in spins and spins[old] is None and num.strip():
+                spins[old] = int(num)
+        if st in (3, 4, 5) and key not in spins:
+            spins[key] = None
+            order.append(key)
+        if st == 5 and spins.get(key) is None:
+            spins[key] = int(num)
+        prev = (st, spin)
+    return [(k[1], spins[k]) for k in order if spins[k] is not None]
+
+
+def test_the_capture_replayed_over_a_pty_gives_one_winning_number_per_spin():
+    rx = capture_rx()
+    want = expected_spins(rx)
+    assert len(want) >= 180
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    q = queue.Queue()
+    d = WheelDriver(os.ttyname(slave))
+    d.start(q.put)
+    time.sleep(0.2)
+
+    def feed():
+        for line in rx:
+            os.write(master, line.encode("ascii") + b"\r\n")
+    t = threading.Thread(target=feed)
+    t.start()
+    t.join()
+    got = []
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        try:
+            e = q.get(timeout=0.5)
+        except queue.Empty:
+            if d.session.counts["status"] >= 17649:
+                break
+            continue
+        got.append(e)
+    d.close()
+    os.close(master)
+    os.close(slave)
+    numbers = [(e.spin, e.number) for e in got if isinstance(e, WinningNumber)]
+    assert numbers == want                               # every one, once, nothing else
+    assert d.session.counts["garbled"] == 1              # the mangled packet, and nothing from it
+    assert not [e for e in got if isinstance(e, WheelException) and e.kind == "number_mismatch"]
+    # the plain winning-number lines agree with the status packets
+    plain = [int(x) for x in rx if re.fullmatch(r" ?\d{1,2}", x)]
+    assert all(n in [w[1] for w in want] for n in plain)
+
+
+def session(**kw):
+    got = []
+    return WheelSession(got.append, **kw), got
+
+
+def status(state, spin, num, flags=0):
+    return f"*X;{state};{spin:03d};{num:>2};{flags:X};170;0\r\n".encode()
+
+
+def test_miss_spin_is_reported_once_and_its_spin_gets_no_number():
+    s, got = session()
+    for pkt in [status(2, 10, 5), status(3, 10, 5, 2), status(3, 10, 5, 2), status(2, 11, 5)]:
+        s.data(pkt, 0.0)
+    assert [e.kind for e in got if isinstance(e, WheelException)] == ["miss_spin"]
+    assert not [e for e in got if isinstance(e, WinningNumber)]
+
+
+def test_failed_launch_is_ignored_for_three_seconds():
+    s, got = session()
+    s.data(status(3, 10, 5, 8), 0.0)
+    s.data(status(3, 10, 5, 8), 2.5)
+    assert not [e for e in got if isinstance(e, WheelException)]
+    s.data(status(3, 10, 5, 8), 3.1)
+    s.tick(3.5)
+    assert [e.kind for e in got if isinstance(e, WheelException)] == ["failed_launch"]
+
+
+def test_no_ball_is_ignored_for_five_seconds_and_a_fault_at_once():
+    s, got = session()
+    for i in range(10):
+        s.data(status(4, 10, 5, 1), i * 0.5)
+    assert not [e for e in got if isinstance(e, WheelException)]
+    s.data(status(4, 10, 5, 1), 5.1)
+    s.data(status(4, 10, 5, 4 | 1), 5.6)
+    s.data(b"*F 12\r\n", 5.7)
+    assert [e.kind for e in got if isinstance(e, WheelException)] == ["no_ball", "component_fault"]
+
+
+def test_a_number_line_disagreeing_with_the_status_is_flagged():
+    s, got = session()
+    s.data(status(4, 10, 5) + b"17\r\n" + status(5, 10, 18), 0.0)
+    assert [e.number for e in got if isinstance(e, WinningNumber)] == [17]
+    assert [e.kind for e in got if isinstance(e, WheelException)] == ["number_mismatch"]
+
+
+def test_roulette_round_in_the_engine():
+    r = Run("roulette")
+    out = r.feed({"type": "betting_closed"})
+    assert [o["type"] for o in out] == ["round_started", "awaiting_result"]
+    res = one(r.feed({"type": "winning_number", "number": 27, "spin": 4}), "round_result")
+    assert res == {"type": "round_result", "round": 1, "game": "roulette", "profile": "roulette",
+                   "number": 27, "colour": "red", "even_odd": "odd", "low_high": "high",
+                   "dozen": 3, "column": 3, "spin": 4}
+    r.feed({"type": "betting_closed"})
+    out = r.feed({"type": "miss_spin", "spin": 5})
+    assert one(out, "round_voided")["reason"].startswith("miss-spin")
+    out = r.feed({"type": "winning_number", "number": 3})
+    assert one(out, "irregularity")["code"] == "unexpected_result"
+    assert one(r.feed({"type": "shoe_loaded"}), "rejected")["code"] == "not_allowed"
+
+
+@pytest.mark.parametrize("n,colour,even_odd,low_high,dozen,column", [
+    (0, "green", None, None, None, None), (1, "red", "odd", "low", 1, 1),
+    (2, "black", "even", "low", 1, 2), (18, "red", "even", "low", 2, 3),
+    (19, "red", "odd", "high", 2, 1), (36, "red", "even", "high", 3, 3), (10, "black", "even", "low", 1, 1),
+])
+def test_describe(n, colour, even_odd, low_high, dozen, column):
+    d = describe(n)
+    assert (d["colour"], d["even_odd"], d["low_high"], d["dozen"], d["column"]) == (
+        colour, even_odd, low_high, dozen, column)
+
+
+def res(n):
+    return {"type": "round_result", "round": 1, "game": "roulette", **describe(n)}
+
+
+@pytest.mark.parametrize("bet,win_on,lose_on,pays", [
+    ({"kind": "straight", "numbers": [17]}, 17, 18, 35),
+    ({"kind": "straight", "numbers": [0]}, 0, 1, 35),
+    ({"kind": "split", "numbers": [17, 20]}, 20, 18, 17),
+    ({"kind": "split", "numbers": [0, 2]}, 0, 3, 17),
+    ({"kind": "street", "numbers": [13, 14, 15]}, 14, 16, 11),
+    ({"kind": "corner", "numbers": [17, 18, 20, 21]}, 21, 19, 8),
+    ({"kind": "corner", "numbers": [0, 1, 2, 3]}, 0, 4, 8),
+    ({"kind": "six_line", "numbers": [31, 32, 33, 34, 35, 36]}, 33, 30, 5),
+    ({"kind": "column", "which": 2}, 14, 0, 2),
+    ({"kind": "dozen", "which": 3}, 25, 24, 2),
+    ({"kind": "red"}, 1, 0, 1), ({"kind": "black"}, 2, 0, 1), ({"kind": "odd"}, 3, 0, 1),
+    ({"kind": "even"}, 4, 0, 1), ({"kind": "low"}, 18, 0, 1), ({"kind": "high"}, 19, 0, 1),
+])
+def test_roulette_settlement_every_bet(bet, win_on, lose_on, pays):
+    p = get_profile("roulette")
+    b = [{"id": 1, "amount": 10, **bet}]
+    assert settle(p, res(win_on), b)[0]["returned"] == 10 * (1 + pays)
+    assert settle(p, res(lose_on), b)[0]["returned"] == 0
+    assert settle(p, {"type": "round_voided", "round": 1, "reason": "x"}, b)[0]["returned"] == 10
+
+
+@pytest.mark.parametrize("bet", [
+    {"kind": "split", "numbers": [17, 19]}, {"kind": "street", "numbers": [14, 15, 16]},
+    {"kind": "corner", "numbers": [3, 4, 6, 7]}, {"kind": "dozen", "which": 4},
+    {"kind": "straight", "numbers": [37]}, {"kind": "six_line", "numbers": [1, 2, 3]},
+])
+def test_bets_not_on_the_layout_are_refused(bet):
+    with pytest.raises(SettlementError, match="not a bet on the layout"):
+        settle(get_profile("roulette"), res(1), [{"id": 1, "amount": 10, **bet}])
+
+
+def test_every_bet_has_the_single_zero_edge_1_in_37():
+    from fractions import Fraction
+    r = roulette_exact(get_profile("roulette"))
+    assert {k: v["bets"] for k, v in r.items()} == {
+        "straight": 37, "split": 60, "street": 14, "corner": 23, "six_line": 11, "red": 1,
+        "black": 1, "odd": 1, "even": 1, "low": 1, "high": 1, "dozen": 3, "column": 3}
+    assert all(v["expected_return"] == [Fraction(-1, 37)] for v in r.values())
