@@ -61,6 +61,7 @@ class Profile:
     shuffle_every_round: bool = False
     pairs: bool = False
     lucky7: bool = False
+    card_source: str = "shoe"      # "camera": the camera's reads deal the cards (no shoe scanner)
     payouts: FrozenMap = field(default_factory=FrozenMap)
 
     @property
@@ -176,6 +177,7 @@ _RULES = {  # key: (type, lo, hi, choices)
     "cut_card_from_back": (int, 1, 416, None), "cut_card_tolerance": (int, 0, 416, None),
     "shuffle_every_round": (bool, None, None, None), "pairs": (bool, None, None, None),
     "lucky7": (bool, None, None, None),
+    "card_source": (str, None, None, ("shoe", "camera")),
 }
 
 

@@ -60,6 +60,13 @@ def _seats(v):
     return sorted(v)
 
 
+def _zone(v):
+    if isinstance(v, str) and (v in ("dealer", "player", "banker") or (
+            v.startswith("seat_") and v[5:].isdigit() and 1 <= int(v[5:]) <= 7)):
+        return v
+    raise ValueError(f"expected a zone: dealer, player, banker or seat_1..seat_7, got {v!r}")
+
+
 def _pocket(v):
     if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 36:
         return v
@@ -92,6 +99,7 @@ SCHEMAS = {
     "pause": {"reason": (_text, True, None)},
     "resume": {},
     "void_round": {"reason": (_text, True, None)},
+    "card_seen": {"card": (_card, True, None), "zone": (_zone, True, None)},
     "winning_number": {"number": (_pocket, True, None), "spin": (_spin, False, None)},
     "miss_spin": {"spin": (_spin, False, None)},
 }

@@ -16,7 +16,7 @@ ANNOUNCEMENTS = frozenset(("awaiting_card", "awaiting_decision", "insurance_offe
 
 class Table:
     __slots__ = ("profile", "phase", "shoe", "round", "rounds", "shoes", "last_round", "paused",
-                 "pending")
+                 "pending", "seen")
 
     def but(self, **kw):
         t = Table.__new__(Table)
@@ -29,6 +29,7 @@ class Table:
         t.last_round = self.last_round
         t.paused = self.paused
         t.pending = self.pending
+        t.seen = self.seen
         for k, v in kw.items():
             setattr(t, k, v)
         return t
@@ -50,6 +51,7 @@ def new_table(profile):
     t.last_round = False     # the cut card came out: the round under way (or next) is the last
     t.paused = None          # the reason, while paused
     t.pending = ()           # irregular reads awaiting resume or void: (kind, card, expectation)
+    t.seen = ()              # (zone, card) the camera confirmed in the round under way
     return t
 
 
@@ -285,13 +287,13 @@ def _betting_closed(t, ev):
             raise Rejected("malformed", f"betting_closed.seats: no seat {bad[0]} at this table (1-{p.seats})")
         rnd, out = blackjack.start(p, t.rounds + 1, seats)
     if t.phase == "burn":  # the round may not be dealt before the burn is complete
-        t = t.but(round=rnd, rounds=rnd.number)
+        t = t.but(round=rnd, rounds=rnd.number, seen=())
         t2, more = _irregular(t, "burn_incomplete", {"required": t.shoe.burn_required,
                                                      "burned": t.shoe.burned,
                                                      "exposed": t.shoe.exposed},
                               ("burn_incomplete", None, None))
         return t2, out + more
-    t = t.but(round=rnd, rounds=rnd.number, phase="round")
+    t = t.but(round=rnd, rounds=rnd.number, phase="round", seen=())
     return t, out
 
 
@@ -358,6 +360,63 @@ def _void_round(t, ev):
     return t, out + announce(t)
 
 
+def zone_of(e):
+    """The camera zone of a card destination ('card', to, seat, ...)."""
+    return f"seat_{e[2]}" if e[1] == "seat" else e[1]
+
+
+def zone_cards(t):
+    """{zone: [cards placed there]} in the round under way, as far as a camera may see them."""
+    r = t.round
+    if r is None or t.profile.game == "roulette":
+        return {}
+    if t.profile.game == "baccarat":
+        return {"player": list(r.player), "banker": list(r.banker)}
+    out = {f"seat_{s.seat}": list(s.dealt) for s in r.seats}
+    dealer = list(r.dealer)
+    if not r.revealed and len(dealer) > r.hole_index:
+        del dealer[r.hole_index]            # face down: not for the camera to confirm yet
+    out["dealer"] = dealer
+    return out
+
+
+def _card_seen(t, ev):
+    """The camera saw `card` land in `zone`: confirm it against what the shoe read and where the
+    engine sent it, deal it (camera as the card source), or identify an unreadable card."""
+    _no_cards(t, "card_seen")
+    card, zone = ev["card"], ev["zone"]
+    if t.round is None and not (t.paused and t.pending):
+        raise Rejected("no_round", "no round is under way: nothing to check the camera against")
+    misread = next((p for p in t.pending if p[0] == "misread" and p[2] is not None
+                    and p[2][0] == "card" and zone_of(p[2]) == zone), None)
+    if t.paused and misread is not None:
+        return _identify(t, card, "camera")
+    e = expect(t)
+    if t.profile.card_source == "camera" and e is not None and e[0] == "card" and e[1] != "burn":
+        if zone_of(e) != zone:
+            return _irregular(t, "misplaced_card", {"card": card, "zone": zone,
+                                                    "expected_zone": zone_of(e)},
+                              ("unexpected", card, None))
+        t2, out = _card(t, {"type": "card", "card": card, "source": "camera"})
+        return t2.but(seen=t2.seen + ((zone, card),)), out
+    zc = zone_cards(t)
+    confirmed = sum(1 for z, c in t.seen if (z, c) == (zone, card))
+    if zc.get(zone, []).count(card) > confirmed:
+        return t.but(seen=t.seen + ((zone, card),)), [
+            {"type": "card_confirmed", "round": t.round.number, "card": card, "zone": zone}]
+    for other, cards in zc.items():
+        done = sum(1 for z, c in t.seen if (z, c) == (other, card))
+        if other != zone and cards.count(card) > done:
+            return _irregular(t, "misplaced_card", {"card": card, "zone": zone,
+                                                    "expected_zone": other}, ("seen", card, None))
+    unconfirmed = list(zc.get(zone, []))
+    for z, c in t.seen:
+        if z == zone and c in unconfirmed:
+            unconfirmed.remove(c)
+    return _irregular(t, "source_mismatch", {"zone": zone, "seen": card, "read": unconfirmed},
+                      ("seen", card, None))
+
+
 def _winning_number(t, ev):
     if t.profile.game != "roulette":
         raise Rejected("not_allowed", f"winning_number has no meaning in {t.profile.game}")
@@ -387,5 +446,5 @@ _HANDLERS = {
     "cut_card": _cut_card, "betting_closed": _betting_closed, "decision": _decision,
     "insurance_closed": _insurance_closed, "decision_timeout": _decision_timeout,
     "pause": _pause, "resume": _resume, "void_round": _void_round,
-    "winning_number": _winning_number, "miss_spin": _miss_spin,
+    "winning_number": _winning_number, "miss_spin": _miss_spin, "card_seen": _card_seen,
 }

@@ -77,6 +77,16 @@ SCHEMA = {
         "bounce_ms": Key(int, 50, lo=0, hi=500),
         "pins": Key(dict, None),
     },
+    "camera": {
+        "enabled": Key(bool, False),
+        "source": Key(str, "/dev/video0"),
+        "mode": Key(str, "barcode", choices=("barcode", "visual")),
+        "decoder": Key(str, "zxing", choices=("zxing", "pyzbar")),
+        "symbology": Key(str, "qrcode", choices=("qrcode", "code128", "datamatrix")),
+        "templates": Key(str, None),
+        "stable_frames": Key(int, 3, lo=1, hi=30),
+        "gone_frames": Key(int, 8, lo=1, hi=300),
+    },
     "metrics": {
         "enabled": Key(bool, True),
         "bind": Key(str, "127.0.0.1"),
@@ -155,6 +165,14 @@ def check_config(data):
                 errors.append(f"panel.pins.{name}: a BCM GPIO number 0-27, got {pin!r}")
         if len(set(pins.values())) != len(pins):
             errors.append("panel.pins: a GPIO pin is given to two parts")
+    cam = cfg["camera"]
+    if cam["enabled"]:
+        if not cfg["table"].get("calibration"):
+            errors.append("table.calibration: the camera needs the zones of a calibration file")
+        if cam["mode"] == "visual" and not cam["templates"]:
+            errors.append("camera.templates: visual recognition needs the folder of templates")
+        if cam["mode"] == "barcode" and cam["decoder"] == "pyzbar" and cam["symbology"] == "datamatrix":
+            errors.append("camera.decoder: pyzbar cannot read DataMatrix, use zxing")
     if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
         errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
     if not errors:
@@ -179,6 +197,16 @@ def read_config(path):
     if errors:
         raise ConfigError(errors)
     return cfg
+
+
+def read_calibration(path):
+    """The calibration file: [codebook], [zones] (name = [[x, y], ...]), [camera] settings."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise ConfigError([f"{path}: {e.strerror}"]) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError([f"{path}: not valid TOML: {e}"]) from None
 
 
 def read_codebook(path):

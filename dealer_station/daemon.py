@@ -15,9 +15,11 @@ from controller import expect, new_table, step
 from controller.snapshot import public_snapshot
 from drivers.events import (CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello,
                             ShoeStatus)
+from drivers.camera.driver import CardGone, CardSeen
 from drivers.panel import PanelPress, panel_view
 
 from . import __version__, commands
+from .config import read_calibration
 from .journal import Journal
 from .metrics import Metrics
 from .mqtt_link import MqttLink
@@ -50,6 +52,7 @@ class Daemon:
                              {"state": "offline", "table": self.table_id, "reason": "connection lost"})
         self.shoe = self._build_shoe()
         self.panel = self._build_panel()
+        self.camera = self._build_camera()
         self.metrics = Metrics()
         self.notifier = Notifier()
         self.metrics_at = 0.0
@@ -71,6 +74,26 @@ class Daemon:
             return ScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
                                  settings, c["double_fire_ms"] / 1000, c["cut_payload"])
         return None
+
+    def _build_camera(self):
+        c = self.cfg["camera"]
+        if not c["enabled"]:
+            return None
+        from drivers.camera.driver import CameraDriver, Zones
+        from drivers.camera.recognize import DECODERS, Templates, VisualRecognizer
+        from drivers.camera.video import open_source
+        from drivers.codebook import codebook_from_mapping
+        cal = read_calibration(self.cfg["table"]["calibration"])
+        zones = Zones(cal.get("zones") or {})
+        source = int(c["source"]) if c["source"].isdigit() else c["source"]
+        src = open_source(source, cal.get("camera"))
+        if c["mode"] == "barcode":
+            return CameraDriver(src, zones, "barcode", DECODERS[c["decoder"]](c["symbology"]),
+                                codebook_from_mapping(cal.get("codebook")),
+                                stable=c["stable_frames"], gone=c["gone_frames"])
+        return CameraDriver(src, zones, "visual",
+                            recognizer=VisualRecognizer(Templates.load(c["templates"])),
+                            stable=c["stable_frames"], gone=c["gone_frames"])
 
     def _build_panel(self):
         c = self.cfg["panel"]
@@ -139,6 +162,9 @@ class Daemon:
                     self.handle(self.q.get(timeout=0.05))
                 except queue.Empty:
                     pass
+        if self.camera is not None:
+            self.devices["camera"] = {"state": "connecting"}
+            self.camera.start(lambda e: self.q.put(("device", e)))
         if self.panel is not None:
             self.devices["panel"] = {"state": "connected", "key": False}
             self.panel.start(lambda e: self.q.put(("device", e)))
@@ -159,6 +185,8 @@ class Daemon:
         threads = [getattr(self.link.client, "_thread", None)]
         if self.shoe is not None and self.shoe.link is not None:
             threads.append(self.shoe.link._thread)
+        if self.camera is not None and not self.camera.capture.ended:
+            threads.append(self.camera._thread)
         return all(t is not None and t.is_alive() for t in threads)
 
     def request_stop(self, *_):
@@ -170,6 +198,8 @@ class Daemon:
             self.shoe.close()
         if self.panel is not None:
             self.panel.close()
+        if self.camera is not None:
+            self.camera.close()
         self.metrics.close()
         self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
         self.journal.close()
@@ -283,6 +313,11 @@ class Daemon:
              ("paused", ()): int(bool(self.table.paused))}
         for name, d in self.devices.items():
             g[("device_up", (("device", name),))] = int(d.get("state") in ("connected", "ok"))
+        if self.camera is not None:
+            st = self.camera.stats
+            g[("camera_frames", ())] = st["frames"]
+            g[("camera_decode_seconds", ())] = round(st["decode_s"], 3)
+            g[("camera_dropped_frames", ())] = self.camera.capture.dropped
         if self.shoe is not None and self.shoe.session is not None:
             for k, v in self.shoe.session.counts.items():
                 g[(f"shoe_{k}", ())] = v
@@ -340,6 +375,10 @@ class Daemon:
                 "door": e.door, "jam": e.jam, "sensor": e.sensor, "light": e.light, "gate": e.gate}
         elif isinstance(e, PanelPress):
             self._panel(e)
+        elif isinstance(e, CardSeen):
+            self.process(e.as_input(), "camera")
+        elif isinstance(e, CardGone):
+            self.metrics.inc("cards_picked_up_total", (("zone", e.zone),))
         elif isinstance(e, DeviceState):
             d = self.devices.setdefault(e.device, {})
             d["state"] = e.state

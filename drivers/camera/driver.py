@@ -1,0 +1,143 @@
+"""The camera driver: frames from a video source, cards read inside the table's zones (barcodes
+or visual), tracked, and reported once as CardSeen (and CardGone when picked up)."""
+import threading
+import time
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ..events import DeviceState
+from .recognize import find_cards, read_codes, rectify
+from .tracker import ZoneTracker
+from .video import Capture, open_source
+
+
+@dataclass(frozen=True)
+class CardSeen:
+    card: str
+    zone: str
+
+    def as_input(self):
+        return {"type": "card_seen", "card": self.card, "zone": self.zone}
+
+
+@dataclass(frozen=True)
+class CardGone:
+    card: str
+    zone: str
+
+
+class Zones:
+    """The table's card areas: polygons in frame pixels, from the calibration file."""
+
+    def __init__(self, polygons, frame_size=None):
+        if not polygons:
+            raise ValueError("zones: at least one zone polygon is needed")
+        self.polygons = {}
+        for name, pts in polygons.items():
+            p = np.int32(pts)
+            if p.ndim != 2 or p.shape[1] != 2 or len(p) < 3:
+                raise ValueError(f"zones.{name}: a polygon is a list of at least three [x, y] points")
+            if frame_size and ((p < 0).any() or (p[:, 0] >= frame_size[0]).any()
+                               or (p[:, 1] >= frame_size[1]).any()):
+                raise ValueError(f"zones.{name}: a point lies outside the {frame_size[0]}x"
+                                 f"{frame_size[1]} frame")
+            self.polygons[name] = p
+        self._boxes = {}
+
+    def crops(self, frame, margin=8):
+        """(name, image of the zone's bounding box, inside(x, y) in that image's coordinates)."""
+        h, w = frame.shape[:2]
+        for name, p in self.polygons.items():
+            x0, y0 = np.maximum(p.min(axis=0) - margin, 0)
+            x1, y1 = np.minimum(p.max(axis=0) + margin, (w - 1, h - 1))
+            crop = frame[y0:y1 + 1, x0:x1 + 1]
+            local = (p - (x0, y0)).astype(np.float32)
+            yield name, crop, (lambda x, y, poly=local: cv2.pointPolygonTest(
+                poly, (float(x), float(y)), False) >= 0)
+
+    def draw(self, frame):
+        out = frame.copy()
+        for name, p in self.polygons.items():
+            cv2.polylines(out, [p], True, (0, 255, 255), 2)
+            cv2.putText(out, name, tuple(int(v) for v in p[0]), cv2.FONT_HERSHEY_SIMPLEX, 0.6,
+                        (0, 255, 255), 2)
+        return out
+
+
+class CameraDriver:
+    """start(emit), close(). mode 'barcode' (decoder + codebook) or 'visual' (a recognizer)."""
+
+    def __init__(self, source, zones, mode="barcode", decoder=None, codebook=None,
+                 recognizer=None, stable=3, gone=8, pace=None):
+        if mode == "barcode" and (decoder is None or codebook is None):
+            raise ValueError("barcode mode needs a decoder and the codebook")
+        if mode == "visual" and recognizer is None:
+            raise ValueError("visual mode needs templates (a recognizer)")
+        self.capture = Capture(source if hasattr(source, "read") else open_source(source), pace)
+        self.zones = zones
+        self.mode = mode
+        self.decoder = decoder
+        self.codebook = codebook
+        self.recognizer = recognizer
+        self.tracker = ZoneTracker(stable, gone)
+        self.stats = {"frames": 0, "decode_s": 0.0, "unknown_codes": 0, "refused": 0}
+        self._last = {}
+        self._stop = threading.Event()
+        self._thread = None
+
+    def read_zone(self, crop, inside=None):
+        """The cards read in one zone image whose centre lies in the zone (nothing guessed)."""
+        if self.mode == "barcode":
+            cards, unknown = read_codes(self.decoder, cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY),
+                                        self.codebook, inside)
+            self.stats["unknown_codes"] += len(unknown)
+            return cards
+        cards = []
+        for q in find_cards(crop):
+            if inside is not None and not inside(*q.mean(axis=0)):
+                continue
+            card, _ = self.recognizer.read(rectify(crop, q))
+            if card is None:
+                self.stats["refused"] += 1
+            else:
+                cards.append(card)
+        return cards
+
+    def process(self, frame, emit):
+        t0 = time.perf_counter()
+        for name, crop, inside in self.zones.crops(frame):
+            # a zone that has not changed and whose cards are all reported needs no new read
+            thumb = cv2.resize(crop, (24, 32), interpolation=cv2.INTER_AREA).astype(np.int16)
+            prev = self._last.get(name)
+            self._last[name] = thumb
+            if (prev is not None and np.abs(prev - thumb).mean() < 2.0
+                    and self.tracker.settled(name) and not self.tracker.absent):
+                continue
+            for event, card in self.tracker.update(name, self.read_zone(crop, inside)):
+                emit(CardSeen(card, name) if event == "seen" else CardGone(card, name))
+        self.stats["frames"] += 1
+        self.stats["decode_s"] += time.perf_counter() - t0
+
+    def start(self, emit):
+        self.capture.start()
+        emit(DeviceState("camera", "connected"))
+
+        def run():
+            while not self._stop.is_set():
+                n, frame = self.capture.latest(timeout=0.5)
+                if frame is None:
+                    if self.capture.ended:
+                        emit(DeviceState("camera", "disconnected", {"reason": "the video source ended"}))
+                        return
+                    continue
+                self.process(frame, emit)
+        self._thread = threading.Thread(target=run, name="camera", daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=2)
+        self.capture.close()

@@ -1,0 +1,127 @@
+"""Video sources behind one seam, and a capture thread that keeps only the newest frame.
+
+A source is anything with read() -> (ok, frame): a V4L2 camera or a video file through OpenCV,
+a folder of images, or a generator of frames (the virtual camera)."""
+import os
+import threading
+import time
+
+import cv2
+
+CAMERA_PROPS = {"width": cv2.CAP_PROP_FRAME_WIDTH, "height": cv2.CAP_PROP_FRAME_HEIGHT,
+                "fps": cv2.CAP_PROP_FPS, "exposure": cv2.CAP_PROP_EXPOSURE,
+                "focus": cv2.CAP_PROP_FOCUS, "white_balance": cv2.CAP_PROP_WB_TEMPERATURE,
+                "auto_exposure": cv2.CAP_PROP_AUTO_EXPOSURE, "autofocus": cv2.CAP_PROP_AUTOFOCUS}
+
+
+class VideoError(RuntimeError):
+    pass
+
+
+class FolderSource:
+    def __init__(self, folder, loop=False):
+        exts = (".png", ".jpg", ".jpeg", ".bmp")
+        self.files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.lower().endswith(exts))
+        if not self.files:
+            raise VideoError(f"{folder}: no images")
+        self.i = 0
+        self.loop = loop
+
+    def read(self):
+        if self.i >= len(self.files):
+            if not self.loop:
+                return False, None
+            self.i = 0
+        img = cv2.imread(self.files[self.i])
+        self.i += 1
+        return img is not None, img
+
+    def release(self):
+        pass
+
+
+class GeneratorSource:
+    def __init__(self, frames):
+        self.it = iter(frames)
+
+    def read(self):
+        try:
+            return True, next(self.it)
+        except StopIteration:
+            return False, None
+
+    def release(self):
+        pass
+
+
+def open_source(spec, settings=None):
+    """`spec`: a camera index or /dev/video* path (V4L2), a video file, a folder of images, or
+    an iterable of frames. `settings` (camera only): width, height, fps, exposure, focus,
+    white_balance, auto_exposure, autofocus, from the calibration file."""
+    if not isinstance(spec, (str, int)):
+        return GeneratorSource(spec)
+    if isinstance(spec, str) and os.path.isdir(spec):
+        return FolderSource(spec)
+    camera = isinstance(spec, int) or spec.startswith("/dev/video")
+    cap = cv2.VideoCapture(spec, cv2.CAP_V4L2) if camera else cv2.VideoCapture(spec)
+    if not cap.isOpened():
+        raise VideoError(f"cannot open {spec!r}" + (" (is the camera connected, and the user in "
+                                                     "the video group?)" if camera else ""))
+    for k, v in (settings or {}).items():
+        if k not in CAMERA_PROPS:
+            raise VideoError(f"camera setting {k!r}: known are {', '.join(CAMERA_PROPS)}")
+        cap.set(CAMERA_PROPS[k], v)
+    return cap
+
+
+class Capture:
+    """Reads a source in its own thread; `latest()` gives the newest frame only, so processing
+    that falls behind drops stale frames instead of lagging."""
+
+    def __init__(self, source, pace=None):
+        self.source = source
+        self.pace = pace                  # seconds per frame for sources that do not pace themselves
+        self._frame = None
+        self._n = 0
+        self.dropped = 0
+        self._taken = 0
+        self.ended = False
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="camera-capture", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            ok, frame = self.source.read()
+            if not ok:
+                with self._cond:
+                    self.ended = True
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                if self._n > self._taken:
+                    self.dropped += 1     # the previous frame was never processed
+                self._frame = frame
+                self._n += 1
+                self._cond.notify_all()
+            if self.pace:
+                self._stop.wait(max(0.0, self.pace - (time.monotonic() - t0)))
+
+    def latest(self, timeout=1.0):
+        """(frame number, frame) newer than the last one taken, or (None, None)."""
+        with self._cond:
+            if self._n <= self._taken and not self.ended:
+                self._cond.wait(timeout)
+            if self._n <= self._taken:
+                return None, None
+            self._taken = self._n
+            return self._n, self._frame
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.source.release()
