@@ -22,9 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera.driver import CameraDriver, Zones  # noqa: E402
-from drivers.camera.recognize import (PyzbarDecoder, Templates, VisualRecognizer,  # noqa: E402
-                                      ZxingDecoder, find_cards, rectify)
-from drivers.camera.synth import CONDITIONS, default_zones, scene  # noqa: E402
+from drivers.camera.recognize import PyzbarDecoder, VisualRecognizer, ZxingDecoder  # noqa: E402
+from drivers.camera.synth import CONDITIONS, default_zones, reference_templates, scene  # noqa: E402
 
 CODES = {c: f"D01-{c}" for c in CARDS}
 BOOK = {v: k for k, v in CODES.items()}
@@ -32,12 +31,7 @@ ZONES = default_zones()
 
 
 def templates():
-    samples = []
-    for i, c in enumerate(CARDS):
-        f, _ = scene({"seat_4": c}, ZONES, "clean", seed=1000 + i)
-        _, crop, _ = next(x for x in Zones(ZONES).crops(f) if x[0] == "seat_4")
-        samples.append((rectify(crop, find_cards(crop)[0]), c))
-    return Templates.capture(samples)
+    return reference_templates(ZONES)
 
 
 def drivers(t):

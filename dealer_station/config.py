@@ -213,12 +213,6 @@ def read_codebook(path):
     """The [codebook] table of a calibration file."""
     from drivers.codebook import codebook_from_mapping
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except OSError as e:
-        raise ConfigError([f"{path}: {e.strerror}"]) from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError([f"{path}: not valid TOML: {e}"]) from None
-    try:
-        return codebook_from_mapping(data.get("codebook"), where=f"{path}: codebook")
+        return codebook_from_mapping(read_calibration(path).get("codebook"), where=f"{path}: codebook")
     except ValueError as e:
         raise ConfigError([str(e)]) from None

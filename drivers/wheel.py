@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from .events import DeviceState
 from .serial_link import SerialLink
-from .wheel_protocol import FLAGS, Garbled, LineSplitter, NumberLine, Reply, Status, parse_line
+from .wheel_protocol import FLAGS, LineSplitter, NumberLine, Reply, Status, parse_line
 
 WHEEL_SETTINGS = {"baudrate": 9600, "bytesize": 8, "parity": "N", "stopbits": 1}
 COMMANDS = {"start_game": "*u 1", "run": "*P 1", "stop": "*P 0", "ack_void": "*R",

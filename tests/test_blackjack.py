@@ -1,7 +1,7 @@
 """Blackjack rules of RULES.md, case by case, through the table engine."""
 import pytest
 
-from helpers import Run, of, one, ready, types
+from helpers import of, one, ready, types
 
 
 def dealt(outputs):

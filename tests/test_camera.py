@@ -7,13 +7,12 @@ import cv2
 import numpy as np
 import pytest
 
-from controller import get_profile, profile_from_mapping
+from controller import profile_from_mapping
 from controller.cards import CARDS
-from drivers.camera.driver import CameraDriver, CardGone, CardSeen, Zones
-from drivers.camera.recognize import (PyzbarDecoder, Templates, VisualRecognizer, ZxingDecoder,
-                                      find_cards, rectify)
+from drivers.camera.driver import CameraDriver, CardSeen, Zones
+from drivers.camera.recognize import PyzbarDecoder, Templates, VisualRecognizer, ZxingDecoder
 from drivers.camera.synth import (CONDITIONS, baccarat_zones, dealt_round_frames, default_zones,
-                                  scene)
+                                  reference_templates, scene)
 from drivers.camera.tracker import ZoneTracker
 from drivers.camera.video import FolderSource, GeneratorSource, VideoError, open_source
 from helpers import Run, one, ready
@@ -26,12 +25,7 @@ ZONES = default_zones()
 @pytest.fixture(scope="module")
 def templates():
     """Captured like the calibration tool does: one camera photo per card of the reference deck."""
-    samples = []
-    for i, c in enumerate(CARDS):
-        f, _ = scene({"seat_4": c}, ZONES, "clean", seed=1000 + i)
-        _, crop, _ = next(x for x in Zones(ZONES).crops(f) if x[0] == "seat_4")
-        samples.append((rectify(crop, find_cards(crop)[0]), c))
-    return Templates.capture(samples)
+    return reference_templates(ZONES)
 
 
 def read_scene(driver, frame):
@@ -275,3 +269,17 @@ def test_the_daemon_cross_checks_the_camera_against_the_shoe(tmp_path, monkeypat
         d.close()
         shoe.close()
         b.stop()
+
+
+def test_capture_keeps_only_the_newest_frame_and_counts_the_dropped():
+    import time
+    from drivers.camera.video import Capture
+    frames = [np.full((4, 4), i, np.uint8) for i in range(50)]
+    cap = Capture(GeneratorSource(iter(frames)))
+    cap.start()
+    time.sleep(0.3)                       # a slow consumer: the source ran ahead
+    n, f = cap.latest()
+    assert n == 50 and f[0, 0] == 49      # the newest, not the oldest
+    assert cap.dropped >= 48
+    assert cap.latest(timeout=0.1) == (None, None)
+    cap.close()

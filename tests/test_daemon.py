@@ -231,7 +231,6 @@ def test_a_command_repeated_with_the_same_id_is_applied_once(rig):
 
 
 def test_manual_card_and_resend_and_response_topic(rig):
-    import paho.mqtt.client as mqtt
     from paho.mqtt.packettypes import PacketTypes
     from paho.mqtt.properties import Properties
     b = rig.broker()

@@ -6,7 +6,7 @@ import time
 import pytest
 from gpiozero.pins.mock import MockFactory
 
-from controller import expect, get_profile
+from controller import expect
 from drivers.panel import Panel, PanelPress, panel_view
 from helpers import ready
 

@@ -8,9 +8,8 @@ import pytest
 
 from controller import get_profile
 from controller.analysis import baccarat_exact, pairs_exact, simulate
-from controller.blackjack import Hand
 from controller.cards import CARDS
-from controller.players import COLUMNS, ChartPlayer, chart_for, easy, parse_chart, player
+from controller.players import COLUMNS, chart_for, parse_chart, player
 from controller.strategy_charts import EUROPEAN, LUXURY21, STANDARD
 from helpers import of, ready
 

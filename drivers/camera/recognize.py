@@ -7,7 +7,8 @@ import os
 import cv2
 import numpy as np
 
-CANON_W, CANON_H = 200, 280           # a card rectified to this size
+CANON_W, CANON_H = 400, 560           # a card rectified to this size (upsampled: smoother glyphs)
+K = CANON_W / 200                     # corner geometry below is given for a 200-pixel-wide card
 RANKS = "A23456789TJQK"
 SUITS = "shdc"
 GLYPH = (20, 25)                      # rank and suit glyphs are compared at this size
@@ -130,26 +131,26 @@ def rectify(bgr, quad):
 def _glyphs(card_img):
     """The rank and suit glyphs of a rectified card's top-left corner, as binary images, and
     whether the ink is red. None when the corner holds no clear glyphs."""
-    corner = card_img[4:96, 4:60]
+    corner = card_img[int(4 * K):int(96 * K), int(4 * K):int(60 * K)]
     gray = cv2.cvtColor(corner, cv2.COLOR_BGR2GRAY)
     gray = cv2.GaussianBlur(gray, (3, 3), 0)
     _, ink = cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)
     if ink.mean() < 8 or ink.mean() > 140:
         return None
     n, labels, stats, _ = cv2.connectedComponentsWithStats(ink)
-    boxes = [stats[i] for i in range(1, n) if stats[i][4] > 25]
+    boxes = [stats[i] for i in range(1, n) if stats[i][4] > 25 * K * K]
     if not boxes:
         return None
     # the rank sits above the suit: split the ink by the largest vertical gap
     rows = np.where(ink.sum(axis=1) > 0)[0]
     gaps = np.diff(rows)
-    if not len(gaps) or gaps.max() < 3:
+    if not len(gaps) or gaps.max() < 3 * K:
         return None
     cut = rows[int(np.argmax(gaps))] + 1
     parts = []
     for part in (ink[:cut], ink[cut:]):
         ys, xs = np.nonzero(part)
-        if len(xs) < 20:
+        if len(xs) < 20 * K * K:
             return None
         g = part[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
         parts.append(cv2.resize(g, GLYPH, interpolation=cv2.INTER_AREA))
@@ -211,7 +212,7 @@ class VisualRecognizer:
     """Reads a rectified card from both corners; refuses below `threshold` or when the best and
     second-best candidates are within `margin`, or when the corners disagree."""
 
-    def __init__(self, templates, threshold=0.55, margin=0.08):
+    def __init__(self, templates, threshold=0.55, margin=0.06):
         self.t = templates
         self.threshold = threshold
         self.margin = margin

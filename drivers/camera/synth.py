@@ -157,7 +157,6 @@ def dealt_round_frames(placements, zones, cond="clean", codes=None, frames_per_c
     gets fresh sensor noise. Yields (frame, index of the last card landed)."""
     rng = np.random.default_rng(seed)
     base = felt(*size, seed=seed)
-    layout = {}
     for i, (zone, card) in enumerate(placements):
         n = sum(1 for z, _ in placements[:i] if z == zone)
         poly = np.float32(zones[zone])
@@ -171,3 +170,18 @@ def dealt_round_frames(placements, zones, cond="clean", codes=None, frames_per_c
         for _ in range(frames_per_card):
             noisy = np.clip(still.astype(np.int16) + rng.integers(-3, 4, still.shape), 0, 255)
             yield noisy.astype(np.uint8), i
+
+
+def reference_templates(zones=None):
+    """Templates captured as the calibration tool does, from one rendered camera photo per card
+    of the reference deck (for the tests, the benchmark and the virtual table)."""
+    from controller.cards import CARDS
+    from .driver import Zones
+    from .recognize import Templates, find_cards, rectify
+    zones = zones or default_zones()
+    samples = []
+    for i, c in enumerate(CARDS):
+        f, _ = scene({"seat_4": c}, zones, "clean", seed=1000 + i)
+        _, crop, _ = next(x for x in Zones(zones).crops(f) if x[0] == "seat_4")
+        samples.append((rectify(crop, find_cards(crop)[0]), c))
+    return Templates.capture(samples)

@@ -1,0 +1,128 @@
+"""Camera steps of the calibration tool: draw the zones over a table image, sweep exposure and
+focus for the best decode rate, capture rank and suit templates from labelled photos, and run the
+production recognition on photos."""
+import csv
+import os
+
+import cv2
+import numpy as np
+
+from controller.cards import INDEX
+from drivers.camera.driver import Zones
+from drivers.camera.recognize import Templates, VisualRecognizer, find_cards, rectify
+
+from .shoe_tools import ToolError
+
+
+def read_image(path):
+    img = cv2.imread(str(path))
+    if img is None:
+        raise ToolError(f"{path}: not an image (or no such file)")
+    return img
+
+
+def draw_zones(image, polygons, out):
+    img = Zones(polygons, frame_size=(image.shape[1], image.shape[0])).draw(image)
+    if not cv2.imwrite(str(out), img):
+        raise ToolError(f"{out}: cannot write the PNG")
+    return out
+
+
+def too_dark(image):
+    return float(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).mean()) < 25
+
+
+def sweep(source, zones, decode_zone, settings):
+    """For each setting (a dict of camera properties), apply it, grab a few frames and count the
+    zones decoded. `source` has set(prop, value) and read() (OpenCV's VideoCapture does)."""
+    from drivers.camera.video import CAMERA_PROPS
+    results = []
+    for setting in settings:
+        for k, v in setting.items():
+            source.set(CAMERA_PROPS[k], v)
+        decoded = total = 0
+        for _ in range(3):
+            ok, frame = source.read()
+            if not ok:
+                raise ToolError("the camera gave no frame (is it connected?)")
+            for name, crop, inside in zones.crops(frame):
+                total += 1
+                decoded += bool(decode_zone(crop, inside))
+        results.append({**setting, "decode_rate": decoded / total if total else 0.0})
+    best = max(results, key=lambda r: r["decode_rate"])
+    return best, results
+
+
+def templates_from_labels(csv_path, out_dir):
+    """Templates from labelled still photos: CSV columns image,rank,suit, one card per photo,
+    image paths relative to the CSV."""
+    base = os.path.dirname(os.path.abspath(csv_path))
+    samples = []
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or set(rows[0]) != {"image", "rank", "suit"}:
+        raise ToolError(f"{csv_path}: expected the columns image,rank,suit")
+    for n, row in enumerate(rows, 2):
+        card = row["rank"].strip() + row["suit"].strip()
+        if card not in INDEX:
+            raise ToolError(f"{csv_path}:{n}: {card!r} is not a card (rank A 2-9 T J Q K, suit s h d c)")
+        img = read_image(os.path.join(base, row["image"]))
+        if too_dark(img):
+            raise ToolError(f"{row['image']}: too dark to capture templates from (add light)")
+        quads = find_cards(img)
+        if len(quads) != 1:
+            raise ToolError(f"{row['image']}: expected one card in the photo, found {len(quads)}")
+        samples.append((rectify(img, quads[0]), card))
+    try:
+        t = Templates.capture(samples)
+    except ValueError as e:
+        raise ToolError(str(e)) from None
+    t.save(out_dir)
+    return t
+
+
+def recognize(images, templates_dir):
+    """[(image, [{card or 'unknown', confidence, corners}])] through the production recognition."""
+    rec = VisualRecognizer(Templates.load(templates_dir))
+    out = []
+    for path in images:
+        img = read_image(path)
+        found = []
+        for q in find_cards(img):
+            card, conf = rec.read(rectify(img, q))
+            found.append({"card": card or "unknown", "confidence": round(conf, 3),
+                          "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in q]})
+        out.append((str(path), found))
+    return out
+
+
+def accuracy(labelled, templates_dir):
+    """labelled: [(image path, card)]. Correct, unknown and wrong counts."""
+    res = dict(recognize([p for p, _ in labelled], templates_dir))
+    correct = unknown = wrong = 0
+    for path, card in labelled:
+        cards = [f["card"] for f in res[str(path)]]
+        if card in cards:
+            correct += 1
+        elif all(c == "unknown" for c in cards):
+            unknown += 1
+        else:
+            wrong += 1
+    return {"photos": len(labelled), "correct": correct, "unknown": unknown, "wrong": wrong}
+
+
+def bar_chart(values, labels, title, path, width=640, height=360):
+    """A small PNG bar chart drawn with OpenCV (no plotting library on the Pi needed)."""
+    img = np.full((height, width, 3), 255, np.uint8)
+    cv2.putText(img, title, (10, 24), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 0, 0), 1, cv2.LINE_AA)
+    top = max(values) if values and max(values) > 0 else 1
+    n = max(len(values), 1)
+    bw = (width - 40) // n
+    for i, (v, lab) in enumerate(zip(values, labels)):
+        h = int((height - 80) * v / top)
+        x = 20 + i * bw
+        cv2.rectangle(img, (x + 2, height - 40 - h), (x + bw - 2, height - 40), (180, 110, 40), -1)
+        cv2.putText(img, str(lab), (x + 2, height - 22), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (0, 0, 0), 1)
+    if not cv2.imwrite(str(path), img):
+        raise ToolError(f"{path}: cannot write the PNG")
+    return path

@@ -1,0 +1,272 @@
+"""`shoe-calibrate`: set up and verify a table's shoe, scanner, decks and camera."""
+import argparse
+import json
+import os
+import sys
+
+from .shoe_tools import ToolError
+
+
+def progress(done, total, what):
+    if sys.stderr.isatty():
+        print(f"\r{what}: {done}/{total}", end="", file=sys.stderr, flush=True)
+
+
+def cmd_ports(a):
+    from .shoe_tools import list_ports, probe
+    ports = [(p, None, "") for p in a.port] if a.port else list_ports()
+    if not ports:
+        print("no serial ports found (is the shoe plugged in?)")
+        return 1
+    for dev, stable, desc in ports:
+        kind, baud, info = probe(dev, a.timeout)
+        name = stable or dev
+        if kind == "v1":
+            print(f"{name}: dealer-station shoe (protocol v1) at {baud} baud: {info['model']} "
+                  f"firmware {info['firmware']} serial {info['serial']}")
+        elif kind == "line":
+            print(f"{name}: barcode scanner (line mode) at {baud} baud, read {info!r}")
+        else:
+            print(f"{name}: nothing answered ({desc or 'unknown device'}); for a scanner, scan a "
+                  f"card while probing")
+    return 0
+
+
+def _codebook(a):
+    from .files import load
+    if getattr(a, "calibration", None):
+        from drivers.codebook import codebook_from_mapping
+        cb = load(a.calibration).get("codebook")
+        if cb:
+            return codebook_from_mapping(cb)
+    return None
+
+
+def cmd_learn(a):
+    from .files import save
+    from .shoe_tools import collect, learn_codebook
+    from drivers.scanner import ScannerDriver
+    order = None
+    if a.order:
+        order = open(a.order).read().split()
+    want = 52 if order is None else len(order)
+    seen = []
+    # an empty codebook: every payload comes back as unreadable with the payload in its detail
+    drv = ScannerDriver(a.port, {}, {"baudrate": a.baud}, double_fire_window=0.3)
+    events = collect(drv, count=want, idle=a.idle,
+                     on_event=lambda e: progress(len(seen) + 1, want, "scanned"))
+    for _, e in events:
+        seen.append(e.detail.get("payload"))
+    book, errors = learn_codebook([p for p in seen if p], order, a.pattern)
+    for err in errors:
+        print(f"refused: {err}")
+    if errors and not a.keep_partial:
+        print("codebook not written: scan the reference deck again in the stated order")
+        return 1
+    save(a.calibration, {"codebook": book}, "learn-codebook")
+    print(f"{a.calibration}: codebook of {len(book)} payloads written")
+    return 0
+
+
+def _verify(a, passes=1):
+    from .camera_tools import bar_chart
+    from .files import report
+    from .shoe_tools import collect, make_driver, verify
+    drv = make_driver(a.protocol, a.port, _codebook(a), a.baud)
+    expected = 52 * a.decks * passes
+    events = collect(drv, count=expected + 50, idle=a.idle,
+                     on_event=lambda e: None)
+    res = verify(events, a.decks * passes)
+    folder = a.report_dir
+    os.makedirs(folder, exist_ok=True)
+    times = [t for t, _ in events]
+    gaps = [round(1000 * (b - t), 1) for t, b in zip(times, times[1:])]
+    buckets = [0] * 10
+    for g in gaps:
+        buckets[min(9, int(g // 100))] += 1
+    png = bar_chart(buckets, [f"{i * 100}" for i in range(10)], "read intervals (ms)",
+                    os.path.join(folder, "read-intervals.png"))
+    name = "read-test" if passes > 1 else "verify-shoe"
+    lines = [f"- decks: {a.decks}" + (f" x {passes} passes" if passes > 1 else ""),
+             f"- cards read: {res['reads']} of {res['cards_expected']}",
+             f"- read rate: {100 * res['read_rate']:.2f}%",
+             f"- unreadable passes: {res['unreadable']}",
+             f"- read interval: p50 {res['interval_ms']['p50']} ms, p95 {res['interval_ms']['p95']} ms"]
+    problems = ([f"- missing: {c} x{n}" for c, n in res["missing"].items()]
+                + [f"- extra: {c} x{n}" for c, n in res["extra"].items()]
+                + [f"- foreign: {p}" for p in res["foreign"]]) or ["- none"]
+    if passes > 1:
+        res["ok"] = res["read_rate"] >= a.threshold and not res["extra"] and not res["foreign"] \
+            and not res["missing"]
+    path = report(folder, name, f"{'Read test' if passes > 1 else 'Shoe check'} ({a.port})",
+                  a.operator, res, [("Figures", lines), ("Missing, extra and foreign cards", problems)],
+                  [png])
+    print(("PASS" if res["ok"] else "FAIL") + f": {res['reads']} cards read; " +
+          "; ".join(p.lstrip("- ") for p in problems) + f"; report {path}")
+    return 0 if res["ok"] else 1
+
+
+def cmd_verify(a):
+    return _verify(a)
+
+
+def cmd_read_test(a):
+    return _verify(a, a.passes)
+
+
+def cmd_monitor(a):
+    from .shoe_tools import monitor
+    book = None
+    if a.codebook:
+        from .files import load
+        from drivers.codebook import codebook_from_mapping
+        book = codebook_from_mapping(load(a.codebook).get("codebook"))
+    if a.device == "scanner" and book is None:
+        raise ToolError("--codebook FILE: the scanner's payloads are read through the codebook")
+    monitor(a.device, a.port, book, lambda s: print(s, flush=True), a.json)
+    return 0
+
+
+def cmd_camera(a):
+    from . import camera_tools as ct
+    from .files import load, save
+    if a.action == "zones":
+        zones = load(a.calibration).get("zones")
+        if not zones:
+            raise ToolError(f"{a.calibration}: no [zones] table")
+        img = ct.read_image(a.image)
+        if ct.too_dark(img):
+            print("warning: the image is very dark; recognition needs more light")
+        print(ct.draw_zones(img, zones, a.out))
+        return 0
+    if a.action == "templates":
+        t = ct.templates_from_labels(a.labels, a.out)
+        print(f"{a.out}: templates for {len(t.ranks)} ranks and {len(t.suits)} suits")
+        return 0
+    if a.action == "recognize":
+        res = ct.recognize(a.images, a.templates)
+        for path, found in res:
+            if a.json:
+                print(json.dumps({"image": path, "cards": found}))
+            else:
+                print(f"{path}: " + (", ".join(f"{f['card']} ({f['confidence']:.2f})" for f in found)
+                                     or "no card found"))
+        return 0
+    if a.action == "accuracy":
+        import csv
+        base = os.path.dirname(os.path.abspath(a.labels))
+        with open(a.labels, newline="") as f:
+            labelled = [(os.path.join(base, r["image"]), r["rank"] + r["suit"]) for r in csv.DictReader(f)]
+        r = ct.accuracy(labelled, a.templates)
+        print(json.dumps(r) if a.json else
+              f"{r['photos']} photos: {r['correct']} correct, {r['unknown']} unknown, {r['wrong']} wrong")
+        return 0 if r["wrong"] == 0 else 1
+    if a.action == "sweep":
+        from drivers.camera.driver import Zones
+        from drivers.camera.recognize import ZxingDecoder, read_codes
+        from drivers.camera.video import VideoError, open_source
+        from drivers.codebook import codebook_from_mapping
+        cal = load(a.calibration)
+        zones = Zones(cal.get("zones") or {})
+        book = codebook_from_mapping(cal.get("codebook"))
+        dec = ZxingDecoder()
+        try:
+            src = open_source(int(a.source) if a.source.isdigit() else a.source)
+        except VideoError as e:
+            raise ToolError(f"no camera: {e}") from None
+        import cv2
+        settings = [{"exposure": e, "focus": f} for e in a.exposures for f in a.focus]
+        best, results = ct.sweep(src, zones, lambda crop, inside: read_codes(
+            dec, cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY), book, inside)[0], settings)
+        for r in results:
+            print(f"exposure {r['exposure']} focus {r['focus']}: decode rate {100 * r['decode_rate']:.0f}%")
+        if best["decode_rate"] == 0:
+            raise ToolError("no setting decoded any card: too dark, out of focus, or no cards in the zones")
+        save(a.calibration, {"camera": {**cal.get("camera", {}), "exposure": best["exposure"],
+                                        "focus": best["focus"]}}, "camera sweep")
+        ct.bar_chart([100 * r["decode_rate"] for r in results],
+                     [f"{r['exposure']}/{r['focus']}" for r in results], "decode rate by exposure/focus",
+                     os.path.join(a.report_dir, "decode-rate.png"))
+        print(f"best: exposure {best['exposure']} focus {best['focus']}, written to {a.calibration}")
+        return 0
+    raise ToolError(f"unknown camera action {a.action}")
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="shoe-calibrate", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("ports", help="list serial ports and probe each for a shoe or scanner")
+    s.add_argument("--port", action="append", default=[], help="probe this port (repeatable)")
+    s.add_argument("--timeout", type=float, default=1.5)
+    s.set_defaults(func=cmd_ports)
+    s = sub.add_parser("learn-codebook", help="scan a reference deck in a stated order")
+    s.add_argument("--port", required=True)
+    s.add_argument("--baud", type=int, default=115200)
+    s.add_argument("--order", help="a file with the cards in scanning order (default As 2s .. Kc)")
+    s.add_argument("--pattern", help="regular expression every payload of this deck matches")
+    s.add_argument("--calibration", default="calibration.toml")
+    s.add_argument("--idle", type=float, default=10.0, help="seconds without a scan that end it")
+    s.add_argument("--keep-partial", action="store_true")
+    s.set_defaults(func=cmd_learn)
+    for name, help_, func in (("verify-shoe", "check every card of N decks passes the reader", cmd_verify),
+                              ("verify-deck", "check one deck", cmd_verify),
+                              ("read-test", "repeated passes: read rate and misreads", cmd_read_test)):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("--port", required=True)
+        s.add_argument("--protocol", choices=["v1", "line"], default="v1")
+        s.add_argument("--baud", type=int, default=None)
+        s.add_argument("--decks", type=int, default=1 if name == "verify-deck" else 8)
+        s.add_argument("--calibration", default="calibration.toml", help="for the codebook (line mode)")
+        s.add_argument("--operator", required=True, help="who ran the check (kept in the report)")
+        s.add_argument("--report-dir", default="calibration-reports")
+        s.add_argument("--idle", type=float, default=10.0)
+        if name == "read-test":
+            s.add_argument("--passes", type=int, default=3)
+            s.add_argument("--threshold", type=float, default=0.995)
+        s.set_defaults(func=func)
+    s = sub.add_parser("monitor", help="print every event a device sends, through its driver")
+    s.add_argument("--device", choices=["shoe", "scanner", "wheel"], required=True)
+    s.add_argument("--port", required=True)
+    s.add_argument("--codebook", help="a calibration file with the codebook (scanner)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_monitor)
+    s = sub.add_parser("camera", help="zones, exposure/focus sweep, templates, recognition")
+    cs = s.add_subparsers(dest="action", required=True)
+    c = cs.add_parser("zones")
+    c.add_argument("--image", required=True)
+    c.add_argument("--calibration", default="calibration.toml")
+    c.add_argument("--out", default="zones.png")
+    c = cs.add_parser("templates")
+    c.add_argument("--labels", required=True, help="CSV image,rank,suit")
+    c.add_argument("--out", required=True)
+    c = cs.add_parser("recognize")
+    c.add_argument("--templates", required=True)
+    c.add_argument("--json", action="store_true")
+    c.add_argument("images", nargs="+")
+    c = cs.add_parser("accuracy")
+    c.add_argument("--templates", required=True)
+    c.add_argument("--labels", required=True)
+    c.add_argument("--json", action="store_true")
+    c = cs.add_parser("sweep")
+    c.add_argument("--source", required=True, help="camera device or index")
+    c.add_argument("--calibration", default="calibration.toml")
+    c.add_argument("--exposures", type=lambda s: [float(x) for x in s.split(",")], default=[50, 100, 200, 400])
+    c.add_argument("--focus", type=lambda s: [float(x) for x in s.split(",")], default=[0, 20, 40])
+    c.add_argument("--report-dir", default="calibration-reports")
+    s.set_defaults(func=cmd_camera)
+    return p
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    try:
+        return a.func(a)
+    except ToolError as e:
+        print(f"shoe-calibrate: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

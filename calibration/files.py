@@ -1,0 +1,92 @@
+"""The calibration file the daemon reads (TOML), and the tool's reports."""
+import datetime
+import json
+import os
+import tomllib
+
+from dealer_station import __version__
+from drivers.camera.driver import Zones
+from drivers.codebook import codebook_from_mapping
+
+from .shoe_tools import ToolError
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def load(path):
+    if not path or not os.path.exists(path):
+        return {}
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ToolError(f"{path}: not valid TOML: {e}") from None
+
+
+def _value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    raise TypeError(v)
+
+
+def save(path, data, step):
+    """Write the calibration file: the given tables merged over what it held, stamped with the
+    date and the tool's version, then read back and validated."""
+    merged = load(path)
+    merged.update({k: v for k, v in data.items() if v is not None})
+    merged["calibration"] = {**merged.get("calibration", {}), "tool": f"shoe-calibrate {__version__}",
+                             "date": now(), "last_step": step}
+    lines = [f"# written by shoe-calibrate {__version__} on {now()} ({step})"]
+    for table, values in merged.items():
+        lines.append(f"\n[{table}]")
+        for k, v in values.items():
+            key = k if k.replace("_", "").isalnum() else json.dumps(k)
+            lines.append(f"{key} = {_value(v)}")
+    tmp = f"{path}.new"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    check(tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def check(path):
+    data = load(path)
+    if "codebook" in data:
+        try:
+            codebook_from_mapping(data["codebook"])
+        except ValueError as e:
+            raise ToolError(f"{path}: {e}") from None
+    if "zones" in data:
+        try:
+            Zones(data["zones"])
+        except ValueError as e:
+            raise ToolError(f"{path}: {e}") from None
+    return data
+
+
+def report(folder, name, title, operator, summary, sections, images=()):
+    """A Markdown report (and its JSON) kept with a timestamp and the operator's name."""
+    os.makedirs(folder, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(folder, f"{stamp}-{name}")
+    md = [f"# {title}", "", f"- date: {now()}", f"- operator: {operator}",
+          f"- tool: shoe-calibrate {__version__}", f"- result: {'PASS' if summary.get('ok') else 'FAIL'}", ""]
+    for heading, lines in sections:
+        md += [f"## {heading}", ""] + list(lines) + [""]
+    for img in images:
+        md.append(f"![{os.path.basename(img)}]({os.path.basename(img)})")
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(base + ".json", "w") as f:
+        json.dump({"date": now(), "operator": operator, "title": title, **summary}, f, indent=1,
+                  default=str)
+    return base + ".md"

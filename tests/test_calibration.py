@@ -1,0 +1,306 @@
+"""shoe-calibrate against the virtual shoe (both protocols), the virtual camera and rendered
+photos: every command, and missing, extra and foreign cards found and named."""
+import csv
+import json
+import os
+import threading
+import time
+import tomllib
+import tty
+
+import cv2
+import numpy as np
+import pytest
+
+from calibration.cli import main
+from controller.cards import CARDS
+from drivers.camera.synth import card_face, felt, place
+from drivers.virtual_shoe import VirtualShoe
+
+
+@pytest.fixture
+def shoe():
+    made = []
+
+    def make(**kw):
+        s = VirtualShoe(heartbeat=0.2, **kw)
+        s.start()
+        made.append(s)
+        return s
+    yield make
+    for s in made:
+        s.close()
+
+
+def later(fn, delay=0.4):
+    t = threading.Timer(delay, fn)
+    t.start()
+    return t
+
+
+def test_ports_finds_a_v1_shoe_a_scanner_and_nothing(shoe, capsys):
+    v1 = shoe(decks=1)
+    line = shoe(decks=1, mode="line")
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    later(line.deal, 0.3)                      # the technician scans a card while it listens
+    assert main(["ports", "--port", v1.path, "--port", line.path, "--port", os.ttyname(slave),
+                 "--timeout", "0.6"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "dealer-station shoe (protocol v1) at 115200 baud: VS-1 firmware 1.0 serial VS0001" in out[0]
+    assert "barcode scanner (line mode) at 115200 baud, read 'D01-" in out[1]
+    assert "nothing answered" in out[2]
+    os.close(master)
+    os.close(slave)
+
+
+def test_ports_errors_are_clear(capsys):
+    assert main(["ports", "--port", "/dev/ttyNOPE0"]) == 2
+    assert "no such port (is the shoe plugged in?)" in capsys.readouterr().err
+
+
+def test_learn_codebook_maps_the_reference_deck_and_refuses_duplicates(shoe, tmp_path, capsys):
+    s = shoe(decks=1, mode="line")
+    s.reload(0)
+    s.cards = list(CARDS)                       # the reference deck, in the stated order
+    s.deck_of = [1] * 52
+    cal = tmp_path / "calibration.toml"
+    later(lambda: [s.deal() for _ in range(52)], 0.3)
+    assert main(["learn-codebook", "--port", s.path, "--calibration", str(cal), "--idle", "1",
+                 "--pattern", r"D\d\d-[A2-9TJQK][shdc]"]) == 0
+    data = tomllib.loads(cal.read_text())
+    assert len(data["codebook"]) == 52 and data["codebook"]["D01-As"] == "As"
+    assert data["codebook"]["D01-Kc"] == "Kc" and data["calibration"]["last_step"] == "learn-codebook"
+    # a duplicate scan and a code of another symbology are refused
+    s2 = shoe(decks=1, mode="line")
+    s2.cards = list(CARDS)
+    s2.cards[5] = CARDS[3]
+    s2.deck_of = [1] * 52
+    s2.unreadable_next()
+
+    def scan():
+        for _ in range(52):
+            s2.deal()
+            time.sleep(0.005)
+    later(scan, 0.3)
+    assert main(["learn-codebook", "--port", s2.path, "--calibration", str(tmp_path / "c2.toml"),
+                 "--idle", "1", "--pattern", r"D\d\d-[A2-9TJQK][shdc]"]) == 1
+    out = capsys.readouterr().out
+    assert "'%%??' is not a code of this deck" in out and "was already scanned for" in out
+    assert not (tmp_path / "c2.toml").exists()
+
+
+def deck_with_faults(s):
+    """One deck with the 7h missing, an extra Qs and a joker (not a card of the deck)."""
+    s.cards = [c for c in CARDS if c != "7h"] + ["Qs", "JK"]
+    s.deck_of = [1] * 51 + [2, 1]
+
+
+def test_verify_shoe_v1_names_missing_extra_and_foreign_cards(shoe, tmp_path, capsys):
+    s = shoe(decks=1)
+    deck_with_faults(s)
+    later(lambda: [s.deal() for _ in range(53)], 0.5)
+    rc = main(["verify-deck", "--port", s.path, "--operator", "Ana Pit", "--report-dir",
+               str(tmp_path), "--idle", "1.5"])
+    out = capsys.readouterr().out
+    assert rc == 1 and out.startswith("FAIL")
+    assert "missing: 7h x1" in out and "extra: Qs x1" in out and "foreign: JK" in out
+    md = [f for f in os.listdir(tmp_path) if f.endswith("verify-shoe.md")][0]
+    text = (tmp_path / md).read_text()
+    assert "operator: Ana Pit" in text and "- missing: 7h x1" in text and "read-intervals.png" in text
+    assert (tmp_path / "read-intervals.png").exists()
+
+
+def test_verify_shoe_line_mode_names_a_foreign_code(shoe, tmp_path, capsys):
+    s = shoe(decks=1, mode="line")
+    cal = tmp_path / "calibration.toml"
+    cal.write_text("[codebook]\n" + "".join(f'"D01-{c}" = "{c}"\n' for c in CARDS))
+    s.cards = list(CARDS)
+    s.deck_of = [1] * 52
+    s.deck_of[10] = 99                          # a card from another deck: its code is unknown
+    later(lambda: [s.deal() or time.sleep(0.005) for _ in range(52)], 0.4)
+    rc = main(["verify-deck", "--port", s.path, "--protocol", "line", "--calibration", str(cal),
+               "--operator", "Ana", "--report-dir", str(tmp_path), "--idle", "1.5"])
+    out = capsys.readouterr().out
+    assert rc == 1 and f"foreign: D99-{CARDS[10]}" in out and f"missing: {CARDS[10]} x1" in out
+
+
+def test_a_good_shoe_passes_and_a_read_test_over_passes(shoe, tmp_path, capsys):
+    s = shoe(decks=1, seed=5)
+    later(lambda: [s.deal() for _ in range(52)], 0.5)
+    assert main(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
+                 str(tmp_path), "--idle", "1.2"]) == 0
+    assert capsys.readouterr().out.startswith("PASS: 52 cards read")
+    s2 = shoe(decks=1, seed=6)
+
+    def passes():
+        for k in range(2):
+            s2.reload(10 + k)
+            for _ in range(52):
+                s2.deal()
+    later(passes, 0.5)
+    assert main(["read-test", "--port", s2.path, "--decks", "1", "--passes", "2", "--operator",
+                 "Bo", "--report-dir", str(tmp_path), "--idle", "1.2"]) == 0
+    assert "104 cards read" in capsys.readouterr().out
+
+
+def test_monitor_prints_what_each_device_sends(shoe, capsys):
+    s = shoe(decks=1)
+    t = later(lambda: (s.deal(), s.deal(), time.sleep(0.3), s.unplug()), 0.5)
+    assert main(["monitor", "--device", "shoe", "--port", s.path, "--json"]) == 0
+    t.join()
+    events = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds.count("CardRead") == 2 and "ShoeHello" in kinds
+    assert events[-1] == {"event": "DeviceState", "device": "shoe", "state": "disconnected",
+                          "detail": events[-1]["detail"]}
+
+
+def test_monitor_wheel_shows_winning_numbers_from_the_capture(capsys):
+    cap = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "cammegh",
+                       "ss2-capture.log")
+    if not os.path.exists(cap):
+        pytest.skip("the shared fixtures are not beside this checkout")
+    rx = [l.split(" ", 2)[2] for l in open(cap).read().splitlines() if l.split(" ", 2)[1] == "RX"]
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    path = os.ttyname(slave)
+
+    def feed():
+        time.sleep(0.5)
+        for line in rx[:2000]:
+            os.write(master, line.encode() + b"\r\n")
+        time.sleep(1.0)
+        os.close(master)                        # the port closes: the monitor ends
+    t = threading.Thread(target=feed)
+    t.start()
+    assert main(["monitor", "--device", "wheel", "--port", path, "--json"]) == 0
+    t.join()
+    os.close(slave)
+    numbers = [json.loads(x) for x in capsys.readouterr().out.splitlines()
+               if '"WinningNumber"' in x]
+    assert numbers and all({"number", "spin"} <= set(n) for n in numbers)
+    from test_roulette import expected_spins
+    want = [w for w in expected_spins(rx[:2000])]
+    assert [(n["spin"], n["number"]) for n in numbers] == want
+
+
+# -- camera ---------------------------------------------------------------------------------
+
+def photo(card, seed):
+    """A still photo of one card of the studio's deck on the felt, by the table's camera, at a
+    new rotation and position each time."""
+    rng = np.random.default_rng(seed)
+    img = felt(640, 480, seed=seed)
+    place(img, card_face(card), (320 + rng.uniform(-150, 150), 240 + rng.uniform(-80, 80)),
+          angle=rng.uniform(-25, 25), scale=0.55)
+    return img
+
+
+def write_photos(folder, seeds):
+    os.makedirs(folder, exist_ok=True)
+    rows = []
+    for c in CARDS:
+        for s in seeds:
+            name = f"{c}-{s}.png"
+            cv2.imwrite(os.path.join(folder, name), photo(c, s + 1000 * CARDS.index(c)))
+            rows.append({"image": name, "rank": c[0], "suit": c[1]})
+    with open(os.path.join(folder, "labels.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["image", "rank", "suit"])
+        w.writeheader()
+        w.writerows(rows)
+    return os.path.join(folder, "labels.csv")
+
+
+def test_templates_from_one_photo_per_card_recognise_other_photos(tmp_path, capsys):
+    ref = write_photos(tmp_path / "reference", [0])
+    assert main(["camera", "templates", "--labels", ref, "--out", str(tmp_path / "t")]) == 0
+    other = write_photos(tmp_path / "other", [7, 8, 9])          # other rotations and positions
+    capsys.readouterr()
+    rc = main(["camera", "accuracy", "--templates", str(tmp_path / "t"), "--labels", other, "--json"])
+    r = json.loads(capsys.readouterr().out)
+    assert r["wrong"] == 0 and rc == 0
+    assert r["correct"] / r["photos"] >= 0.95, r
+    img = str(tmp_path / "other" / "Qh-7.png")
+    assert main(["camera", "recognize", "--templates", str(tmp_path / "t"), "--json", img]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["cards"][0]["card"] in ("Qh", "unknown") and len(got["cards"][0]["corners"]) == 4
+
+
+def test_templates_refuse_bad_labels_and_dark_photos(tmp_path, capsys):
+    bad = tmp_path / "labels.csv"
+    bad.write_text("image,rank,suit\nx.png,1,s\n")
+    assert main(["camera", "templates", "--labels", str(bad), "--out", str(tmp_path / "t")]) == 2
+    assert "'1s' is not a card" in capsys.readouterr().err
+    cv2.imwrite(str(tmp_path / "dark.png"), (photo("As", 1) * 0.05).astype(np.uint8))
+    bad.write_text("image,rank,suit\ndark.png,A,s\n")
+    assert main(["camera", "templates", "--labels", str(bad), "--out", str(tmp_path / "t")]) == 2
+    assert "too dark" in capsys.readouterr().err
+
+
+def test_zones_are_drawn_over_the_table(tmp_path, capsys):
+    from drivers.camera.synth import default_zones, scene
+    cal = tmp_path / "calibration.toml"
+    z = default_zones()
+    cal.write_text("[zones]\n" + "".join(f"{n} = {[[round(x), round(y)] for x, y in p]}\n"
+                                          for n, p in z.items()))
+    frame, _ = scene({"seat_1": "As"}, z, "clean")
+    cv2.imwrite(str(tmp_path / "table.png"), frame)
+    out = tmp_path / "zones.png"
+    assert main(["camera", "zones", "--image", str(tmp_path / "table.png"), "--calibration",
+                 str(cal), "--out", str(out)]) == 0
+    img = cv2.imread(str(out))
+    assert img.shape == frame.shape and (img != frame).any()
+
+
+def test_sweep_picks_the_best_exposure_and_focus(tmp_path):
+    """The sweep drives a camera through set() and read(): a fake camera whose picture darkens
+    with short exposure and blurs away from its focus."""
+    from calibration.camera_tools import sweep
+    from drivers.camera.driver import Zones
+    from drivers.camera.recognize import ZxingDecoder, read_codes
+    from drivers.camera.synth import default_zones, scene
+    from drivers.camera.video import CAMERA_PROPS
+    z = default_zones()
+    codes = {c: f"D01-{c}" for c in CARDS}
+    book = {v: k for k, v in codes.items()}
+    frame, _ = scene({n: CARDS[i] for i, n in enumerate(z)}, z, "clean", codes=codes)
+
+    class FakeCamera:
+        props = {}
+
+        def set(self, prop, value):
+            self.props[prop] = value
+
+        def read(self):
+            e, f = self.props[CAMERA_PROPS["exposure"]], self.props[CAMERA_PROPS["focus"]]
+            img = (frame * min(1.0, e / 200)).astype(np.uint8)
+            if abs(f - 30) > 5:
+                img = cv2.GaussianBlur(img, (0, 0), abs(f - 30) / 6)
+            return True, img
+    dec = ZxingDecoder()
+    best, results = sweep(FakeCamera(), Zones(z), lambda crop, inside: read_codes(
+        dec, cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY), book, inside)[0],
+        [{"exposure": e, "focus": f} for e in (10, 200) for f in (0, 30, 60)])
+    assert (best["exposure"], best["focus"]) == (200, 30) and best["decode_rate"] == 1.0
+    assert min(r["decode_rate"] for r in results) < 0.5
+
+
+def test_sweep_without_a_camera_is_a_clear_error(tmp_path, capsys):
+    cal = tmp_path / "c.toml"
+    cal.write_text('[zones]\nseat_1 = [[0, 0], [10, 0], [10, 10]]\n[codebook]\n"X" = "As"\n')
+    assert main(["camera", "sweep", "--source", "/dev/video99", "--calibration", str(cal)]) == 2
+    assert "no camera" in capsys.readouterr().err
+
+
+def test_the_calibration_file_is_what_the_daemon_reads(shoe, tmp_path):
+    from calibration.files import save
+    from dealer_station.config import read_codebook
+    cal = tmp_path / "calibration.toml"
+    save(str(cal), {"codebook": {"D01-As": "As"}, "zones": {"seat_1": [[0, 0], [5, 0], [5, 5]]}}, "test")
+    assert read_codebook(str(cal)) == {"D01-As": "As"}
+    text = cal.read_text()
+    assert text.startswith("# written by shoe-calibrate") and "date = " in text
+    with pytest.raises(Exception, match="not a card"):
+        save(str(cal), {"codebook": {"D01-As": "Zz"}}, "test")
+    assert read_codebook(str(cal)) == {"D01-As": "As"}      # a bad write leaves the file alone
