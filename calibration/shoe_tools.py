@@ -10,9 +10,9 @@ from collections import Counter
 
 import serial
 
-from controller.cards import CARDS, INDEX
+from controller.cards import CARDS
 from drivers import shoe_protocol as sp
-from drivers.events import CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello, ShoeStatus
+from drivers.events import CardRead, CardUnreadable, CutCard, DeviceState
 
 BAUDS = (115200, 57600, 38400, 19200, 9600)
 
