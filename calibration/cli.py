@@ -74,8 +74,14 @@ def _verify(a, passes=1):
     from .shoe_tools import collect, make_driver, verify
     drv = make_driver(a.protocol, a.port, _codebook(a), a.baud)
     expected = 52 * a.decks * passes
-    events = collect(drv, count=expected + 50, idle=a.idle,
-                     on_event=lambda e: None)
+    n = [0]
+
+    def tick(e):
+        n[0] += 1
+        progress(n[0], expected, "cards")
+    events = collect(drv, count=expected + 50, idle=a.idle, on_event=tick)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     res = verify(events, a.decks * passes)
     folder = a.report_dir
     os.makedirs(folder, exist_ok=True)

@@ -304,3 +304,18 @@ def test_the_calibration_file_is_what_the_daemon_reads(shoe, tmp_path):
     with pytest.raises(Exception, match="not a card"):
         save(str(cal), {"codebook": {"D01-As": "Zz"}}, "test")
     assert read_codebook(str(cal)) == {"D01-As": "As"}      # a bad write leaves the file alone
+
+
+def test_monitor_scanner_reads_through_the_codebook(shoe, tmp_path, capsys):
+    s = shoe(decks=1, mode="line")
+    cal = tmp_path / "calibration.toml"
+    cal.write_text("[codebook]\n" + "".join(f'"D01-{c}" = "{c}"\n' for c in CARDS))
+    first = []
+    t = later(lambda: (first.append(s.deal()), s.unreadable_next(), s.deal(), time.sleep(0.3),
+                       s.unplug()), 0.4)
+    assert main(["monitor", "--device", "scanner", "--port", s.path, "--codebook", str(cal)]) == 0
+    t.join()
+    out = capsys.readouterr().out.splitlines()
+    assert any(f"event=CardRead card={first[0]}" in line for line in out)
+    assert any("event=CardUnreadable" in line and "%%??" in line for line in out)
+    assert main(["monitor", "--device", "scanner", "--port", s.path]) == 2   # needs the codebook
