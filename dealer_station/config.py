@@ -77,6 +77,15 @@ SCHEMA = {
         "bounce_ms": Key(int, 50, lo=0, hi=500),
         "pins": Key(dict, None),
     },
+    "wheel": {
+        "enabled": Key(bool, False),
+        "url": Key(str, None),
+        "baudrate": Key(int, 9600, choices=(9600, 19200, 38400, 57600, 115200)),
+        "poll_s": Key(float, 0.0, lo=0, hi=5),
+        "failed_launch_s": Key(float, 3.0, lo=0.05, hi=60),
+        "no_ball_s": Key(float, 5.0, lo=0.05, hi=120),
+        "auto_start": Key(bool, True),
+    },
     "camera": {
         "enabled": Key(bool, False),
         "source": Key(str, "/dev/video0"),
@@ -165,6 +174,11 @@ def check_config(data):
                 errors.append(f"panel.pins.{name}: a BCM GPIO number 0-27, got {pin!r}")
         if len(set(pins.values())) != len(pins):
             errors.append("panel.pins: a GPIO pin is given to two parts")
+    wheel = cfg["wheel"]
+    if wheel["enabled"] and not wheel["url"]:
+        errors.append("wheel.url: required when the wheel is enabled")
+    if shoe["protocol"] != "none" and cfg["table"]["profile"] == "roulette":
+        errors.append("shoe.protocol: a roulette table has no shoe: set none")
     cam = cfg["camera"]
     if cam["enabled"]:
         if not cfg["table"].get("calibration"):

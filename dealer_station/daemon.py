@@ -17,6 +17,7 @@ from drivers.events import (CardRead, CardUnreadable, CutCard, DeviceState, Shoe
                             ShoeStatus)
 from drivers.camera.driver import CardGone, CardSeen
 from drivers.panel import PanelPress, panel_view
+from drivers.wheel import WheelException, WheelState, WinningNumber
 
 from . import __version__, commands
 from .config import read_calibration
@@ -53,6 +54,7 @@ class Daemon:
         self.shoe = self._build_shoe()
         self.panel = self._build_panel()
         self.camera = self._build_camera()
+        self.wheel = self._build_wheel()
         self.metrics = Metrics()
         self.notifier = Notifier()
         self.metrics_at = 0.0
@@ -74,6 +76,14 @@ class Daemon:
             return ScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
                                  settings, c["double_fire_ms"] / 1000, c["cut_payload"])
         return None
+
+    def _build_wheel(self):
+        c = self.cfg["wheel"]
+        if not c["enabled"]:
+            return None
+        from drivers.wheel import WheelDriver
+        return WheelDriver(c["url"], {"baudrate": c["baudrate"]}, poll_s=c["poll_s"] or None,
+                           failed_launch_s=c["failed_launch_s"], no_ball_s=c["no_ball_s"])
 
     def _build_camera(self):
         c = self.cfg["camera"]
@@ -162,6 +172,9 @@ class Daemon:
                     self.handle(self.q.get(timeout=0.05))
                 except queue.Empty:
                     pass
+        if self.wheel is not None:
+            self.devices["wheel"] = {"state": "connecting"}
+            self.wheel.start(lambda e: self.q.put(("device", e)))
         if self.camera is not None:
             self.devices["camera"] = {"state": "connecting"}
             self.camera.start(lambda e: self.q.put(("device", e)))
@@ -185,6 +198,8 @@ class Daemon:
         threads = [getattr(self.link.client, "_thread", None)]
         if self.shoe is not None and self.shoe.link is not None:
             threads.append(self.shoe.link._thread)
+        if self.wheel is not None:
+            threads.append(self.wheel.link._thread)
         if self.camera is not None and not self.camera.capture.ended:
             threads.append(self.camera._thread)
         return all(t is not None and t.is_alive() for t in threads)
@@ -200,6 +215,8 @@ class Daemon:
             self.panel.close()
         if self.camera is not None:
             self.camera.close()
+        if self.wheel is not None:
+            self.wheel.close()
         self.metrics.close()
         self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
         self.journal.close()
@@ -375,15 +392,47 @@ class Daemon:
                 "door": e.door, "jam": e.jam, "sensor": e.sensor, "light": e.light, "gate": e.gate}
         elif isinstance(e, PanelPress):
             self._panel(e)
+        elif isinstance(e, (WheelState, WinningNumber, WheelException)):
+            self._wheel(e)
         elif isinstance(e, CardSeen):
             self.process(e.as_input(), "camera")
         elif isinstance(e, CardGone):
             self.metrics.inc("cards_picked_up_total", (("zone", e.zone),))
         elif isinstance(e, DeviceState):
+            if e.device == "wheel" and e.state == "connected" and self.cfg["wheel"]["auto_start"]:
+                self.wheel.command("run")
+                self.wheel.command("start_game")
             d = self.devices.setdefault(e.device, {})
             d["state"] = e.state
             d["reason"] = e.detail.get("reason")
             log.warning("%s %s %s", e.device, e.state, e.detail.get("reason") or "")
+            self.publish_status()
+
+    def _wheel(self, e):
+        """The wheel runs the roulette round: no more bets closes betting, the winning number
+        ends the round, the guide's exceptions void it (section 4.1)."""
+        t = self.table
+        if isinstance(e, WheelState):
+            self.devices.setdefault("wheel", {})["wheel_state"] = e.name
+            if e.state == 4 and t.round is None and not t.paused:
+                self.process({"type": "betting_closed"}, "wheel")
+            return
+        if isinstance(e, WinningNumber):
+            self.process({"type": "winning_number", "number": e.number, "spin": e.spin}, "wheel")
+            if self.cfg["wheel"]["auto_start"]:
+                self.wheel.command("start_game")
+            return
+        log.warning("wheel: %s on spin %s %s", e.kind, e.spin, e.detail)
+        if e.kind == "miss_spin":
+            if t.round is not None:
+                self.process({"type": "miss_spin", "spin": e.spin}, "wheel")
+            self.wheel.command("ack_void")      # the wheel spins again from place bets
+        elif e.kind in ("failed_launch", "no_ball", "component_fault"):
+            if t.round is not None:
+                self.process({"type": "void_round", "reason": f"wheel: {e.kind.replace('_', ' ')}"},
+                             "wheel")
+            d = self.devices.setdefault("wheel", {})
+            d["state"], d["reason"] = "fault", e.kind
             self.publish_status()
 
     def _panel(self, e):

@@ -77,12 +77,48 @@ def _command(shoe, cmd, rest):
     raise ValueError(f"unknown command {cmd!r}")
 
 
+def wheel_main(argv):
+    """table-sim wheel --pty: a virtual Cammegh SS2 wheel; commands on standard input:
+    miss_spin | failed_launch [PERIODS] | no_ball [PERIODS] | fault [CODE] | garble | quit."""
+    from drivers.virtual_wheel import VirtualWheel
+    ap = argparse.ArgumentParser(prog="table-sim wheel", description="a virtual roulette wheel on a pty")
+    ap.add_argument("--pty", action="store_true", required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--period", type=float, default=0.5, help="seconds between status packets")
+    ap.add_argument("--link", default=None)
+    args = ap.parse_args(argv)
+    w = VirtualWheel(seed=args.seed, period=args.period, link=args.link)
+    print(w.start(), flush=True)
+    acts = {"miss_spin": lambda r: w.miss_spin_next(),
+            "failed_launch": lambda r: w.failed_launch_next(int(r[0]) if r else 10),
+            "no_ball": lambda r: w.no_ball_next(int(r[0]) if r else 12),
+            "fault": lambda r: w.component_fault(r[0] if r else "12"),
+            "garble": lambda r: w.garble_next()}
+    try:
+        for line in sys.stdin:
+            words = line.split()
+            if not words:
+                continue
+            if words[0] == "quit":
+                break
+            if words[0] in acts:
+                acts[words[0]](words[1:])
+                print("ok", flush=True)
+            else:
+                print(f"error: unknown command {words[0]!r}", flush=True)
+    finally:
+        w.close()
+    return 0
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "shoe":
         return shoe_main(argv[1:])
-    print("table-sim: the whole-table harness is not built yet; `table-sim shoe --pty` runs a "
-          "virtual shoe", file=sys.stderr)
+    if argv and argv[0] == "wheel":
+        return wheel_main(argv[1:])
+    print("table-sim: the whole-table harness is not built yet; `table-sim shoe --pty` and "
+          "`table-sim wheel --pty` run a virtual shoe and a virtual wheel", file=sys.stderr)
     return 2
 
 

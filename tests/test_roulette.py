@@ -13,7 +13,7 @@ from controller import get_profile
 from controller.analysis import roulette_exact
 from controller.roulette import describe
 from controller.settlement import SettlementError, settle
-from drivers.wheel import WheelDriver, WheelException, WheelSession, WinningNumber
+from drivers.wheel import WheelDriver, WheelException, WheelSession, WheelState, WinningNumber
 from helpers import Run, one
 
 CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "cammegh",
@@ -207,3 +207,149 @@ def test_every_bet_has_the_single_zero_edge_1_in_37():
         "straight": 37, "split": 60, "street": 14, "corner": 23, "six_line": 11, "red": 1,
         "black": 1, "odd": 1, "even": 1, "low": 1, "high": 1, "dozen": 3, "column": 3}
     assert all(v["expected_return"] == [Fraction(-1, 37)] for v in r.values())
+
+
+# -- against the virtual wheel -----------------------------------------------------------------
+
+from drivers.virtual_wheel import VirtualWheel  # noqa: E402
+
+
+@pytest.fixture
+def wheel():
+    made = []
+
+    def make(**kw):
+        w = VirtualWheel(period=0.02, **kw)
+        w.start()
+        q = queue.Queue()
+        d = WheelDriver(w.path, failed_launch_s=0.15, no_ball_s=0.25)
+        d.start(q.put)
+        made.append((w, d))
+        drain(q, lambda g: any(isinstance(e, WheelState) for e in g))   # connected and talking
+        return w, d, q
+    yield make
+    for w, d in made:
+        d.close()
+        w.close()
+
+
+def drain(q, until, timeout=10):
+    got = []
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            e = q.get(timeout=0.05)
+        except queue.Empty:
+            continue
+        got.append(e)
+        if until(got):
+            return got
+    raise AssertionError(f"not reached: {got[-20:]}")
+
+
+def numbers(got):
+    return [e for e in got if isinstance(e, WinningNumber)]
+
+
+def test_virtual_wheel_spins_and_each_spin_gives_one_number(wheel):
+    w, d, q = wheel(seed=4)
+    d.command("run")
+    d.command("start_game")
+    got = drain(q, lambda g: len(numbers(g)) >= 3)
+    nums = numbers(got)
+    assert [n.spin for n in nums] == [1, 2, 3]
+    assert len({(n.spin, n.number) for n in nums}) == 3
+    assert not [e for e in got if isinstance(e, WheelException)]
+
+
+def test_miss_spin_voids_and_the_wheel_spins_again_after_the_acknowledgement(wheel):
+    w, d, q = wheel(seed=5)
+    w.miss_spin_next()
+    d.command("run")
+    d.command("start_game")
+    got = drain(q, lambda g: any(isinstance(e, WheelException) for e in g))
+    assert [e.kind for e in got if isinstance(e, WheelException)] == ["miss_spin"]
+    d.command("ack_void")
+    got += drain(q, lambda g: len(numbers(g)) >= 1)
+    assert numbers(got)[0].spin == 1 and "*R" in w.received
+
+
+def test_a_failed_launch_that_recovers_is_ignored_and_one_that_persists_is_reported(wheel):
+    w, d, q = wheel(seed=6)
+    w.failed_launch_next(periods=3)          # 60 ms: under the 150 ms the rule ignores
+    d.command("run")
+    d.command("start_game")
+    got = drain(q, lambda g: len(numbers(g)) >= 1)
+    assert not [e for e in got if isinstance(e, WheelException)]
+    w.failed_launch_next(periods=40)         # 800 ms: it persists
+    got = drain(q, lambda g: any(isinstance(e, WheelException) for e in g))
+    assert [e.kind for e in got if isinstance(e, WheelException)] == ["failed_launch"]
+
+
+def test_no_ball_is_reported_only_when_it_persists_and_a_fault_at_once(wheel):
+    w, d, q = wheel(seed=7)
+    w.no_ball_next(periods=5)                # 100 ms: ignored
+    d.command("run")
+    d.command("start_game")
+    got = drain(q, lambda g: len(numbers(g)) >= 1)
+    assert not [e for e in got if isinstance(e, WheelException)]
+    w.no_ball_next(periods=40)
+    got = drain(q, lambda g: any(isinstance(e, WheelException) for e in g))
+    assert [e.kind for e in got if isinstance(e, WheelException)] == ["no_ball"]
+    w.component_fault("17")
+    got = drain(q, lambda g: any(isinstance(e, WheelException) and e.kind == "component_fault" for e in g))
+    assert [e.detail for e in got if getattr(e, "kind", None) == "component_fault"][0] in (
+        {"code": "17"}, {"reason": "sensor/motor/encoder fault"})
+
+
+def test_a_garbled_packet_is_counted_and_changes_nothing(wheel):
+    w, d, q = wheel(seed=8)
+    w.garble_next()
+    d.command("run")
+    d.command("start_game")
+    got = drain(q, lambda g: len(numbers(g)) >= 1)
+    assert d.session.counts["garbled"] >= 1
+    assert not [e for e in got if isinstance(e, WheelException)]
+
+
+def test_the_daemon_runs_a_roulette_table_from_the_wheel(tmp_path):
+    """The real daemon (in this process) with the virtual wheel: the wheel's no-more-bets closes
+    betting, its winning number is the result; a miss-spin (before no more bets) is acknowledged
+    and spun again; a ball lost after no more bets voids the round; play goes on."""
+    import json
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    from mqtt_rig import Broker, workdir
+    b = Broker(workdir())
+    b.start()
+    w = VirtualWheel(period=0.02, seed=9)
+    w.start()
+    cfg, errors = check_config({
+        "table": {"id": "rou1", "profile": "roulette"}, "shoe": {"protocol": "none"},
+        "wheel": {"enabled": True, "url": w.path, "failed_launch_s": 0.15, "no_ball_s": 0.25},
+        "broker": {"port": b.port}, "paths": {"journal": str(tmp_path / "j.sqlite")},
+        "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.start()
+    try:
+        end = time.monotonic() + 15
+        w.miss_spin_next()
+        w.no_ball_next(periods=40)
+        while time.monotonic() < end:
+            d.run_once(0.05)
+            outs = [json.loads(r[0]) for r in d.journal.db.execute("SELECT body FROM outbox")]
+            if sum(o["type"] == "round_result" for o in outs) >= 3:
+                break
+        results = [o for o in outs if o["type"] == "round_result"]
+        voided = [o for o in outs if o["type"] == "round_voided"]
+        assert len(results) >= 3 and [v["reason"] for v in voided] == ["wheel: no ball"]
+        assert "*R" in w.received
+        assert all(o["game"] == "roulette" and 0 <= o["number"] <= 36 for o in results)
+        assert not [o for o in outs if o["type"] in ("irregularity", "rejected")]
+        spins = [o["spin"] for o in results]
+        assert spins == sorted(set(spins))          # one result per spin
+    finally:
+        d.close()
+        w.close()
+        b.stop()
