@@ -157,11 +157,8 @@ def test_monitor_prints_what_each_device_sends(shoe, capsys):
 
 
 def test_monitor_wheel_shows_winning_numbers_from_the_capture(capsys):
-    cap = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "cammegh",
-                       "ss2-capture.log")
-    if not os.path.exists(cap):
-        pytest.skip("the shared fixtures are not beside this checkout")
-    rx = [l.split(" ", 2)[2] for l in open(cap).read().splitlines() if l.split(" ", 2)[1] == "RX"]
+    from test_roulette import capture_rx
+    rx = capture_rx()
     master, slave = os.openpty()
     tty.setraw(slave)
     path = os.ttyname(slave)
