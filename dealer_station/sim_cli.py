@@ -117,9 +117,43 @@ def main(argv=None):
         return shoe_main(argv[1:])
     if argv and argv[0] == "wheel":
         return wheel_main(argv[1:])
-    print("table-sim: the whole-table harness is not built yet; `table-sim shoe --pty` and "
-          "`table-sim wheel --pty` run a virtual shoe and a virtual wheel", file=sys.stderr)
-    return 2
+    return table_main(argv)
+
+
+def table_main(argv):
+    """table-sim --profile NAME --rounds N --seed S [--faults FILE] [--speed X]
+    [--broker mqtt://HOST:PORT] [--report FILE.json] [--plain]"""
+    import json
+    from .sim.harness import Harness
+    ap = argparse.ArgumentParser(prog="table-sim", description="a whole simulated table: the real "
+                                 "daemon, a broker, a virtual shoe, a simulated dealer and betting system")
+    ap.add_argument("--profile", default="luxury21")
+    ap.add_argument("--rounds", type=int, default=0, help="rounds to play (0: until stopped)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--faults", help='JSON file: [{"round": 3, "fault": "corrupt_frame"}, ...]')
+    ap.add_argument("--speed", type=float, default=1.0, help="0: as fast as the table goes")
+    ap.add_argument("--broker", help="mqtt://HOST:PORT: use this broker, start none")
+    ap.add_argument("--report", help="write the JSON report here")
+    ap.add_argument("--plain", action="store_true", help="log lines instead of the live view")
+    ap.add_argument("--level", choices=["easy", "normal", "hard"], default="hard")
+    a = ap.parse_args(argv)
+    faults = json.load(open(a.faults)) if a.faults else []
+    h = Harness(a.profile, a.rounds, a.seed, faults, a.speed, a.broker,
+                plain=a.plain or not sys.stdout.isatty(), level=a.level)
+    h.start()
+    try:
+        h.play()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        report = h.report()
+        h.close()
+    text = json.dumps(report, indent=1)
+    if a.report:
+        with open(a.report, "w") as f:
+            f.write(text + "\n")
+    print(text)
+    return 0 if report["messages_lost"] == 0 and report["balances_match"] else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,164 @@
+"""The simulated betting system: an MQTT client that closes betting with random seats and bets,
+decides each hand with a computer player, checks every message against the protocol, detects
+gaps and repeats by sequence number, settles with the settlement reference and keeps balances."""
+import json
+import queue
+import random
+import threading
+import uuid
+from collections import Counter
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from controller.blackjack import Hand
+from controller.players import ChartPlayer, chart_for
+from controller.settlement import settle
+from controller.strategy_charts import STANDARD
+
+# The fields every output must carry (docs/protocol.md); a message without them is a protocol error.
+REQUIRED = {
+    "shoe_started": ("shoe", "decks", "cards"), "card_dealt": ("round", "card", "to", "face"),
+    "hole_card_revealed": ("round", "card"), "burn_complete": ("shoe", "exposed", "burned"),
+    "last_round": ("shoe", "round"), "shuffle_due": ("shoe",), "round_started": ("round", "game"),
+    "awaiting_card": ("round", "to", "face"), "awaiting_decision": ("round", "seat", "hand", "allowed"),
+    "awaiting_result": ("round",), "insurance_offered": ("round", "insurance", "even_money"),
+    "round_result": ("round", "game"), "round_paused": ("round", "reason"),
+    "round_resumed": ("round",), "round_voided": ("round", "reason"),
+    "irregularity": ("code", "detail"), "procedure_warning": ("code", "detail"),
+    "rejected": ("input", "code", "reason"), "card_identified": ("card",),
+    "card_confirmed": ("round", "card", "zone"),
+}
+
+
+class BettingSystem:
+    def __init__(self, host, port, table, profile, seed=1, level="hard", prefix="dealer-station/v1"):
+        self.base = f"{prefix}/{table}"
+        self.profile = profile
+        self.rng = random.Random(seed)
+        self.level = level
+        self.chart = ChartPlayer(chart_for(profile) if level == "hard" else STANDARD)
+        self.events = queue.Queue()
+        self.last = 0
+        self.held = {}
+        self.counts = Counter()
+        self.protocol_errors = []
+        self.balances = Counter()
+        self.bets = {}            # round -> bets placed
+        self.results = {}         # round -> result message
+        self.voided = {}
+        self.hands = {}           # seat -> [[cards]] of the round under way
+        self.up = None
+        self.lock = threading.Lock()
+        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bs-{table}-{uuid.uuid4().hex[:6]}",
+                        protocol=mqtt.MQTTv5)
+        c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(f"{self.base}/events", qos=1)
+        c.on_message = self._message
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = 3600
+        c.connect(host, port, clean_start=False, properties=props)
+        c.loop_start()
+        self.c = c
+
+    def _message(self, client, userdata, msg):
+        try:
+            m = json.loads(msg.payload)
+            seq = m["seq"]
+        except (ValueError, KeyError, TypeError):
+            self.protocol_errors.append(msg.payload[:100])
+            return
+        with self.lock:
+            self.counts["received"] += 1
+            if seq <= self.last or seq in self.held:
+                self.counts["repeated"] += 1
+                return
+            self.held[seq] = m
+            while self.last + 1 in self.held:          # in sequence order, never past a gap
+                self.last += 1
+                self.events.put(self.held.pop(self.last))
+            if self.held and min(self.held) > self.last + 1 and len(self.held) > 50:
+                self.command({"type": "resend", "from": self.last + 1})
+
+    def lost(self):
+        with self.lock:
+            return len(self.held)
+
+    def check(self, m):
+        need = REQUIRED.get(m.get("type"))
+        if need is None or any(k not in m for k in need):
+            self.protocol_errors.append(m)
+            return False
+        return True
+
+    def command(self, cmd):
+        cmd = dict(cmd)
+        cmd.setdefault("id", uuid.uuid4().hex[:12])
+        self.c.publish(f"{self.base}/commands", json.dumps(cmd), qos=1)
+
+    # -- the game ------------------------------------------------------------------------------
+
+    def close_betting(self, round_no):
+        p = self.profile
+        if p.game == "baccarat":
+            kind = self.rng.choice(["player", "banker", "tie"])
+            self.bets[round_no] = [{"id": "bac", "kind": kind, "amount": 100}]
+            self.command({"type": "betting_closed"})
+            return
+        seats = sorted(self.rng.sample(range(1, p.seats + 1), self.rng.randint(1, p.seats)))
+        self.bets[round_no] = [{"id": f"p{s}", "kind": "seat", "seat": s, "amount": 100,
+                                **({"pairs": 10} if p.pairs else {})} for s in seats]
+        self.hands = {s: [[]] for s in seats}
+        self.up = None
+        self.command({"type": "betting_closed", "seats": seats})
+
+    def note(self, m):
+        t = m["type"]
+        if t == "card_dealt" and m["to"] == "seat":
+            hands = self.hands.setdefault(m["seat"], [[]])
+            while len(hands) <= m["hand"]:
+                hands.append([])
+            hands[m["hand"]].append(m["card"])
+        elif t == "card_dealt" and m["to"] == "dealer" and m["card"] and self.up is None:
+            self.up = m["card"]
+        elif t == "round_result":
+            self.results[m["round"]] = m
+            self._settle(m["round"], m)
+        elif t == "round_voided":
+            self.voided[m["round"]] = m
+        elif t == "irregularity":
+            self.counts[f"irregularity:{m['code']}"] += 1
+
+    def _settle(self, round_no, result):
+        for r in settle(self.profile, result, self.bets.get(round_no, [])):
+            self.balances[r["id"]] += r["net"]
+
+    def decide(self, m):
+        """A computer player's move for the announced hand: it sees its cards, the up card and the
+        allowed moves, never the hole card."""
+        seat, h, allowed = m["seat"], m["hand"], m["allowed"]
+        cards = self.hands[seat][h]
+        if self.level == "easy":
+            action = "hit" if Hand(tuple(cards)).total < 17 else "stand"
+        else:
+            code = self.chart.code(Hand(tuple(cards)), self.up, "split" in allowed)
+            action = {"H": "hit", "S": "stand", "P": "split", "Ph": "split", "D": "double",
+                      "Ds": "double", "Rh": "surrender", "Rs": "surrender"}[code]
+            if action not in allowed:
+                fallback = {"double": "hit" if code == "D" else "stand",
+                            "surrender": "hit" if code == "Rh" else "stand"}.get(action)
+                if action == "split":
+                    code = self.chart.code(Hand(tuple(cards)), self.up, False)
+                    fallback = {"H": "hit", "S": "stand", "D": "double", "Ds": "double",
+                                "Rh": "hit", "Rs": "stand"}[code]
+                    if fallback == "double" and "double" not in allowed:
+                        fallback = "hit" if code == "D" else "stand"
+                action = fallback
+        if action == "split":
+            c0, c1 = cards
+            self.hands[seat][h:h + 1] = [[c0], [c1]]
+        self.command({"type": "decision", "seat": seat, "hand": h, "action": action})
+
+    def close(self):
+        self.c.disconnect()
+        self.c.loop_stop()
