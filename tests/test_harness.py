@@ -41,3 +41,20 @@ def test_table_sim_refuses_an_unknown_fault(tmp_path):
                         "--rounds", "1", "--faults", str(faults)], capture_output=True, text=True,
                        cwd=ROOT, timeout=60)
     assert p.returncode != 0 and "unknown fault 'meteor'" in p.stderr
+
+
+def test_a_roulette_table_runs_under_table_sim_with_wheel_faults(tmp_path):
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps([{"round": 2, "fault": "miss_spin"}, {"round": 3, "fault": "garbled_packet"},
+                                  {"round": 4, "fault": "no_ball"}, {"round": 5, "fault": "broker_restart"},
+                                  {"round": 6, "fault": "daemon_kill"}]))
+    report = tmp_path / "report.json"
+    p = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "--profile", "roulette",
+                        "--rounds", "12", "--seed", "2", "--speed", "0", "--plain",
+                        "--faults", str(faults), "--report", str(report)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    r = json.loads(report.read_text())
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert r["messages_lost"] == 0 and r["protocol_errors"] == 0 and r["balances_match"] is True
+    assert r["rounds_resulted"] + r["rounds_voided"] == 12 and r["rounds_voided"] >= 1
+    assert "voided: wheel: no ball" in p.stdout

@@ -112,6 +112,21 @@ class BettingSystem:
         self.up = None
         self.command({"type": "betting_closed", "seats": seats})
 
+    def place_roulette_bets(self, round_no):
+        """A few bets from the layout, placed before no more bets (recorded when the round opens)."""
+        from controller.roulette import INSIDE
+        bets = []
+        for i in range(self.rng.randint(1, 4)):
+            kind = self.rng.choice(["straight", "split", "corner", "red", "black", "odd", "even",
+                                    "low", "high", "dozen", "column"])
+            bet = {"id": f"r{i}", "kind": kind, "amount": 10}
+            if kind in INSIDE:
+                bet["numbers"] = sorted(self.rng.choice(sorted(INSIDE[kind], key=sorted)))
+            elif kind in ("dozen", "column"):
+                bet["which"] = self.rng.randint(1, 3)
+            bets.append(bet)
+        self.bets[round_no] = bets
+
     def note(self, m):
         t = m["type"]
         if t == "card_dealt" and m["to"] == "seat":

@@ -21,24 +21,28 @@ from .broker import Broker
 
 ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered")
 FAULTS = ("corrupt_frame", "drop_frame", "unreadable_card", "foreign_card", "double_fire",
-          "unplug_shoe", "card_out_of_turn", "broker_restart", "daemon_kill")
+          "unplug_shoe", "card_out_of_turn", "broker_restart", "daemon_kill",
+          "miss_spin", "failed_launch", "no_ball", "garbled_packet")
+WHEEL_FAULTS = ("miss_spin", "failed_launch", "no_ball", "garbled_packet")
 
 
 class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
                  out=sys.stdout, workdir=None, level="hard"):
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
-        if self.profile.game == "roulette":
-            raise SystemExit("table-sim: the roulette table is not in the harness yet "
-                             "(table-sim wheel --pty runs the virtual wheel)")
+        self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
         self.seed = seed
         self.faults = {}
         for f in faults:
             if f["fault"] not in FAULTS:
                 raise SystemExit(f"table-sim: unknown fault {f['fault']!r}; known: {', '.join(FAULTS)}")
+            if (f["fault"] in WHEEL_FAULTS) != self.roulette and f["fault"] not in (
+                    "broker_restart", "daemon_kill"):
+                raise SystemExit(f"table-sim: fault {f['fault']!r} is not for a {self.profile.game} table")
             self.faults.setdefault(int(f["round"]), []).append(f["fault"])
         self.delay = 0.0 if speed <= 0 else 0.25 / speed      # a dealer's time per action
+        self.period = 0.02 if speed <= 0 else 0.5 / speed     # the wheel's status period
         self.broker_url = broker
         self.plain = plain
         self.out = out
@@ -54,9 +58,14 @@ class Harness:
     def _config(self, host, port):
         p = self.profile
         path = os.path.join(self.dir, "table.toml")
+        if self.roulette:   # the guide's grace times, at the wheel's pace
+            k = self.period / 0.5
+            device = (f'[shoe]\nprotocol = "none"\n\n[wheel]\nenabled = true\nurl = "{self.wheel.path}"\n'
+                      f'failed_launch_s = {max(0.05, 3 * k)}\nno_ball_s = {max(0.05, 5 * k)}\n\n')
+        else:
+            device = f'[shoe]\nprotocol = "v1"\nurl = "{self.shoe.path}"\nresend_timeout_ms = 150\n\n'
         with open(path, "w") as f:
-            f.write(f'[table]\nid = "sim"\nprofile = "{p.name}"\n\n'
-                    f'[shoe]\nprotocol = "v1"\nurl = "{self.shoe.path}"\nresend_timeout_ms = 150\n\n'
+            f.write(f'[table]\nid = "sim"\nprofile = "{p.name}"\n\n' + device +
                     f'[broker]\nhost = "{host}"\nport = {port}\nreconnect_min_s = 1\nreconnect_max_s = 1\n\n'
                     f'[timers]\ndecision_s = 0\ninsurance_s = 0\nvoid_after_outage_s = 0\n\n'
                     f'[paths]\njournal = "{os.path.join(self.dir, "journal.sqlite")}"\n\n'
@@ -79,14 +88,21 @@ class Harness:
             self.broker.start()
             host, port = "127.0.0.1", self.broker.port
         p = self.profile
-        self.shoe = VirtualShoe(decks=p.decks, seed=self.seed, cut_from_back=p.cut_card_from_back,
-                                heartbeat=0.3)
-        self.shoe.start()
+        self.shoe = self.wheel = None
+        if self.roulette:
+            from drivers.virtual_wheel import VirtualWheel
+            self.wheel = VirtualWheel(seed=self.seed, period=self.period)
+            self.wheel.start()
+        else:
+            self.shoe = VirtualShoe(decks=p.decks, seed=self.seed, cut_from_back=p.cut_card_from_back,
+                                    heartbeat=0.3)
+            self.shoe.start()
         self.config = self._config(host, port)
         self._start_daemon()
         self.bs = BettingSystem(host, port, "sim", p, seed=self.seed, level=self.level)
         time.sleep(0.8)
-        self._load_shoe()
+        if not self.roulette:
+            self._load_shoe()
 
     def _load_shoe(self):
         self.shoes += 1
@@ -102,16 +118,25 @@ class Harness:
                 self.daemon.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.daemon.kill()
-        self.shoe.close()
+        for device in (self.shoe, self.wheel):
+            if device is not None:
+                device.close()
         if self.broker:
             self.broker.stop()
 
     # -- play -----------------------------------------------------------------------------------
 
     def _fault(self, name):
+        w = self.wheel
+        if name in WHEEL_FAULTS:
+            {"miss_spin": w.miss_spin_next, "failed_launch": lambda: w.failed_launch_next(400),
+             "no_ball": lambda: w.no_ball_next(400), "garbled_packet": w.garble_next}[name]()
+            self.say(f"fault injected: {name}")
+            return
         s = self.shoe
-        simple = {"corrupt_frame": s.corrupt_next, "drop_frame": s.drop_next,
-                  "unreadable_card": s.unreadable_next, "double_fire": s.double_fire_next}
+        simple = {} if s is None else {
+            "corrupt_frame": s.corrupt_next, "drop_frame": s.drop_next,
+            "unreadable_card": s.unreadable_next, "double_fire": s.double_fire_next}
         if name in simple:
             simple[name]()
         elif name == "foreign_card":
@@ -144,10 +169,18 @@ class Harness:
         self.bs.note(m)
         if t == "round_started":
             self.started += 1
+            if self.roulette:
+                self.bs.place_roulette_bets(m["round"])
         elif t == "round_result":
             self.resulted += 1
-            self.say(f"round {m['round']}: " + (m.get("winner") or " ".join(
-                f"{s['seat']}:{'/'.join(h['outcome'] for h in s['hands'])}" for s in m["seats"])))
+            if m["game"] == "roulette":
+                summary = f"{m['number']} {m['colour']}"
+            elif m["game"] == "baccarat":
+                summary = m["winner"]
+            else:
+                summary = " ".join(f"{s['seat']}:{'/'.join(h['outcome'] for h in s['hands'])}"
+                                   for s in m["seats"])
+            self.say(f"round {m['round']}: {summary}")
         elif t == "round_voided":
             self.voided += 1
             self.say(f"round {m['round']} voided: {m['reason']}")
@@ -197,6 +230,10 @@ class Harness:
             if live and live[-1]["type"] in ANNOUNCEMENTS and live[-1]["seq"] > acted:
                 acted = live[-1]["seq"]
                 self.act(live[-1])
+            elif not burst and self.roulette:
+                n = self.resulted + self.voided + 1     # the wheel runs the rounds by itself
+                for f in self.faults.pop(n, []):
+                    self._fault(f)
             elif not burst:
                 if self.state == "ready" and (self.rounds == 0 or self.started < self.rounds):
                     n = self.started + 1
