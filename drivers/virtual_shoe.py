@@ -12,11 +12,11 @@ import select
 import tempfile
 import threading
 import time
-import tty
 
 from controller.cards import CARDS
 
 from . import shoe_protocol as sp
+from .pty_link import close_pty, open_pty
 
 
 class VirtualShoe:
@@ -75,21 +75,11 @@ class VirtualShoe:
 
     def _plug(self):
         with self._lock:
-            self.master, self.slave = os.openpty()
-            tty.setraw(self.slave)  # bytes pass untouched: no echo, no CR/LF translation
-            tmp = self.path + ".new"
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-            os.symlink(os.ttyname(self.slave), tmp)
-            os.replace(tmp, self.path)
+            self.master, self.slave = open_pty(self.path)
 
     def _unplug(self):
         with self._lock:
-            if os.path.lexists(self.path):
-                os.unlink(self.path)
-            for fd in (self.master, self.slave):
-                if fd is not None:
-                    os.close(fd)
+            close_pty(self.path, self.master, self.slave)
             self.master = self.slave = None
 
     # -- faults on command --------------------------------------------------------------------

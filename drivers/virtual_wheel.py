@@ -7,7 +7,8 @@ import select
 import tempfile
 import threading
 import time
-import tty
+
+from .pty_link import close_pty, open_pty
 
 
 class VirtualWheel:
@@ -36,11 +37,7 @@ class VirtualWheel:
         self._thread = None
 
     def start(self):
-        self.master, self.slave = os.openpty()
-        tty.setraw(self.slave)
-        if os.path.lexists(self.path):
-            os.unlink(self.path)
-        os.symlink(os.ttyname(self.slave), self.path)
+        self.master, self.slave = open_pty(self.path)
         self._thread = threading.Thread(target=self._run, name="virtual-wheel", daemon=True)
         self._thread.start()
         return self.path
@@ -49,11 +46,7 @@ class VirtualWheel:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=2)
-        if os.path.lexists(self.path):
-            os.unlink(self.path)
-        for fd in (self.master, self.slave):
-            if fd is not None:
-                os.close(fd)
+        close_pty(self.path, self.master, self.slave)
         if self._dir:
             os.rmdir(self._dir)
 
