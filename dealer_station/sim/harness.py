@@ -46,6 +46,7 @@ class Harness:
         self.broker_url = broker
         self.plain = plain
         self.out = out
+        self.own_dir = workdir is None          # a temporary directory: removed at close
         self.dir = workdir or tempfile.mkdtemp(prefix="table-sim-")
         self.level = level
         self.shoes = 0
@@ -123,6 +124,9 @@ class Harness:
                 device.close()
         if self.broker:
             self.broker.stop()
+        if self.own_dir:
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- play -----------------------------------------------------------------------------------
 
