@@ -214,8 +214,21 @@ class Harness:
         elif t == "insurance_offered":
             self.bs.command({"type": "insurance_closed"})
 
+    def daemon_rss_mb(self):
+        """The daemon's resident memory (for the soak run)."""
+        try:
+            with open(f"/proc/{self.daemon.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return round(int(line.split()[1]) / 1024, 1)
+        except OSError:
+            return None
+        return None
+
     def play(self, timeout=None):
         self.state = "burn"
+        self.t0 = time.monotonic()
+        self.rss_start = None
         acted = 0
         deadline = time.monotonic() + (timeout or 10 ** 9)
         while self.rounds == 0 or self.resulted + self.voided < self.rounds:
@@ -230,6 +243,8 @@ class Harness:
                 pass
             for m in burst:
                 self.note(m)
+            if self.rss_start is None and self.resulted >= 10:
+                self.rss_start = self.daemon_rss_mb()    # warmed up: imports done, caches full
             live = [m for m in burst if m["type"] != "rejected"]
             if live and live[-1]["type"] in ANNOUNCEMENTS and live[-1]["seq"] > acted:
                 acted = live[-1]["seq"]
@@ -279,7 +294,11 @@ class Harness:
                     for r in settle(self.profile, o, self.bs.bets.get(o["round"], [])):
                         reference[r["id"]] += r["net"]
         codes = {k.split(":", 1)[1]: v for k, v in self.bs.counts.items() if k.startswith("irregularity:")}
+        minutes = (time.monotonic() - getattr(self, "t0", time.monotonic())) / 60
         return {"profile": self.profile.name, "rounds_played": self.started,
+                "rounds_per_minute": round(self.resulted / minutes, 1) if minutes else None,
+                "daemon_rss_mb": {"after_10_rounds": getattr(self, "rss_start", None),
+                                  "at_end": self.daemon_rss_mb()},
                 "rounds_resulted": self.resulted, "rounds_voided": self.voided,
                 "messages_received": self.bs.counts["received"],
                 "messages_lost": max(0, last_seq - self.bs.last),
