@@ -140,6 +140,11 @@ def table_main(argv):
     faults = json.load(open(a.faults)) if a.faults else []
     h = Harness(a.profile, a.rounds, a.seed, faults, a.speed, a.broker,
                 plain=a.plain or not sys.stdout.isatty(), level=a.level)
+    import signal
+
+    def stop(*_):      # a TERM stops the table like Ctrl-C: report, then stop the children
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
     h.start()
     try:
         h.play()
