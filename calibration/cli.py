@@ -83,6 +83,11 @@ def _verify(a, passes=1):
     if sys.stderr.isatty():
         print(file=sys.stderr)
     res = verify(events, a.decks * passes)
+    session = getattr(drv, "session", None)
+    garbage = session.counts.get("bad_frames", session.counts.get("garbled", 0)) if session else 0
+    if not res["reads"] and not res["foreign"] and garbage:
+        raise ToolError(f"{a.port}: only undecodable bytes arrived ({garbage} bad frames): wrong "
+                        f"baud rate? `shoe-calibrate ports --port {a.port}` finds it")
     folder = a.report_dir
     os.makedirs(folder, exist_ok=True)
     times = [t for t, _ in events]
@@ -146,7 +151,22 @@ def cmd_camera(a):
         print(ct.draw_zones(img, zones, a.out))
         return 0
     if a.action == "templates":
-        t = ct.templates_from_labels(a.labels, a.out)
+        if a.source:
+            from controller.cards import CARDS
+            from drivers.camera.video import VideoError, open_source
+            zones = load(a.calibration).get("zones") or {}
+            if a.zone not in zones:
+                raise ToolError(f"{a.calibration}: no zone {a.zone!r} to capture in")
+            order = open(a.order).read().split() if a.order else list(CARDS)
+            try:
+                src = open_source(int(a.source) if a.source.isdigit() else a.source)
+            except VideoError as e:
+                raise ToolError(f"no camera: {e}") from None
+            t = ct.templates_from_frames(src, zones[a.zone], order, a.out)
+        elif a.labels:
+            t = ct.templates_from_labels(a.labels, a.out)
+        else:
+            raise ToolError("give --labels FILE.csv (still photos) or --source (live frames)")
         print(f"{a.out}: templates for {len(t.ranks)} ranks and {len(t.suits)} suits")
         return 0
     if a.action == "recognize":
@@ -243,7 +263,11 @@ def parser():
     c.add_argument("--calibration", default="calibration.toml")
     c.add_argument("--out", default="zones.png")
     c = cs.add_parser("templates")
-    c.add_argument("--labels", required=True, help="CSV image,rank,suit")
+    c.add_argument("--labels", help="CSV image,rank,suit of still photos")
+    c.add_argument("--source", help="live frames: a camera, a video file or a folder of frames")
+    c.add_argument("--zone", default="seat_4", help="the zone the cards are laid in (live frames)")
+    c.add_argument("--order", help="the cards in the order they are laid (default As 2s .. Kc)")
+    c.add_argument("--calibration", default="calibration.toml")
     c.add_argument("--out", required=True)
     c = cs.add_parser("recognize")
     c.add_argument("--templates", required=True)

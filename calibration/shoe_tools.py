@@ -73,7 +73,8 @@ def probe(port, timeout=1.5, bauds=BAUDS):
 
 def collect(driver, count=None, idle=3.0, total=600.0, on_event=None):
     """Run a started-on-demand driver, gathering card events until `count` cards, or `idle`
-    seconds without one (the technician has finished), or `total` seconds."""
+    seconds without one (from the start, then from the last card: the technician has
+    finished), or `total` seconds."""
     q = queue.Queue()
     driver.start(q.put)
     events = []
@@ -84,8 +85,8 @@ def collect(driver, count=None, idle=3.0, total=600.0, on_event=None):
             try:
                 e = q.get(timeout=0.1)
             except queue.Empty:
-                if time.monotonic() - last > idle and (count is None or events):
-                    break
+                if time.monotonic() - last > idle:
+                    break      # nothing for `idle` seconds: the technician has finished
                 continue
             if on_event:
                 on_event(e)

@@ -316,3 +316,39 @@ def test_monitor_scanner_reads_through_the_codebook(shoe, tmp_path, capsys):
     assert any(f"event=CardRead card={first[0]}" in line for line in out)
     assert any("event=CardUnreadable" in line and "%%??" in line for line in out)
     assert main(["monitor", "--device", "scanner", "--port", s.path]) == 2   # needs the codebook
+
+
+def test_templates_from_live_frames_of_the_virtual_camera(tmp_path, capsys):
+    from drivers.camera.synth import default_zones, scene
+    z = default_zones()
+    cal = tmp_path / "calibration.toml"
+    cal.write_text("[zones]\n" + "".join(f"{n} = {[[round(x), round(y)] for x, y in p]}\n"
+                                          for n, p in z.items()))
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    i = 0
+    empty, _ = scene({}, z, "clean", seed=1)
+    for k, c in enumerate(CARDS):          # each card lies there a few frames, then is taken away
+        f, _ = scene({"seat_4": c}, z, "clean", seed=2000 + k)
+        for img in (f, f, f, empty):
+            cv2.imwrite(str(frames / f"{i:05d}.png"), img)
+            i += 1
+    assert main(["camera", "templates", "--source", str(frames), "--calibration", str(cal),
+                 "--zone", "seat_4", "--out", str(tmp_path / "t")]) == 0
+    labels = write_photos(tmp_path / "check", [3])
+    capsys.readouterr()
+    assert main(["camera", "accuracy", "--templates", str(tmp_path / "t"), "--labels", labels,
+                 "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["wrong"] == 0 and r["correct"] / r["photos"] >= 0.9
+
+
+def test_a_wrong_baud_rate_is_named(shoe, tmp_path, capsys):
+    s = shoe(decks=1)
+    # at the wrong speed a UART delivers garbage: bytes with no frame in them
+    noise = bytes(range(0x80, 0xff)) * 4
+    later(lambda: [os.write(s.master, noise + b"\r\n") for _ in range(6)], 0.5)
+    rc = main(["verify-deck", "--port", s.path, "--operator", "x", "--report-dir", str(tmp_path),
+               "--idle", "1.0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "wrong baud rate?" in err
