@@ -53,6 +53,15 @@ def sweep(source, zones, decode_zone, settings):
     return best, results
 
 
+def _save_templates(samples, out_dir):
+    try:
+        t = Templates.capture(samples)
+    except ValueError as e:
+        raise ToolError(str(e)) from None
+    t.save(out_dir)
+    return t
+
+
 def templates_from_labels(csv_path, out_dir):
     """Templates from labelled still photos: CSV columns image,rank,suit, one card per photo,
     image paths relative to the CSV."""
@@ -73,12 +82,7 @@ def templates_from_labels(csv_path, out_dir):
         if len(quads) != 1:
             raise ToolError(f"{row['image']}: expected one card in the photo, found {len(quads)}")
         samples.append((rectify(img, quads[0]), card))
-    try:
-        t = Templates.capture(samples)
-    except ValueError as e:
-        raise ToolError(str(e)) from None
-    t.save(out_dir)
-    return t
+    return _save_templates(samples, out_dir)
 
 
 def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=100000):
@@ -106,12 +110,7 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
         samples.append((rectify(crop, quads[0]), order[len(samples)]))
     if len(samples) < len(order):
         raise ToolError(f"captured {len(samples)} of {len(order)} cards: the source ended first")
-    try:
-        t = Templates.capture(samples)
-    except ValueError as e:
-        raise ToolError(str(e)) from None
-    t.save(out_dir)
-    return t
+    return _save_templates(samples, out_dir)
 
 
 def recognize(images, templates_dir):

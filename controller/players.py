@@ -63,15 +63,18 @@ class ChartPlayer:
         return self.chart[("hard", row)][col]
 
     def decide(self, rnd, seat, hand, allowed):
-        s = rnd.seats[rnd.seat_pos(seat)]
-        h = s.hands[hand]
-        code = self.code(h, rnd.up_card, "split" in allowed)
+        h = rnd.seats[rnd.seat_pos(seat)].hands[hand]
+        return self.move(h, rnd.up_card, allowed, rnd.profile.double_after_split)
+
+    def move(self, h, up, allowed, double_after_split=True):
+        """The chart's move for hand `h` against `up`, among the `allowed` ones."""
+        code = self.code(h, up, "split" in allowed)
         if code == "Ph":
-            code = "P" if rnd.profile.double_after_split else "H"
+            code = "P" if double_after_split else "H"
         if code == "P":
             if "split" in allowed:
                 return "split"
-            code = self.code(h, rnd.up_card, False)  # cannot split: play the total
+            code = self.code(h, up, False)  # cannot split: play the total
         if code in ("D", "Ds"):
             return "double" if "double" in allowed else ("hit" if code == "D" else "stand")
         if code in ("Rh", "Rs"):

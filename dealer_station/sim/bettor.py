@@ -156,19 +156,8 @@ class BettingSystem:
         if self.level == "easy":
             action = "hit" if Hand(tuple(cards)).total < 17 else "stand"
         else:
-            code = self.chart.code(Hand(tuple(cards)), self.up, "split" in allowed)
-            action = {"H": "hit", "S": "stand", "P": "split", "Ph": "split", "D": "double",
-                      "Ds": "double", "Rh": "surrender", "Rs": "surrender"}[code]
-            if action not in allowed:
-                fallback = {"double": "hit" if code == "D" else "stand",
-                            "surrender": "hit" if code == "Rh" else "stand"}.get(action)
-                if action == "split":
-                    code = self.chart.code(Hand(tuple(cards)), self.up, False)
-                    fallback = {"H": "hit", "S": "stand", "D": "double", "Ds": "double",
-                                "Rh": "hit", "Rs": "stand"}[code]
-                    if fallback == "double" and "double" not in allowed:
-                        fallback = "hit" if code == "D" else "stand"
-                action = fallback
+            action = self.chart.move(Hand(tuple(cards)), self.up, allowed,
+                                     self.profile.double_after_split)
         if action == "split":
             c0, c1 = cards
             self.hands[seat][h:h + 1] = [[c0], [c1]]

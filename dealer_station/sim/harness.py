@@ -193,8 +193,6 @@ class Harness:
             self.bs.command({"type": "resume"})
         elif t == "shuffle_due":
             self.state = "shuffle"
-        elif t in ("burn_complete", "round_result", "round_voided"):
-            pass
         if t in ("burn_complete", "round_result", "round_voided") or (
                 t == "shoe_started" and not m["burn"]):
             self.state = "ready"
