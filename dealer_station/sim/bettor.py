@@ -16,6 +16,7 @@ from controller.blackjack import Hand
 from controller.players import ChartPlayer, chart_for
 from controller.settlement import settle
 from controller.strategy_charts import STANDARD
+from dealer_station.mqtt_link import no_delay
 
 # The fields every output must carry (docs/protocol.md); a message without them is a protocol error.
 REQUIRED = {
@@ -55,6 +56,7 @@ class BettingSystem:
                         protocol=mqtt.MQTTv5)
         c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(f"{self.base}/events", qos=1)
         c.on_message = self._message
+        no_delay(c)
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = 3600
         c.connect(host, port, clean_start=False, properties=props)

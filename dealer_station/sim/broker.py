@@ -49,7 +49,7 @@ class Broker:
             f.write(f"listener {self.port} 127.0.0.1\n{auth}"
                     f"persistence true\npersistence_location {self.dir}/\n"
                     f"autosave_interval 1\nautosave_on_changes true\n"
-                    f"max_queued_messages 100000\n{extra}")
+                    f"max_queued_messages 100000\nset_tcp_nodelay true\n{extra}")
             if os.geteuid() == 0:  # as root Mosquitto drops to its own user, who cannot write here
                 f.write("user root\n")
         self.proc = None

@@ -232,13 +232,7 @@ class Harness:
         while self.rounds == 0 or self.resulted + self.voided < self.rounds:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"table-sim: stuck after {self.resulted} rounds")
-            burst = []
-            try:
-                burst.append(self.bs.events.get(timeout=0.15))
-                while True:
-                    burst.append(self.bs.events.get_nowait())
-            except queue.Empty:
-                pass
+            burst = self._burst()
             for m in burst:
                 self.note(m)
             if self.rss_start is None and self.resulted >= 10:
@@ -247,11 +241,11 @@ class Harness:
             if live and live[-1]["type"] in ANNOUNCEMENTS and live[-1]["seq"] > acted:
                 acted = live[-1]["seq"]
                 self.act(live[-1])
-            elif not burst and self.roulette:
+            elif self.roulette and not burst:
                 n = self.resulted + self.voided + 1     # the wheel runs the rounds by itself
                 for f in self.faults.pop(n, []):
                     self._fault(f)
-            elif not burst:
+            elif not live or live[-1]["type"] not in ANNOUNCEMENTS:
                 if self.state == "ready" and (self.rounds == 0 or self.started < self.rounds):
                     n = self.started + 1
                     for f in self.faults.pop(n, []):
@@ -263,6 +257,18 @@ class Harness:
                     self._load_shoe()
             if not self.plain:
                 self.draw()
+
+    def _burst(self):
+        """The messages that arrived together: waits up to 0.15 s for the first, then takes what
+        follows within 5 ms (one engine step's outputs arrive back to back)."""
+        burst = []
+        try:
+            burst.append(self.bs.events.get(timeout=0.15))
+            while True:
+                burst.append(self.bs.events.get(timeout=0.005))
+        except queue.Empty:
+            pass
+        return burst
 
     def draw(self):
         lines = ["\x1b[2J\x1b[H" + f"dealer-station simulated table: {self.profile.name}   "
