@@ -16,7 +16,7 @@ ANNOUNCEMENTS = frozenset(("awaiting_card", "awaiting_decision", "insurance_offe
 
 class Table:
     __slots__ = ("profile", "phase", "shoe", "round", "rounds", "shoes", "last_round", "paused",
-                 "pending", "seen")
+                 "pending", "seen", "finished", "early")
 
     def but(self, **kw):
         t = Table.__new__(Table)
@@ -30,6 +30,8 @@ class Table:
         t.paused = self.paused
         t.pending = self.pending
         t.seen = self.seen
+        t.finished = self.finished
+        t.early = self.early
         for k, v in kw.items():
             setattr(t, k, v)
         return t
@@ -52,6 +54,12 @@ def new_table(profile):
     t.paused = None          # the reason, while paused
     t.pending = ()           # irregular reads awaiting resume or void: (kind, card, expectation)
     t.seen = ()              # (zone, card) the camera confirmed in the round under way
+    # (round, ((zone, cards), ...), seen) of the round that just ended with a result: the camera
+    # may confirm its last cards after the result (it sees a card some frames after the shoe)
+    t.finished = None
+    # (zone, card) the camera saw where the table waits for a card, before the shoe's read came
+    # (a resend, a replugged cable): checked when the shoe's card for that place arrives
+    t.early = ()
     return t
 
 
@@ -167,7 +175,24 @@ def _deliver(t, card, source, e, logged=False):
     if e[1] == "burn":
         return _burn(t.but(shoe=shoe), card)
     rnd, out = t.game.on_card(t.round, card)
-    return _after_round_step(t.but(shoe=shoe, round=rnd), out)
+    t = t.but(shoe=shoe, round=rnd)
+    zone = zone_of(e)
+    early = next((x for x in t.early if x[0] == zone), None)
+    if early is None:
+        return _after_round_step(t, out)
+    t = t.but(early=tuple(x for x in t.early if x is not early))
+    if early[1] == card:
+        i = next(i for i, o in enumerate(out) if o["type"] == "card_dealt") + 1
+        out = out[:i] + [{"type": "card_confirmed", "round": rnd.number, "card": card,
+                          "zone": zone}] + out[i:]
+        return _after_round_step(t.but(seen=t.seen + (early,)), out)
+    detail = {"zone": zone, "seen": early[1], "read": [card]}
+    t, out = _after_round_step(t, out)
+    if t.round is None:      # that card ended the round: the result stands, reported for review
+        return t, out + [{"type": "irregularity", "code": "source_mismatch", "round": rnd.number,
+                          "detail": {**detail, "after_result": True}}]
+    t, more = _irregular(t, "source_mismatch", detail, ("seen", early[1], None))
+    return t, out + more
 
 
 def _burn(t, card):
@@ -193,7 +218,8 @@ def _after_round_step(t, out):
     rnd = t.round
     if not (rnd.phase == "over" if t.profile.game == "blackjack" else rnd.over):
         return t, out
-    return _round_ended(t.but(round=None), out)
+    done = (rnd.number, tuple((z, tuple(c)) for z, c in zone_cards(t).items()), t.seen)
+    return _round_ended(t.but(round=None, finished=done), out)
 
 
 def _round_ended(t, out):
@@ -287,13 +313,13 @@ def _betting_closed(t, ev):
             raise Rejected("malformed", f"betting_closed.seats: no seat {bad[0]} at this table (1-{p.seats})")
         rnd, out = blackjack.start(p, t.rounds + 1, seats)
     if t.phase == "burn":  # the round may not be dealt before the burn is complete
-        t = t.but(round=rnd, rounds=rnd.number, seen=())
+        t = t.but(round=rnd, rounds=rnd.number, seen=(), finished=None, early=())
         t2, more = _irregular(t, "burn_incomplete", {"required": t.shoe.burn_required,
                                                      "burned": t.shoe.burned,
                                                      "exposed": t.shoe.exposed},
                               ("burn_incomplete", None, None))
         return t2, out + more
-    t = t.but(round=rnd, rounds=rnd.number, phase="round", seen=())
+    t = t.but(round=rnd, rounds=rnd.number, phase="round", seen=(), finished=None, early=())
     return t, out
 
 
@@ -353,7 +379,7 @@ def _void_round(t, ev):
         raise Rejected("no_round", "no round is under way to void")
     out = [{"type": "round_voided", "round": t.round.number, "reason": ev["reason"],
             **_pending_summary(t.pending)}]
-    t = t.but(round=None, paused=None, pending=())
+    t = t.but(round=None, paused=None, pending=(), finished=None)
     if t.phase == "burn":
         return t, out + announce(t)
     t, out = _round_ended(t, out)
@@ -386,7 +412,9 @@ def _card_seen(t, ev):
     _no_cards(t, "card_seen")
     card, zone = ev["card"], ev["zone"]
     if t.round is None and not (t.paused and t.pending):
-        raise Rejected("no_round", "no round is under way: nothing to check the camera against")
+        if t.finished is None:
+            raise Rejected("no_round", "no round is under way: nothing to check the camera against")
+        return _seen_after_result(t, card, zone)
     misread = next((p for p in t.pending if p[0] == "misread" and p[2] is not None
                     and p[2][0] == "card" and zone_of(p[2]) == zone), None)
     if t.paused and misread is not None:
@@ -404,6 +432,11 @@ def _card_seen(t, ev):
     if zc.get(zone, []).count(card) > confirmed:
         return t.but(seen=t.seen + ((zone, card),)), [
             {"type": "card_confirmed", "round": t.round.number, "card": card, "zone": zone}]
+    if confirmed:
+        return t, []     # seen again (a hand hid it a while, the daemon restarted): nothing new
+    if (e is not None and e[0] == "card" and e[1] != "burn" and zone_of(e) == zone
+            and not any(z == zone for z, _ in t.early)):
+        return t.but(early=t.early + ((zone, card),)), []    # ahead of the shoe's read
     for other, cards in zc.items():
         done = sum(1 for z, c in t.seen if (z, c) == (other, card))
         if other != zone and cards.count(card) > done:
@@ -415,6 +448,28 @@ def _card_seen(t, ev):
             unconfirmed.remove(c)
     return _irregular(t, "source_mismatch", {"zone": zone, "seen": card, "read": unconfirmed},
                       ("seen", card, None))
+
+
+def _seen_after_result(t, card, zone):
+    """The camera reports a card of the round that has just ended. A match confirms it; anything
+    else is reported for review (the result is out and settled: nothing left to pause)."""
+    number, zones, seen = t.finished
+    zc = dict(zones)
+    t2 = t.but(finished=(number, zones, seen + ((zone, card),)))
+    done = sum(1 for z, c in seen if (z, c) == (zone, card))
+    if zc.get(zone, ()).count(card) > done:
+        return t2, [{"type": "card_confirmed", "round": number, "card": card, "zone": zone}]
+    if done:
+        return t, []     # seen again
+    unconfirmed = list(zc.get(zone, ()))
+    for z, c in seen:
+        if z == zone and c in unconfirmed:
+            unconfirmed.remove(c)
+    other = next((z for z, cards in zones if z != zone and card in cards), None)
+    detail = ({"card": card, "zone": zone, "expected_zone": other} if other else
+              {"zone": zone, "seen": card, "read": unconfirmed})
+    return t2, [{"type": "irregularity", "code": "misplaced_card" if other else "source_mismatch",
+                 "round": number, "detail": {**detail, "after_result": True}}]
 
 
 def _winning_number(t, ev):

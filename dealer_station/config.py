@@ -76,6 +76,7 @@ SCHEMA = {
         "hold_s": Key(float, 1.0, lo=0.2, hi=5.0),
         "bounce_ms": Key(int, 50, lo=0, hi=500),
         "pins": Key(dict, None),
+        "mock_socket": Key(str, None),
     },
     "wheel": {
         "enabled": Key(bool, False),
@@ -172,6 +173,9 @@ def check_config(data):
                               f"{', '.join(BUTTONS + LIGHTS + SEAT_LIGHTS + ('buzzer',))})")
             elif not isinstance(pin, int) or isinstance(pin, bool) or not 0 <= pin <= 27:
                 errors.append(f"panel.pins.{name}: a BCM GPIO number 0-27, got {pin!r}")
+        if panel["mock_socket"] and panel["pin_factory"] != "mock":
+            errors.append("panel.mock_socket: only mock pins are driven through a socket "
+                          f"(pin_factory is {panel['pin_factory']!r})")
         if len(set(pins.values())) != len(pins):
             errors.append("panel.pins: a GPIO pin is given to two parts")
     wheel = cfg["wheel"]

@@ -110,7 +110,8 @@ class Daemon:
         if not c["enabled"]:
             return None
         from drivers.panel import Panel, make_pin_factory
-        return Panel(c["pins"], make_pin_factory(c["pin_factory"]), c["hold_s"], c["bounce_ms"] / 1000)
+        self.pin_factory = make_pin_factory(c["pin_factory"], c["mock_socket"])
+        return Panel(c["pins"], self.pin_factory, c["hold_s"], c["bounce_ms"] / 1000)
 
     def _shoe_resume(self):
         """Where the shoe's sequence stood at our last journaled shoe event, or at the baseline
@@ -213,6 +214,7 @@ class Daemon:
             self.shoe.close()
         if self.panel is not None:
             self.panel.close()
+            self.pin_factory.close()
         if self.camera is not None:
             self.camera.close()
         if self.wheel is not None:

@@ -124,35 +124,52 @@ def table_main(argv):
     """table-sim --profile NAME --rounds N --seed S [--faults FILE] [--speed X]
     [--broker mqtt://HOST:PORT] [--report FILE.json] [--plain]"""
     import json
+    import signal
+    from .sim import scenario
     from .sim.harness import Harness
     ap = argparse.ArgumentParser(prog="table-sim", description="a whole simulated table: the real "
-                                 "daemon, a broker, a virtual shoe, a simulated dealer and betting system")
-    ap.add_argument("--profile", default="luxury21")
-    ap.add_argument("--rounds", type=int, default=0, help="rounds to play (0: until stopped)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--faults", help='JSON file: [{"round": 3, "fault": "corrupt_frame"}, ...]')
+                                 "daemon, a broker, a virtual shoe or wheel, a virtual camera, the "
+                                 "dealer panel on mock pins, a simulated dealer and betting system")
+    ap.add_argument("--profile", default=None, help="luxury21 (the default), european, lucky7, "
+                    "punto_banco, roulette")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds to play (0: until stopped)")
+    ap.add_argument("--seed", type=int, default=None, help="the shoe's (or wheel's) seed")
+    ap.add_argument("--faults", "--scenario", dest="scenario",
+                    help='a scenario file (JSON): {"seed", "rounds", "players", "faults"} or a '
+                         'list of faults [{"round": 3, "fault": "corrupt_frame"}, ...]')
     ap.add_argument("--speed", type=float, default=1.0, help="0: as fast as the table goes")
     ap.add_argument("--broker", help="mqtt://HOST:PORT: use this broker, start none")
     ap.add_argument("--report", help="write the JSON report here")
     ap.add_argument("--plain", action="store_true", help="log lines instead of the live view")
-    ap.add_argument("--level", choices=["easy", "normal", "hard"], default="hard")
+    ap.add_argument("--level", choices=scenario.LEVELS, default="hard",
+                    help="the computer players' level where the scenario names none")
+    ap.add_argument("--no-camera", action="store_true", help="run without the virtual camera")
     a = ap.parse_args(argv)
-    faults = json.load(open(a.faults)) if a.faults else []
-    h = Harness(a.profile, a.rounds, a.seed, faults, a.speed, a.broker,
-                plain=a.plain or not sys.stdout.isatty(), level=a.level)
-    import signal
+    try:
+        sc = scenario.load(a.scenario) if a.scenario else scenario.parse([])
+        profile = a.profile or sc.get("profile") or "luxury21"
+        h = Harness(profile, a.rounds if a.rounds is not None else sc.get("rounds", 0),
+                    a.seed if a.seed is not None else sc.get("seed", 1), sc["faults"], a.speed,
+                    a.broker, plain=a.plain or not sys.stdout.isatty(), level=a.level,
+                    players=sc["players"], camera=not a.no_camera)
+    except ValueError as e:          # a bad scenario, an unknown profile or fault
+        print(f"table-sim: {e}", file=sys.stderr)
+        return 2
 
     def stop(*_):      # a TERM stops the table like Ctrl-C: report, then stop the children
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, stop)
-    h.start()
+    report = None
     try:
+        h.start()
         h.play()
     except KeyboardInterrupt:
         pass
     finally:
-        report = h.report()
-        h.close()
+        try:
+            report = h.report()
+        finally:
+            h.close()
     text = json.dumps(report, indent=1)
     if a.report:
         with open(a.report, "w") as f:

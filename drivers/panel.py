@@ -111,9 +111,13 @@ def panel_view(expectation, table):
             "paused": bool(table.paused)}
 
 
-def make_pin_factory(name):
-    """The pin factory named in the configuration, created explicitly."""
+def make_pin_factory(name, mock_socket=None):
+    """The pin factory named in the configuration, created explicitly. `mock_socket`: mock pins
+    that the table simulator drives through a Unix socket (drivers/pin_bridge.py)."""
     if name == "mock":
+        if mock_socket:
+            from .pin_bridge import BridgedMockFactory
+            return BridgedMockFactory(mock_socket)
         from gpiozero.pins.mock import MockFactory
         return MockFactory()
     if name == "native":

@@ -114,6 +114,24 @@ class VirtualShoe:
     def foreign_next(self, card="As"):
         self._fault.append(("foreign", card))
 
+    def plant_foreign(self):
+        """A card of another deck hidden in the shoe: the last card before the cut card becomes
+        one more copy of a card, and the genuine copies of that card still behind the cut are
+        moved ahead of it (an order the shuffle could have made), so the table reads the card
+        once more than the shoe holds. Returns (card, position), or None when the cut card is out
+        or too few cards are left before it. reload() takes the foreign card out again."""
+        with self._lock:
+            if self.cut_at is None or self.cut_at - 1 - self.next <= 2 * self.decks:
+                return None
+            start, end, cards = self.next, self.cut_at - 1, self.cards
+            card = cards[start]
+            behind = [i for i in range(end, len(cards)) if cards[i] == card]
+            free = [i for i in range(start + 1, end) if cards[i] != card]
+            for i, j in zip(behind, reversed(free)):
+                cards[i], cards[j] = cards[j], cards[i]
+            cards[end] = card
+            return card, end
+
     def stall(self, on=True):
         """The line stalls: nothing is sent (not even heartbeats) until stall(False)."""
         with self._lock:
@@ -128,7 +146,8 @@ class VirtualShoe:
     def reload(self, seed, cut_from_back=None):
         """The dealer shuffles and loads the shoe again (same decks, a new order)."""
         with self._lock:
-            self.cards = sorted(self.cards, key=CARDS.index)
+            # the genuine decks (a planted foreign card is out of play after its round)
+            self.cards = sorted(list(CARDS) * self.decks, key=CARDS.index)
             random.Random(seed).shuffle(self.cards)
             seen = collections.Counter()
             self.deck_of = []

@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from controller import profile_from_mapping
+from controller import expect, profile_from_mapping
 from controller.cards import CARDS
 from drivers.camera.driver import CameraDriver, CardSeen, Zones
 from drivers.camera.recognize import PyzbarDecoder, Templates, VisualRecognizer, ZxingDecoder
@@ -145,6 +145,8 @@ def test_camera_confirms_a_card_where_the_engine_sent_it():
     assert out == [{"type": "card_confirmed", "round": 1, "card": "Ts", "zone": "seat_1"}]
     out = r.feed({"type": "card_seen", "card": "5c", "zone": "dealer"})
     assert out[0]["type"] == "card_confirmed"
+    # the tracker reports a card again after losing it for a while (a hand over it, a restart)
+    assert r.feed({"type": "card_seen", "card": "Ts", "zone": "seat_1"}) == []
 
 
 def test_right_card_wrong_zone_is_a_misplaced_card():
@@ -185,6 +187,42 @@ def test_camera_as_the_card_source_for_a_table_without_a_shoe_scanner():
                                       "seat": None, "hand": None, "face": "up"}
     out = r.feed({"type": "card_seen", "card": "Kh", "zone": "player"})   # the banker's turn
     assert one(out, "irregularity")["code"] == "misplaced_card"
+
+
+def test_the_camera_confirms_the_last_cards_after_the_result_and_reports_a_late_mismatch():
+    """The shoe's last card ends the round at once; the camera sees it some frames later."""
+    r = ready("punto_banco")
+    r.close()
+    out = r.feed("9s", "Kh", "Tc", "3d")          # player 9 natural: the result, no third cards
+    assert one(out, "round_result")["round"] == 1
+    out = r.feed({"type": "card_seen", "card": "3d", "zone": "banker"})
+    assert out == [{"type": "card_confirmed", "round": 1, "card": "3d", "zone": "banker"}]
+    assert r.feed({"type": "card_seen", "card": "3d", "zone": "banker"}) == []   # seen again
+    out = r.feed({"type": "card_seen", "card": "4d", "zone": "banker"})
+    irr = one(out, "irregularity")
+    assert irr["code"] == "source_mismatch" and irr["round"] == 1 and irr["detail"]["after_result"]
+    assert irr["detail"]["read"] == ["Kh"]
+    assert not [o for o in out if o["type"] == "round_paused"]      # settled: nothing to pause
+    out = r.feed({"type": "card_seen", "card": "9s", "zone": "banker"})     # the player's card
+    assert one(out, "irregularity")["code"] == "misplaced_card"
+    r.close()                                      # the next round: the old one is history
+    assert one(r.feed({"type": "card_seen", "card": "Kh", "zone": "banker"}),
+               "irregularity")["detail"].get("after_result") is None
+
+
+def test_a_card_seen_before_the_shoe_read_it_waits_for_the_read():
+    """A resend or a replugged cable delays the shoe's read; the camera is quicker."""
+    r = ready("punto_banco")
+    r.close()
+    assert r.feed({"type": "card_seen", "card": "9s", "zone": "player"}) == []
+    out = r.feed("9s")                             # the shoe's read arrives: the same card
+    assert [o["type"] for o in out][:2] == ["card_dealt", "card_confirmed"]
+    assert r.feed({"type": "card_seen", "card": "Kh", "zone": "banker"}) == []
+    out = r.feed("Qh")                             # the shoe read another card for that place
+    irr = one(out, "irregularity")
+    assert irr["code"] == "source_mismatch" and irr["detail"] == {"zone": "banker", "seen": "Kh",
+                                                                  "read": ["Qh"]}
+    assert one(out, "round_paused")["reason"] == "source_mismatch"
 
 
 def test_card_seen_is_validated():
@@ -262,6 +300,11 @@ def test_the_daemon_cross_checks_the_camera_against_the_shoe(tmp_path, monkeypat
             if i == len(placements):      # the same layout, with one more card on it
                 frames.put(f)
         run(2.0)
+        if (e := expect(d.table)) and e[:2] == ("card", "player"):
+            # seen where the table waits for the player's third card: held until the shoe's
+            # read for that place arrives, and then found different
+            assert d.table.early and shoe.deal() != d.table.early[0][1]
+            run(0.5)
         outs = [json.loads(r[0]) for r in d.journal.db.execute("SELECT body FROM outbox")]
         assert [o["code"] for o in outs if o["type"] == "irregularity"] == ["source_mismatch"]
     finally:

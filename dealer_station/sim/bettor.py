@@ -34,12 +34,14 @@ REQUIRED = {
 
 
 class BettingSystem:
-    def __init__(self, host, port, table, profile, seed=1, level="hard", prefix="dealer-station/v1"):
+    def __init__(self, host, port, table, profile, seed=1, level="hard", prefix="dealer-station/v1",
+                 players=None):
         self.base = f"{prefix}/{table}"
         self.profile = profile
         self.rng = random.Random(seed)
         self.level = level
-        self.chart = ChartPlayer(chart_for(profile) if level == "hard" else STANDARD)
+        self.levels = dict(players or {})     # seat -> easy | normal | hard (else `level`)
+        self.charts = {"normal": ChartPlayer(STANDARD), "hard": ChartPlayer(chart_for(profile))}
         self.events = queue.Queue()
         self.last = 0
         self.held = {}
@@ -51,6 +53,7 @@ class BettingSystem:
         self.voided = {}
         self.hands = {}           # seat -> [[cards]] of the round under way
         self.up = None
+        self.table_cards = {}     # baccarat: player / banker -> cards of the round under way
         self.lock = threading.Lock()
         c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bs-{table}-{uuid.uuid4().hex[:6]}",
                         protocol=mqtt.MQTTv5)
@@ -138,6 +141,10 @@ class BettingSystem:
             hands[m["hand"]].append(m["card"])
         elif t == "card_dealt" and m["to"] == "dealer" and m["card"] and self.up is None:
             self.up = m["card"]
+        elif t == "card_dealt" and m["to"] in ("player", "banker"):
+            self.table_cards.setdefault(m["to"], []).append(m["card"])
+        elif t == "round_started":
+            self.table_cards = {}
         elif t == "round_result":
             self.results[m["round"]] = m
             self._settle(m["round"], m)
@@ -155,11 +162,12 @@ class BettingSystem:
         allowed moves, never the hole card."""
         seat, h, allowed = m["seat"], m["hand"], m["allowed"]
         cards = self.hands[seat][h]
-        if self.level == "easy":
+        level = self.levels.get(seat, self.level)
+        if level == "easy":
             action = "hit" if Hand(tuple(cards)).total < 17 else "stand"
         else:
-            action = self.chart.move(Hand(tuple(cards)), self.up, allowed,
-                                     self.profile.double_after_split)
+            action = self.charts[level].move(Hand(tuple(cards)), self.up, allowed,
+                                             self.profile.double_after_split)
         if action == "split":
             c0, c1 = cards
             self.hands[seat][h:h + 1] = [[c0], [c1]]

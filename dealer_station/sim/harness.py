@@ -1,46 +1,45 @@
 """`table-sim --profile NAME`: the real daemon (a subprocess) on a simulated table: a private
-Mosquitto (unless --broker), the virtual shoe on a pty, a simulated dealer and a simulated betting
+Mosquitto (unless --broker), the virtual shoe on a pty (or the virtual wheel), the virtual camera
+(an MJPEG stream), the dealer panel on mock pins, a simulated dealer and a simulated betting
 system, with scripted faults, a live view and a report."""
-import json
 import os
 import queue
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 
-from controller import get_profile, new_table, step
-from controller.settlement import settle
+from controller import get_profile
 from drivers.virtual_shoe import VirtualShoe
 
+from . import scenario
 from .bettor import BettingSystem
 from .broker import Broker
+from .dealer_panel import SimPanel
+from .report import build_report
+from .view import draw
 
 ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered")
-FAULTS = ("corrupt_frame", "drop_frame", "unreadable_card", "foreign_card", "double_fire",
-          "unplug_shoe", "card_out_of_turn", "broker_restart", "daemon_kill",
-          "miss_spin", "failed_launch", "no_ball", "garbled_packet")
-WHEEL_FAULTS = ("miss_spin", "failed_launch", "no_ball", "garbled_packet")
+QUIET = ("rejected", "card_confirmed")     # change nothing the dealer waits on
+FAULTS, WHEEL_FAULTS = scenario.FAULTS, scenario.WHEEL_FAULTS
+IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identify a misread card
 
 
 class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
-                 out=sys.stdout, workdir=None, level="hard"):
+                 out=sys.stdout, workdir=None, level="hard", players=None, camera=True):
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
         self.seed = seed
+        faults = scenario.parse(list(faults))["faults"]
+        scenario.check_for_table(faults, self.profile.game)
         self.faults = {}
         for f in faults:
-            if f["fault"] not in FAULTS:
-                raise SystemExit(f"table-sim: unknown fault {f['fault']!r}; known: {', '.join(FAULTS)}")
-            if (f["fault"] in WHEEL_FAULTS) != self.roulette and f["fault"] not in (
-                    "broker_restart", "daemon_kill"):
-                raise SystemExit(f"table-sim: fault {f['fault']!r} is not for a {self.profile.game} table")
-            self.faults.setdefault(int(f["round"]), []).append(f["fault"])
+            self.faults.setdefault(f["round"], []).append(f["fault"])
+        self.injected = Counter()
         self.delay = 0.0 if speed <= 0 else 0.25 / speed      # a dealer's time per action
         self.period = 0.02 if speed <= 0 else 0.5 / speed     # the wheel's status period
         self.broker_url = broker
@@ -49,10 +48,21 @@ class Harness:
         self.own_dir = workdir is None          # a temporary directory: removed at close
         self.dir = workdir or tempfile.mkdtemp(prefix="table-sim-")
         self.level = level
+        self.players = players or {}
+        self.use_camera = camera and not self.roulette
         self.shoes = 0
         self.started = self.resulted = self.voided = 0
         self.pending_fault = []
         self.view_lines = []
+        self.unresolved = []      # irregularity codes raised since the last resume or void
+        self.resolutions = {}     # code -> Counter(resumed=, voided=)
+        self.pause = None         # (reason, since) while the table is paused
+        self.pressed_at = None    # when the pit boss last pressed a button for this pause
+        self.identified = False
+        self.foreign_armed = False
+        self.waiting = "the shoe"
+        self.last_zone = None
+        self.tcam = None
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -65,12 +75,14 @@ class Harness:
                       f'failed_launch_s = {max(0.05, 3 * k)}\nno_ball_s = {max(0.05, 5 * k)}\n\n')
         else:
             device = f'[shoe]\nprotocol = "v1"\nurl = "{self.shoe.path}"\nresend_timeout_ms = 150\n\n'
+        calibration = f'calibration = "{self.tcam.path}"\n' if self.tcam else ""
         with open(path, "w") as f:
-            f.write(f'[table]\nid = "sim"\nprofile = "{p.name}"\n\n' + device +
+            f.write(f'[table]\nid = "sim"\nprofile = "{p.name}"\n{calibration}\n' + device +
                     f'[broker]\nhost = "{host}"\nport = {port}\nreconnect_min_s = 1\nreconnect_max_s = 1\n\n'
                     f'[timers]\ndecision_s = 0\ninsurance_s = 0\nvoid_after_outage_s = 0\n\n'
                     f'[paths]\njournal = "{os.path.join(self.dir, "journal.sqlite")}"\n\n'
-                    f'[metrics]\nport = 0\n')
+                    f'[metrics]\nport = 0\n\n' + self.panel.config()
+                    + (self.tcam.config() if self.tcam else ""))
         return path
 
     def _start_daemon(self):
@@ -98,9 +110,15 @@ class Harness:
             self.shoe = VirtualShoe(decks=p.decks, seed=self.seed, cut_from_back=p.cut_card_from_back,
                                     heartbeat=0.3)
             self.shoe.start()
+        if self.use_camera:
+            from .table_camera import TableCamera
+            self.tcam = TableCamera(p.game, self.dir)
+            self.tcam.start()
+        self.panel = SimPanel(os.path.join(self.dir, "panel.sock"))
         self.config = self._config(host, port)
         self._start_daemon()
-        self.bs = BettingSystem(host, port, "sim", p, seed=self.seed, level=self.level)
+        self.bs = BettingSystem(host, port, "sim", p, seed=self.seed, level=self.level,
+                                players=self.players)
         time.sleep(0.8)
         if not self.roulette:
             self._load_shoe()
@@ -109,7 +127,9 @@ class Harness:
         self.shoes += 1
         if self.shoes > 1:
             self.shoe.reload(self.seed * 1000 + self.shoes, self.profile.cut_card_from_back)
-        self.bs.command({"type": "shoe_loaded"})
+            if self.foreign_armed:
+                self._plant_foreign()
+        self.panel.hold("shoe_loaded")        # the dealer's long press after shuffle and cut
 
     def close(self):
         self.bs.close()
@@ -119,7 +139,7 @@ class Harness:
                 self.daemon.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.daemon.kill()
-        for device in (self.shoe, self.wheel):
+        for device in (self.shoe, self.wheel, self.tcam):
             if device is not None:
                 device.close()
         if self.broker:
@@ -128,29 +148,32 @@ class Harness:
             import shutil
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    # -- play -----------------------------------------------------------------------------------
+    # -- faults ---------------------------------------------------------------------------------
 
     def _fault(self, name):
-        w = self.wheel
+        self.injected[name] += 1
+        w, s = self.wheel, self.shoe
         if name in WHEEL_FAULTS:
             {"miss_spin": w.miss_spin_next, "failed_launch": lambda: w.failed_launch_next(400),
              "no_ball": lambda: w.no_ball_next(400), "garbled_packet": w.garble_next}[name]()
-            self.say(f"fault injected: {name}")
-            return
-        s = self.shoe
-        simple = {} if s is None else {
-            "corrupt_frame": s.corrupt_next, "drop_frame": s.drop_next,
-            "unreadable_card": s.unreadable_next, "double_fire": s.double_fire_next}
-        if name in simple:
-            simple[name]()
+        elif name in ("corrupt_frame", "drop_frame", "unreadable_card", "double_fire"):
+            {"corrupt_frame": s.corrupt_next, "drop_frame": s.drop_next,
+             "unreadable_card": s.unreadable_next, "double_fire": s.double_fire_next}[name]()
         elif name == "foreign_card":
-            s.foreign_next(s.cards[max(0, s.next - 1)])      # one more copy than the shoe holds
+            if self.profile.shuffle_every_round:
+                # a fresh 8-deck shoe every round: one card of another deck cannot be read more
+                # often than the shoe holds, so by the rule book it passes as a genuine card
+                s.foreign_next(s.cards[s.next])
+                self.say("fault: a foreign card slipped in (undetectable by count: one round per shuffle)")
+            else:
+                self.foreign_armed = True
+                self._plant_foreign()
         elif name == "unplug_shoe":
             s.unplug()
             time.sleep(0.5)
             s.replug()
-        elif name == "card_out_of_turn":
-            self.pending_fault.append("card_out_of_turn")
+        elif name in ("card_out_of_turn", "camera_disagrees"):
+            self.pending_fault.append(name)      # at the next decision / next card laid
         elif name == "broker_restart" and self.broker:
             self.broker.kill()
             time.sleep(0.8)
@@ -160,6 +183,13 @@ class Harness:
             self.daemon.wait()
             self._start_daemon()
         self.say(f"fault injected: {name}")
+
+    def _plant_foreign(self):
+        planted = self.shoe.plant_foreign()
+        if planted:
+            self.say(f"fault: a foreign {planted[0]} hidden at card {planted[1] + 1} of the shoe")
+
+    # -- the table ------------------------------------------------------------------------------
 
     def say(self, text):
         if self.plain:
@@ -171,6 +201,8 @@ class Harness:
         t = m["type"]
         self.bs.check(m)
         self.bs.note(m)
+        if self.tcam:
+            self.tcam.note(m)
         if t == "round_started":
             self.started += 1
             if self.roulette:
@@ -187,27 +219,79 @@ class Harness:
             self.say(f"round {m['round']}: {summary}")
         elif t == "round_voided":
             self.voided += 1
+            self._resolved("voided")
             self.say(f"round {m['round']} voided: {m['reason']}")
+        elif t == "irregularity":
+            if m["detail"].get("after_result"):
+                self.resolutions.setdefault(m["code"], Counter())["reported after the result"] += 1
+            else:
+                self.unresolved.append(m["code"])
+            if m["code"] == "foreign_card":
+                self.foreign_armed = False
+        elif t == "round_resumed":
+            self._resolved("resumed")
+            self.pause = self.pressed_at = None
         elif t == "round_paused":
-            self.say(f"paused: {m['reason']} (the pit boss resumes)")
-            self.bs.command({"type": "resume"})
+            self.pause, self.identified = (m["reason"], time.monotonic()), False
+            self.pressed_at = None
+        elif t == "card_identified":
+            self.identified = True
         elif t == "shuffle_due":
             self.state = "shuffle"
+        if t in ANNOUNCEMENTS:
+            self.waiting = {"awaiting_card": lambda: f"a card to {m['to']} {m['seat'] or ''}".strip(),
+                            "awaiting_decision": lambda: f"seat {m['seat']}'s decision",
+                            "insurance_offered": lambda: "insurance"}[t]()
+        elif t in ("round_result", "round_voided"):
+            self.waiting = "the next round"
         if t in ("burn_complete", "round_result", "round_voided") or (
                 t == "shoe_started" and not m["burn"]):
             self.state = "ready"
+            if t == "round_voided":
+                self.pause = self.pressed_at = None
         elif t == "round_started":
             self.state = "round"
+
+    def _resolved(self, how):
+        for code in self.unresolved:
+            self.resolutions.setdefault(code, Counter())[how] += 1
+        self.unresolved = []
+
+    def _pit_boss(self):
+        """The pit boss at a paused table: a foreign card voids the round (key and void);
+        a misread waits for the camera to identify the card (or goes to the discard rack);
+        anything else is cleared and the round goes on."""
+        reason, since = self.pause
+        if "foreign_card" in self.unresolved:
+            self.say(f"paused: {reason} (the pit boss voids the round with the key)")
+            self.panel.void_with_key()
+        else:
+            if reason == "misread" and self.tcam and not self.identified:
+                if time.monotonic() - since < IDENTIFY_WAIT_S:
+                    return
+                self.tcam.discard_last(self.last_zone)
+            self.say(f"paused: {reason} (the pit boss resumes)")
+            self.panel.press("resume")
+        self.pressed_at = time.monotonic()      # pressed: wait for the table to answer
 
     def act(self, m):
         t = m["type"]
         time.sleep(self.delay)
         if t == "awaiting_card":
-            self.shoe.deal()
+            card = self.shoe.deal()
+            if self.tcam:
+                self.last_zone = self.tcam.zone(m)
+                disagree = "camera_disagrees" in self.pending_fault and m["face"] == "up" and self.last_zone
+                if disagree:
+                    self.pending_fault.remove("camera_disagrees")
+                    self.tcam.cam.disagree_next()
+                self.tcam.lay(m, card)
+                if disagree:
+                    time.sleep(0.5)   # the camera's report lands before the next card is drawn
         elif t == "awaiting_decision":
-            if self.pending_fault:
-                self.pending_fault.pop()
-                self.shoe.deal()                # a card dealt out of turn
+            if "card_out_of_turn" in self.pending_fault:
+                self.pending_fault.remove("card_out_of_turn")
+                self.shoe.deal()                # a card dealt out of turn (to the discard rack)
             self.bs.decide(m)
         elif t == "insurance_offered":
             self.bs.command({"type": "insurance_closed"})
@@ -237,8 +321,12 @@ class Harness:
                 self.note(m)
             if self.rss_start is None and self.resulted >= 10:
                 self.rss_start = self.daemon_rss_mb()    # warmed up: imports done, caches full
-            live = [m for m in burst if m["type"] != "rejected"]
-            if live and live[-1]["type"] in ANNOUNCEMENTS and live[-1]["seq"] > acted:
+            live = [m for m in burst if m["type"] not in QUIET]
+            if self.pause is not None:
+                # pressed again if the table did not answer (it was restarting, say)
+                if self.pressed_at is None or time.monotonic() - self.pressed_at > 3:
+                    self._pit_boss()
+            elif live and live[-1]["type"] in ANNOUNCEMENTS and live[-1]["seq"] > acted:
                 acted = live[-1]["seq"]
                 self.act(live[-1])
             elif self.roulette and not burst:
@@ -246,17 +334,24 @@ class Harness:
                 for f in self.faults.pop(n, []):
                     self._fault(f)
             elif not live or live[-1]["type"] not in ANNOUNCEMENTS:
-                if self.state == "ready" and (self.rounds == 0 or self.started < self.rounds):
-                    n = self.started + 1
-                    for f in self.faults.pop(n, []):
-                        self._fault(f)
-                    self.state = "closing"
-                    self.bs.close_betting(n)
-                elif self.state == "shuffle":
-                    self.state = "loading"
-                    self._load_shoe()
+                self._between_rounds()
             if not self.plain:
-                self.draw()
+                draw(self)
+
+    def _between_rounds(self):
+        if self.state in ("ready", "shuffle") and self.tcam and self.tcam.ended_at is not None:
+            if not self.tcam.ready_to_pick_up():
+                return
+            self.tcam.pick_up()             # the camera has seen every card: clear the table
+        if self.state == "ready" and (self.rounds == 0 or self.started < self.rounds):
+            n = self.started + 1
+            for f in self.faults.pop(n, []):
+                self._fault(f)
+            self.state = "closing"
+            self.bs.close_betting(n)
+        elif self.state == "shuffle":
+            self.state = "loading"
+            self._load_shoe()
 
     def _burst(self):
         """The messages that arrived together: waits up to 0.15 s for the first, then takes what
@@ -270,43 +365,5 @@ class Harness:
             pass
         return burst
 
-    def draw(self):
-        lines = ["\x1b[2J\x1b[H" + f"dealer-station simulated table: {self.profile.name}   "
-                 f"rounds {self.resulted} resulted, {self.voided} voided   seq {self.bs.last}"]
-        if self.profile.game == "blackjack":
-            lines.append(f"  dealer: {self.bs.up or '-'} [hole hidden]")
-            for seat, hands in sorted(self.bs.hands.items()):
-                lines.append(f"  seat {seat}: " + "  |  ".join(" ".join(h) for h in hands))
-        lines += ["", *self.view_lines]
-        print("\n".join(lines), file=self.out, flush=True)
-
-    # -- the report -----------------------------------------------------------------------------
-
     def report(self):
-        time.sleep(0.5)
-        db = sqlite3.connect(os.path.join(self.dir, "journal.sqlite"))
-        inputs = [json.loads(r[0]) for r in db.execute("SELECT body FROM inputs ORDER BY n")]
-        last_seq = db.execute("SELECT MAX(seq) FROM outbox").fetchone()[0] or 0
-        db.close()
-        # the reference: replay the table's own journal, settle every result with the same bets
-        t = new_table(self.profile)
-        reference = Counter()
-        for i in inputs:
-            t, out = step(t, i)
-            for o in out:
-                if o["type"] == "round_result":
-                    for r in settle(self.profile, o, self.bs.bets.get(o["round"], [])):
-                        reference[r["id"]] += r["net"]
-        codes = {k.split(":", 1)[1]: v for k, v in self.bs.counts.items() if k.startswith("irregularity:")}
-        minutes = (time.monotonic() - getattr(self, "t0", time.monotonic())) / 60
-        return {"profile": self.profile.name, "rounds_played": self.started,
-                "rounds_per_minute": round(self.resulted / minutes, 1) if minutes else None,
-                "daemon_rss_mb": {"after_10_rounds": getattr(self, "rss_start", None),
-                                  "at_end": self.daemon_rss_mb()},
-                "rounds_resulted": self.resulted, "rounds_voided": self.voided,
-                "messages_received": self.bs.counts["received"],
-                "messages_lost": max(0, last_seq - self.bs.last),
-                "messages_repeated": self.bs.counts["repeated"], "irregularities": codes,
-                "balances": {k: str(v) for k, v in sorted(self.bs.balances.items())},
-                "balances_match": dict(reference) == dict(self.bs.balances) and bool(reference),
-                "protocol_errors": len(self.bs.protocol_errors)}
+        return build_report(self)

@@ -1,0 +1,56 @@
+"""table-sim's report: what was played, what went wrong and how it was resolved, what the betting
+system received, and its balances against the settlement reference (a replay of the daemon's own
+journal settled with the same bets)."""
+import json
+import os
+import sqlite3
+import time
+from collections import Counter
+
+from controller import new_table, step
+from controller.settlement import settle
+
+
+def reference_balances(profile, journal, bets):
+    """Replay the journal through the engine and settle every result with the bets placed."""
+    db = sqlite3.connect(journal)
+    inputs = [json.loads(r[0]) for r in db.execute("SELECT body FROM inputs ORDER BY n")]
+    last_seq = db.execute("SELECT MAX(seq) FROM outbox").fetchone()[0] or 0
+    db.close()
+    t = new_table(profile)
+    reference = Counter()
+    for i in inputs:
+        t, out = step(t, i)
+        for o in out:
+            if o["type"] == "round_result":
+                for r in settle(profile, o, bets.get(o["round"], [])):
+                    reference[r["id"]] += r["net"]
+    return reference, last_seq
+
+
+def build_report(h):
+    time.sleep(0.5)          # the last messages in flight
+    bs = h.bs
+    reference, last_seq = reference_balances(h.profile, os.path.join(h.dir, "journal.sqlite"), bs.bets)
+    codes = {k.split(":", 1)[1]: v for k, v in bs.counts.items() if k.startswith("irregularity:")}
+    minutes = (time.monotonic() - getattr(h, "t0", time.monotonic())) / 60
+    unresolved = Counter(h.unresolved)
+    resolutions = {k: dict(v) for k, v in sorted(h.resolutions.items())}
+    for code, n in unresolved.items():
+        resolutions.setdefault(code, {})["open at the end"] = n
+    return {"profile": h.profile.name, "seed": h.seed, "rounds_played": h.started,
+            "rounds_per_minute": round(h.resulted / minutes, 1) if minutes else None,
+            "daemon_rss_mb": {"after_10_rounds": getattr(h, "rss_start", None),
+                              "at_end": h.daemon_rss_mb()},
+            "rounds_resulted": h.resulted, "rounds_voided": h.voided,
+            "void_reasons": dict(Counter(m["reason"] for m in bs.voided.values())),
+            "messages_received": bs.counts["received"],
+            "messages_lost": max(0, last_seq - bs.last),
+            "messages_repeated": bs.counts["repeated"],
+            "faults_injected": dict(sorted(h.injected.items())),
+            "irregularities": codes, "resolutions": resolutions,
+            "camera": h.tcam.stats if h.tcam else None,
+            "balances": {k: str(v) for k, v in sorted(bs.balances.items())},
+            "reference_balances": {k: str(v) for k, v in sorted(reference.items())},
+            "balances_match": dict(reference) == dict(bs.balances) and bool(reference),
+            "protocol_errors": len(bs.protocol_errors)}

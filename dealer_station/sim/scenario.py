@@ -1,0 +1,80 @@
+"""Scenario files for table-sim: a shoe seed, the players, and a script of faults at given rounds.
+
+    {"seed": 7, "rounds": 200,
+     "players": {"1": "easy", "2": "normal", "3": "hard"},
+     "faults": [{"round": 3, "fault": "corrupt_frame"}, {"round": 9, "fault": "daemon_kill"}]}
+
+A bare list is taken as the faults alone. Everything is checked before the table starts.
+"""
+import json
+
+SHOE_FAULTS = ("corrupt_frame", "drop_frame", "unreadable_card", "foreign_card", "double_fire",
+               "unplug_shoe", "card_out_of_turn", "camera_disagrees")
+WHEEL_FAULTS = ("miss_spin", "failed_launch", "no_ball", "garbled_packet")
+ANY_TABLE = ("broker_restart", "daemon_kill")
+FAULTS = SHOE_FAULTS + ANY_TABLE + WHEEL_FAULTS
+LEVELS = ("easy", "normal", "hard")
+KEYS = ("seed", "rounds", "players", "faults", "profile")
+
+
+class ScenarioError(ValueError):
+    pass
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ScenarioError(f"{path}: {e.strerror}") from None
+    except ValueError as e:
+        raise ScenarioError(f"{path}: not JSON: {e}") from None
+    return parse(data, path)
+
+
+def parse(data, where="scenario"):
+    if isinstance(data, list):
+        data = {"faults": data}
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{where}: expected an object or a list of faults")
+    for k in data:
+        if k not in KEYS:
+            raise ScenarioError(f"{where}: unknown key {k!r} (known: {', '.join(KEYS)})")
+    out = {"faults": []}
+    for k in ("seed", "rounds"):
+        if k in data:
+            v = data[k]
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ScenarioError(f"{where}.{k}: a whole number >= 0, got {v!r}")
+            out[k] = v
+    if "profile" in data:
+        out["profile"] = str(data["profile"])
+    players = data.get("players", {})
+    if not isinstance(players, dict):
+        raise ScenarioError(f"{where}.players: a table of seat = level")
+    out["players"] = {}
+    for seat, level in players.items():
+        if not str(seat).isdigit() or not 1 <= int(seat) <= 7:
+            raise ScenarioError(f"{where}.players.{seat}: a seat is 1-7")
+        if level not in LEVELS:
+            raise ScenarioError(f"{where}.players.{seat}: level is one of {', '.join(LEVELS)}, got {level!r}")
+        out["players"][int(seat)] = level
+    for i, f in enumerate(data.get("faults", [])):
+        if not isinstance(f, dict) or set(f) != {"round", "fault"}:
+            raise ScenarioError(f'{where}.faults[{i}]: expected {{"round": N, "fault": NAME}}')
+        if f["fault"] not in FAULTS:
+            raise ScenarioError(f"{where}.faults[{i}]: unknown fault {f['fault']!r}; known: {', '.join(FAULTS)}")
+        if not isinstance(f["round"], int) or isinstance(f["round"], bool) or f["round"] < 1:
+            raise ScenarioError(f"{where}.faults[{i}].round: a round number >= 1, got {f['round']!r}")
+        out["faults"].append({"round": f["round"], "fault": f["fault"]})
+    return out
+
+
+def check_for_table(faults, game):
+    """Refuse a fault that means nothing at this kind of table."""
+    for f in faults:
+        name = f["fault"]
+        if name in ANY_TABLE:
+            continue
+        if (name in WHEEL_FAULTS) != (game == "roulette"):
+            raise ScenarioError(f"fault {name!r} is not for a {game} table")
