@@ -46,21 +46,24 @@ class BridgedMockFactory(MockFactory):
                 f.flush()
 
     def answer(self, words):
+        usage = f"error: unknown request {' '.join(words)!r} (drive PIN 0|1, state PIN, states)"
+        shapes = {("states", 1), ("state", 2), ("drive", 3)}
+        if not words or (words[0], len(words)) not in shapes or (
+                words[0] == "drive" and words[2] not in ("0", "1")):
+            return usage
         try:
-            if words[:1] == ["states"]:
+            if words[0] == "states":
                 return json.dumps({str(p).removeprefix("GPIO"): int(p.state)
                                    for p in list(self.pins.values())})
-            cmd, pin = words[0], self.pin(int(words[1]))
-            if cmd == "state" and len(words) == 2:
+            pin = self.pin(int(words[1]))
+            if words[0] == "state":
                 return str(int(pin.state))
-            if cmd == "drive" and len(words) == 3 and words[2] in ("0", "1"):
-                pin.drive_low() if words[2] == "0" else pin.drive_high()
-                return "ok"
-        except (IndexError, ValueError) as e:
+            pin.drive_low() if words[2] == "0" else pin.drive_high()
+            return "ok"
+        except ValueError as e:
             return f"error: {e}"
         except Exception as e:          # a pin gpiozero refuses (an output, say): say so, go on
             return f"error: {type(e).__name__}: {e}"
-        return f"error: unknown request {' '.join(words)!r} (drive PIN 0|1, state PIN, states)"
 
     def close(self):
         self._stop.set()

@@ -94,6 +94,13 @@ def test_tracker_reports_once_when_stable_and_notices_pick_up():
     assert t.update("seat_2", ["Kd"]) == [] and t.update("seat_2", []) == []   # a flicker is nothing
 
 
+def test_tracker_counts_two_copies_of_a_card_in_one_zone():
+    t = ZoneTracker(stable=1, gone=1)
+    assert t.update("seat_1", ["7h"]) == [("seen", "7h")]
+    assert t.update("seat_1", ["7h", "7h"]) == [("seen", "7h")]      # a second 7h of the shoe
+    assert t.update("seat_1", ["7h"]) == [("gone", "7h")]
+
+
 @pytest.mark.parametrize("mode", ["barcode", "visual"])
 def test_a_whole_dealt_round_through_the_virtual_camera(templates, mode):
     z = baccarat_zones()
@@ -326,3 +333,36 @@ def test_capture_keeps_only_the_newest_frame_and_counts_the_dropped():
     assert cap.dropped >= 48
     assert cap.latest(timeout=0.1) == (None, None)
     cap.close()
+
+
+def test_the_virtual_camera_streams_a_table_the_camera_driver_reads():
+    """MJPEG over HTTP, opened by OpenCV as a network camera: the driver reads the laid cards in
+    their zones, not the face-down one, and sees the disagreeing card as what it shows."""
+    import time
+    from drivers.camera.virtual import VirtualCamera, codebook
+    cam = VirtualCamera("blackjack", fps=30)
+    cam.start()
+    cam.lay("seat_1", "As")
+    cam.lay("seat_1", "7h")
+    cam.lay("dealer", "Kd")
+    cam.lay("dealer", "2c", face_up=False)
+    cam.disagree_next()
+    shown = cam.lay("seat_7", "9s")
+    assert shown != "9s"
+    seen = queue.Queue()
+    d = CameraDriver(cam.url, Zones(cam.zones), "barcode", ZxingDecoder(), codebook(), stable=2, gone=3)
+    d.start(seen.put)
+    try:
+        got = set()
+        end = time.monotonic() + 5
+        while time.monotonic() < end and len(got) < 4:
+            e = seen.get(timeout=5)
+            if isinstance(e, CardSeen):
+                got.add((e.zone, e.card))
+        assert got == {("seat_1", "As"), ("seat_1", "7h"), ("dealer", "Kd"), ("seat_7", shown)}
+        cam.turn_over("dealer", 1)             # the hole card revealed
+        e = seen.get(timeout=5)
+        assert (e.zone, e.card) == ("dealer", "2c")
+    finally:
+        d.close()
+        cam.close()

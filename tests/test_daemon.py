@@ -332,13 +332,14 @@ def test_journal_is_private_and_check_config_names_every_error(rig, tmp_path):
     assert os.stat(d.journal).st_mode & 0o077 == 0
     bad = tmp_path / "bad.toml"
     bad.write_text('[table]\nid = "Bad Id"\nprofile = "luxury21"\ncolour = "red"\n'
-                   '[shoe]\nbaudrate = 12\n[broker]\nport = 0\ntls = true\n[nonsense]\n')
+                   '[shoe]\nbaudrate = 12\n[broker]\nport = 0\ntls = true\n[nonsense]\n'
+                   '[panel]\nenabled = true\nmock_socket = "/run/p.sock"\n[panel.pins]\nresume = 13\n')
     p = subprocess.run([sys.executable, "-m", "dealer_station.cli", "check-config", str(bad)],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 1
     for want in ("table.id:", "table.colour: unknown key", "shoe.baudrate: must be one of",
                  "broker.port: must be 1-65535", "nonsense: unknown section", "broker.ca_file",
-                 "shoe.url: required"):
+                 "shoe.url: required", "panel.mock_socket: only mock pins"):
         assert want in p.stdout, (want, p.stdout)
     p = subprocess.run([sys.executable, "-m", "dealer_station.cli", "check-config", d.config],
                        capture_output=True, text=True, cwd=ROOT)

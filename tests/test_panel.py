@@ -1,5 +1,6 @@
 """The dealer panel on gpiozero's MockFactory: pin edges in, events out; table state in, pin
 states out."""
+import json
 import queue
 import time
 
@@ -105,3 +106,33 @@ def test_bad_pin_maps_are_refused():
         Panel({"deal": 5, "paused": 5}, MockFactory())
     with pytest.raises(ValueError, match="unknown part 'laser'"):
         Panel({"laser": 5}, MockFactory())
+
+
+def test_the_pin_bridge_lets_another_process_press_buttons_and_read_lights(tmp_path):
+    """The simulator's seam: mock pins reached through a Unix socket, the panel code unchanged."""
+    from drivers.panel import make_pin_factory
+    from drivers.pin_bridge import bridge_request
+    sock = str(tmp_path / "pins.sock")
+    (tmp_path / "pins.sock").write_text("left by a killed daemon")
+    f = make_pin_factory("mock", sock)
+    q = queue.Queue()
+    p = Panel(PINS, f, hold_s=0.2, bounce_s=0)
+    p.start(q.put)
+    try:
+        assert bridge_request(sock, "drive 6 0") == "ok"
+        time.sleep(0.05)
+        assert bridge_request(sock, "drive 6 1") == "ok"
+        assert events(q) == [PanelPress("pit_boss")]
+        p.show({"deal": None, "decision": True, "last_round": False, "shuffle_due": False,
+                "paused": False})
+        assert bridge_request(sock, "state 27") == "1" and bridge_request(sock, "state 22") == "0"
+        assert json.loads(bridge_request(sock, "states"))["27"] == 1
+        for bad, why in (("drive 6 2", "unknown request"), ("fly 6", "unknown request"),
+                         ("state x", "invalid literal"), ("", "unknown request")):
+            assert why in bridge_request(sock, bad), bad
+        assert bridge_request(sock, "state 13") == "1"       # a bad request changed nothing
+        assert events(q) == []
+    finally:
+        p.close()
+        f.close()
+    assert not (tmp_path / "pins.sock").exists()

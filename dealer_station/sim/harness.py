@@ -292,6 +292,7 @@ class Harness:
             if "card_out_of_turn" in self.pending_fault:
                 self.pending_fault.remove("card_out_of_turn")
                 self.shoe.deal()                # a card dealt out of turn (to the discard rack)
+                time.sleep(0.3)                 # read before the player's decision comes back
             self.bs.decide(m)
         elif t == "insurance_offered":
             self.bs.command({"type": "insurance_closed"})
@@ -333,7 +334,7 @@ class Harness:
                 n = self.resulted + self.voided + 1     # the wheel runs the rounds by itself
                 for f in self.faults.pop(n, []):
                     self._fault(f)
-            elif not live or live[-1]["type"] not in ANNOUNCEMENTS:
+            elif not self.roulette and (not live or live[-1]["type"] not in ANNOUNCEMENTS):
                 self._between_rounds()
             if not self.plain:
                 draw(self)
@@ -343,10 +344,17 @@ class Harness:
             if not self.tcam.ready_to_pick_up():
                 return
             self.tcam.pick_up()             # the camera has seen every card: clear the table
+        if self.tcam and not self.tcam.table_clear():
+            return
         if self.state == "ready" and (self.rounds == 0 or self.started < self.rounds):
             n = self.started + 1
             for f in self.faults.pop(n, []):
                 self._fault(f)
+            if "card_out_of_turn" in self.pending_fault and self.profile.game == "baccarat":
+                # no decisions at baccarat: the card comes out before "no more bets"
+                self.pending_fault.remove("card_out_of_turn")
+                self.shoe.deal()
+                return                          # betting closes once the pit boss has cleared it
             self.state = "closing"
             self.bs.close_betting(n)
         elif self.state == "shuffle":

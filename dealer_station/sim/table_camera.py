@@ -7,11 +7,12 @@ import time
 
 from drivers.camera.virtual import VirtualCamera, codebook
 
-CONFIRM_WAIT_S = 2.0      # how long the dealer waits for the camera before picking cards up
+CONFIRM_WAIT_S = 1.0      # how long the dealer waits for the camera before picking cards up
+FPS = 40
 
 
 class TableCamera:
-    def __init__(self, game, workdir, fps=25):
+    def __init__(self, game, workdir, fps=FPS):
         self.cam = VirtualCamera(game, fps=fps)
         self.game = game
         self.path = os.path.join(workdir, "calibration.toml")
@@ -20,6 +21,7 @@ class TableCamera:
         self.confirmed = 0
         self.hole = None          # index of the face-down card in the dealer's place
         self.ended_at = None
+        self.cleared_at = 0.0
         self.stats = {"cards_laid": 0, "cards_confirmed": 0, "unconfirmed_at_pickup": 0,
                       "shown_differently": 0}
 
@@ -89,6 +91,10 @@ class TableCamera:
             self.cam.pick_up(zone)
             self.laid -= 1
 
+    def table_clear(self):
+        """The camera has seen the table empty (the tracker's gone frames, and one more)."""
+        return time.monotonic() - self.cleared_at > 5 / self.cam.fps
+
     def ready_to_pick_up(self):
         return (self.ended_at is None or self.confirmed >= self.laid
                 or time.monotonic() - self.ended_at > CONFIRM_WAIT_S)
@@ -96,5 +102,6 @@ class TableCamera:
     def pick_up(self):
         self.stats["unconfirmed_at_pickup"] += max(0, self.laid - self.confirmed)
         self.cam.clear()
+        self.cleared_at = time.monotonic()
         self.laid = self.confirmed = 0
         self.ended_at = None
