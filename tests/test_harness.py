@@ -6,6 +6,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import paho.mqtt.client as mqtt
 import pytest
 
 from dealer_station.sim import scenario
@@ -98,3 +99,29 @@ def test_a_scenario_file_sets_seed_rounds_and_players():
     assert s == {"seed": 4, "rounds": 9, "players": {1: "easy", 3: "hard"},
                  "faults": [{"round": 2, "fault": "daemon_kill"}]}
     assert scenario.parse([])["faults"] == []
+
+
+def test_with_broker_it_uses_that_broker_and_starts_none(tmp_path):
+    from dealer_station.sim.broker import Broker
+    b = Broker(str(tmp_path))
+    b.start()
+    try:
+        seen = []
+        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+        c.on_message = lambda cl, u, m: seen.append(m.topic)
+        c.connect("127.0.0.1", b.port)
+        c.subscribe("dealer-station/v1/sim/#")
+        c.loop_start()
+        p, r = table_sim(tmp_path, "punto_banco", _write(tmp_path / "none.json", []), "--rounds",
+                         "5", "--broker", f"mqtt://127.0.0.1:{b.port}", timeout=300)
+        c.loop_stop()
+        assert_sound(p, r, rounds=5)
+        assert r["broker"] == f"mqtt://127.0.0.1:{b.port}"
+        assert "dealer-station/v1/sim/events" in seen          # the traffic went through ours
+    finally:
+        b.stop()
+
+
+def _write(path, data):
+    path.write_text(json.dumps(data))
+    return path

@@ -39,6 +39,7 @@ def build_report(h):
     for code, n in unresolved.items():
         resolutions.setdefault(code, {})["open at the end"] = n
     return {"profile": h.profile.name, "seed": h.seed, "rounds_played": h.started,
+            "broker": h.broker_url or "private",
             "rounds_per_minute": round(h.resulted / minutes, 1) if minutes else None,
             "daemon_rss_mb": {"after_10_rounds": getattr(h, "rss_start", None),
                               "at_end": h.daemon_rss_mb()},
