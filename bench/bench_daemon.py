@@ -4,12 +4,15 @@ Latency: the virtual shoe writes a card frame to its pty; the real daemon (a sub
 journals it (SQLite, synchronous=FULL), steps the engine, publishes over MQTT v5 QoS 1 to a real
 Mosquitto on loopback; a subscriber receives the card_dealt. p50 and p99 over a punto banco shoe.
 Target: p99 under 10 ms.
+Command round trip: a betting system's betting_closed published until its round_started comes back
+(both clients set TCP_NODELAY, as the daemon does).
 Recovery: a journal holding a full 8-deck luxury21 shoe (7 seats, cut card 14 cards from the
 back), rebuilt by replay as the daemon does at start.
 """
 import argparse
 import json
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -30,9 +33,10 @@ def latency(cards):
     shoe = VirtualShoe(decks=8, seed=3, cut_from_back=7, heartbeat=0.5)
     shoe.start()
     c = Client(b.port)
+    c.c.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # connected already
     d = DaemonProc(work, b.port, shoe.path, profile="punto_banco")
     d.start()
-    samples = []
+    samples, commands = [], []
     try:
         time.sleep(0.5)
         c.command({"type": "shoe_loaded"})
@@ -49,16 +53,23 @@ def latency(cards):
                         samples.append(time.perf_counter() - t0)
                         break
             elif e["type"] in ("burn_complete", "round_result"):
+                t0 = time.perf_counter()
                 c.command({"type": "betting_closed"}, wait=False)
+                while (m := c.next_event(timeout=10))["type"] != "round_started":
+                    pass
+                commands.append(time.perf_counter() - t0)
     finally:
         d.stop()
         c.close()
         shoe.close()
         b.stop()
     samples.sort()
+    commands.sort()
     return {"cards": len(samples), "p50_ms": round(1000 * samples[len(samples) // 2], 2),
             "p99_ms": round(1000 * samples[int(len(samples) * 0.99) - 1], 2),
-            "max_ms": round(1000 * samples[-1], 2)}
+            "max_ms": round(1000 * samples[-1], 2), "commands": len(commands),
+            "command_p50_ms": round(1000 * commands[len(commands) // 2], 2),
+            "command_max_ms": round(1000 * commands[-1], 2)}
 
 
 def recovery():
@@ -103,6 +114,8 @@ def main():
     print(f"daemon: shoe frame -> subscriber over loopback MQTT, journal synchronous, "
           f"{lat['cards']} cards: p50 {lat['p50_ms']} ms, p99 {lat['p99_ms']} ms, "
           f"max {lat['max_ms']} ms (target p99 < 10 ms: {ok})")
+    print(f"daemon: command round trip (betting_closed -> round_started), {lat['commands']} "
+          f"commands: p50 {lat['command_p50_ms']} ms, max {lat['command_max_ms']} ms")
     print(f"daemon: recovery of a full 8-deck shoe ({rec['inputs']} inputs, {rec['cards']} cards, "
           f"{rec['rounds']} rounds) in {1000 * rec['seconds']:.1f} ms")
 
