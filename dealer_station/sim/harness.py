@@ -12,6 +12,7 @@ import time
 from collections import Counter
 
 from controller import get_profile
+from controller.cards import CARDS
 from drivers.virtual_shoe import VirtualShoe
 
 from . import scenario
@@ -163,7 +164,8 @@ class Harness:
             if self.profile.shuffle_every_round:
                 # a fresh 8-deck shoe every round: one card of another deck cannot be read more
                 # often than the shoe holds, so by the rule book it passes as a genuine card
-                s.foreign_next(s.cards[s.next])
+                genuine = s.cards[s.next]
+                s.foreign_next(CARDS[(CARDS.index(genuine) + 1) % 52])   # in its place
                 self.say("fault: a foreign card slipped in (undetectable by count: one round per shuffle)")
             else:
                 self.foreign_armed = True

@@ -56,7 +56,7 @@ class TableCamera:
             return
         if m["round"] != self.round:
             self.round, self.laid, self.confirmed, self.hole = m["round"], 0, 0, None
-        n = len(self.cam._cards.get(zone, []))
+        n = self.cam.cards_in(zone)
         up = m["face"] == "up"
         crosswise = self.game == "baccarat" and n == 2      # a third card lies across
         if not up:

@@ -137,6 +137,11 @@ class VirtualCamera:
             self._jpeg = None
             return shown
 
+    def cards_in(self, zone):
+        """How many cards lie in `zone`."""
+        with self._lock:
+            return len(self._cards.get(zone, []))
+
     def pick_up(self, zone, index=-1):
         """The dealer takes one card away (an unreadable card to the discard rack)."""
         with self._lock:
