@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from mqtt_rig import Broker, Client, DaemonProc  # noqa: E402
 
 from drivers.virtual_shoe import VirtualShoe  # noqa: E402
+from latency_stats import millis  # noqa: E402
 
 
 def latency(cards):
@@ -63,13 +64,9 @@ def latency(cards):
         c.close()
         shoe.close()
         b.stop()
-    samples.sort()
-    commands.sort()
-    return {"cards": len(samples), "p50_ms": round(1000 * samples[len(samples) // 2], 2),
-            "p99_ms": round(1000 * samples[int(len(samples) * 0.99) - 1], 2),
-            "max_ms": round(1000 * samples[-1], 2), "commands": len(commands),
-            "command_p50_ms": round(1000 * commands[len(commands) // 2], 2),
-            "command_max_ms": round(1000 * commands[-1], 2)}
+    cmd = millis(commands)
+    return {"cards": len(samples), **millis(samples), "commands": len(commands),
+            "command_p50_ms": cmd["p50_ms"], "command_max_ms": cmd["max_ms"]}
 
 
 def recovery():

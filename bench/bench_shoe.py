@@ -14,6 +14,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from drivers import shoe_protocol as sp  # noqa: E402
+from latency_stats import millis  # noqa: E402
 from drivers.events import CardRead, ShoeStatus  # noqa: E402
 from drivers.shoe import ShoeDriver  # noqa: E402
 from drivers.virtual_shoe import VirtualShoe  # noqa: E402
@@ -43,10 +44,7 @@ def latency(cards):
     finally:
         d.close()
         shoe.close()
-    samples.sort()
-    return {"cards": cards, "p50_ms": round(1000 * samples[len(samples) // 2], 3),
-            "p99_ms": round(1000 * samples[int(len(samples) * 0.99) - 1], 3),
-            "max_ms": round(1000 * samples[-1], 3)}
+    return {"cards": cards, **millis(samples, 3)}
 
 
 def throughput(n=200_000):

@@ -24,7 +24,6 @@ from .view import draw
 
 ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered")
 QUIET = ("rejected", "card_confirmed")     # change nothing the dealer waits on
-FAULTS, WHEEL_FAULTS = scenario.FAULTS, scenario.WHEEL_FAULTS
 IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identify a misread card
 
 
@@ -152,9 +151,12 @@ class Harness:
     # -- faults ---------------------------------------------------------------------------------
 
     def _fault(self, name):
+        if name == "broker_restart" and not self.broker:
+            self.say("fault skipped: broker_restart (the broker given with --broker is not ours)")
+            return
         self.injected[name] += 1
         w, s = self.wheel, self.shoe
-        if name in WHEEL_FAULTS:
+        if name in scenario.WHEEL_FAULTS:
             {"miss_spin": w.miss_spin_next, "failed_launch": lambda: w.failed_launch_next(400),
              "no_ball": lambda: w.no_ball_next(400), "garbled_packet": w.garble_next}[name]()
         elif name in ("corrupt_frame", "drop_frame", "unreadable_card", "double_fire"):
@@ -176,7 +178,7 @@ class Harness:
             s.replug()
         elif name in ("card_out_of_turn", "camera_disagrees"):
             self.pending_fault.append(name)      # at the next decision / next card laid
-        elif name == "broker_restart" and self.broker:
+        elif name == "broker_restart":
             self.broker.kill()
             time.sleep(0.8)
             self.broker.start()
