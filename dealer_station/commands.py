@@ -1,6 +1,14 @@
 """Commands from the betting system (MQTT) -> engine inputs. The envelope is checked here; the
-engine checks the rest (schema and whether it is allowed now)."""
+engine checks the rest (schema and whether it is allowed now).
+
+`parse` is total: any byte string gives a command dict or a CommandError, never another
+exception. A hostile payload must not reach SQLite or the engine with something they cannot
+hold: JSON nested deeper than a command ever is (RecursionError in the parser), integers past
+what SQLite and JSON consumers hold (OverflowError), NaN / Infinity, lone surrogates (which UTF-8
+cannot encode), or a key given twice (which reading would a client mean?).
+"""
 import json
+import math
 
 # command type -> engine input type (manual_card: a pit boss entering a card by hand)
 ENGINE_COMMANDS = {"betting_closed": "betting_closed", "decision": "decision",
@@ -9,6 +17,8 @@ ENGINE_COMMANDS = {"betting_closed": "betting_closed", "decision": "decision",
                    "manual_card": "card"}
 OTHER_COMMANDS = ("resend",)
 MAX_PAYLOAD = 4096
+MAX_DEPTH = 4            # {"seats": [1, 2]} is depth 2; no command nests deeper than this
+MAX_INT = 2 ** 53 - 1    # the integers every JSON consumer reads exactly
 
 
 class CommandError(ValueError):
@@ -19,24 +29,102 @@ class CommandError(ValueError):
         self.id = command_id
 
 
+def _depth(text):
+    """The deepest nesting of [ and { outside strings (the JSON parser recurses per level)."""
+    depth = deepest = 0
+    in_str = escaped = False
+    for ch in text:
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _int(s):
+    if len(s) > 17:   # a longer literal cannot be within MAX_INT; and int() of 10**6 digits is slow
+        raise CommandError("malformed", f"integer {s[:20]}...: at most {MAX_INT} in magnitude")
+    v = int(s)
+    if abs(v) > MAX_INT:
+        raise CommandError("malformed", f"integer {s}: at most {MAX_INT} in magnitude")
+    return v
+
+
+def _float(s):
+    v = float(s)
+    if not math.isfinite(v):
+        raise CommandError("malformed", f"number {s[:20]}: out of range")
+    return v
+
+
+def _constant(s):
+    raise CommandError("malformed", f"{s} is not JSON")
+
+
+def _object(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise CommandError("malformed", f"key {k!r} given twice")
+        d[k] = v
+    return d
+
+
+def _check_text(v):
+    """Every string (and key) must be encodable: a lone surrogate is not text."""
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CommandError("malformed", "a string holds a lone surrogate (not UTF-8 text)") from None
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            _check_text(k)
+            _check_text(x)
+    elif isinstance(v, list):
+        for x in v:
+            _check_text(x)
+
+
 def parse(payload):
-    """bytes -> (command dict). Raises CommandError(malformed)."""
+    """bytes -> (command dict). Raises CommandError(malformed) and nothing else."""
     if len(payload) > MAX_PAYLOAD:
         raise CommandError("malformed", f"a command is at most {MAX_PAYLOAD} bytes")
     try:
-        cmd = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as e:
+        text = payload.decode("utf-8") if isinstance(payload, (bytes, bytearray)) else str(payload)
+    except UnicodeDecodeError as e:
+        raise CommandError("malformed", f"not UTF-8: {e.reason} at byte {e.start}") from None
+    if _depth(text) > MAX_DEPTH:
+        raise CommandError("malformed", f"JSON nested deeper than {MAX_DEPTH} levels")
+    try:
+        cmd = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,
+                         object_pairs_hook=_object)
+    except (ValueError, RecursionError) as e:
+        if isinstance(e, CommandError):
+            raise
         raise CommandError("malformed", f"not JSON: {e}") from None
+    _check_text(cmd)
     if not isinstance(cmd, dict):
         raise CommandError("malformed", "a command is a JSON object")
     cid = cmd.get("id")
     if not isinstance(cid, str) or not 0 < len(cid) <= 64:
         raise CommandError("malformed", "id: every command needs a string id of 1-64 characters "
                                         "(a repeated id is applied once)",
-                           cid if isinstance(cid, (str, int)) else None)
+                           cid if isinstance(cid, str) and len(cid) <= 64 else None)
     kind = cmd.get("type")
     if kind not in ENGINE_COMMANDS and kind not in OTHER_COMMANDS:
-        raise CommandError("malformed", f"unknown command type {kind!r}; known: "
+        shown = repr(kind) if not isinstance(kind, (str, list, dict)) or len(kind) <= 40 else "(too long)"
+        raise CommandError("malformed", f"unknown command type {shown}; known: "
                                         f"{', '.join(list(ENGINE_COMMANDS) + list(OTHER_COMMANDS))}", cid)
     return cmd
 

@@ -9,9 +9,11 @@ import datetime
 import logging
 import queue
 import signal
+import sqlite3
 import time
+import traceback
 
-from controller import expect, new_table, step
+from controller import checkpoint, expect, guarded_step, new_table
 from controller.snapshot import public_snapshot
 from drivers.events import (CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello,
                             ShoeStatus)
@@ -21,13 +23,15 @@ from drivers.wheel import WheelException, WheelState, WinningNumber
 
 from . import __version__, commands
 from .config import read_calibration
-from .journal import Journal
+from .journal import Journal, JournalError
 from .metrics import Metrics
 from .mqtt_link import MqttLink
 from .notify import Notifier
 
 log = logging.getLogger("dealer-station")
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
+# Between rounds the state is small and written out whole: recovery replays one round at most.
+CHECKPOINT_AFTER = {"shoe_started", "round_result", "round_voided", "shuffle_due"}
 STATUS_CHANGES = ("shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
                   "shuffle_due", "burn_complete", "round_started")
 
@@ -128,12 +132,11 @@ class Daemon:
     def recover(self):
         """Rebuild the state from the journal (pure replay), re-arm timers, queue unsent output."""
         t0 = time.perf_counter()
-        n0, state = self.journal.latest_checkpoint()
-        t = state if state is not None else new_table(self.profile)
+        n0, t = self._latest_checkpoint()
         announced_at = last_at = None
         count = mismatches = 0
         for n, at, origin, body, shoe_seq, n_out in self.journal.inputs_after(n0):
-            t, out = step(t, body)
+            t, out = guarded_step(t, body)
             if len(out) != n_out:
                 mismatches += 1
             if any(o["type"] in ANNOUNCE for o in out):
@@ -159,6 +162,16 @@ class Daemon:
                          "recovery")
         log.info("recovered: %s", self.recovery)
         return self.recovery
+
+    def _latest_checkpoint(self):
+        """(input n, table) of the newest checkpoint this version reads, or (0, a new table)."""
+        for n, doc in self.journal.checkpoints():
+            try:
+                return n, checkpoint.decode(self.profile, doc)
+            except checkpoint.CheckpointError as e:
+                log.warning("checkpoint after input %d not used (%s): replaying from further back",
+                            n, e if doc is not None else "not a checkpoint document")
+        return 0, new_table(self.profile)
 
     def start(self, shoe_wait=3.0):
         self.recover()
@@ -261,6 +274,25 @@ class Daemon:
             self.metrics.publish(self._gauges())
 
     def handle(self, item):
+        """One queued item. Nothing an item carries may end the loop: an error here is a
+        defect, logged (with its traceback, without its message: it may hold a card) and counted,
+        and the table goes on. Storage errors are the exception: without the journal nothing can
+        be kept, so they end the process with the journal's own message."""
+        try:
+            self._handle(item)
+        except (JournalError, sqlite3.Error, MemoryError):
+            raise
+        except Exception as e:
+            self.metrics.inc("loop_errors_total", (("error", type(e).__name__),))
+            log.error("defect: %s handling a %s item; table goes on\n%s", type(e).__name__,
+                      item[0], "".join(traceback.format_tb(e.__traceback__)))
+
+    def _engine_error(self, e):
+        self.metrics.inc("engine_errors_total", (("error", type(e).__name__),))
+        log.error("defect: the engine raised %s; the table is paused (internal_error)\n%s",
+                  type(e).__name__, "".join(traceback.format_tb(e.__traceback__)))
+
+    def _handle(self, item):
         kind = item[0]
         if kind == "stop":
             self.stopping = True
@@ -278,7 +310,7 @@ class Daemon:
         result = {}
 
         def apply(b):
-            result["table"], result["outputs"] = step(self.table, b)
+            result["table"], result["outputs"] = guarded_step(self.table, b, self._engine_error)
             return result["outputs"]
 
         def reply_of(outputs, messages):
@@ -297,8 +329,8 @@ class Daemon:
         self._count(body, origin, result["outputs"])
         if self.panel is not None:
             self.panel.show(panel_view(expect(self.table), self.table))
-        if "shoe_started" in kinds:
-            self.journal.checkpoint(n, self.table)
+        if kinds & CHECKPOINT_AFTER and checkpoint.quiescent(self.table):
+            self.journal.checkpoint(n, checkpoint.encode(self.table))
         if kinds & set(ANNOUNCE):
             self._arm(expect(self.table), time.monotonic())
         elif self.timer is not None and expect(self.table) != self.timer[1]:
@@ -470,20 +502,30 @@ class Daemon:
 
     def _command(self, payload, response_topic, correlation, mid, qos):
         try:
-            cmd = commands.parse(payload)
-            if cmd["type"] == "resend":
-                reply = self._resend(cmd)
-            else:
-                reply = self.journal.command_reply(cmd["id"])
-                if reply is not None:
-                    reply = {**reply, "status": "duplicate", "original": reply["status"]}
+            try:
+                cmd = commands.parse(payload)
+                if cmd["type"] == "resend":
+                    reply = self._resend(cmd)
                 else:
-                    _, reply = self.process(commands.to_input(cmd), "command",
-                                            command_id=cmd["id"])
-        except commands.CommandError as e:
-            reply = {"type": "reply", "id": e.id, "status": "rejected", "code": e.code,
-                     "reason": e.reason}
-        self.link.reply(reply, response_topic, correlation)
+                    reply = self.journal.command_reply(cmd["id"])
+                    if reply is not None:
+                        reply = {**reply, "status": "duplicate", "original": reply["status"]}
+                    else:
+                        _, reply = self.process(commands.to_input(cmd), "command",
+                                                command_id=cmd["id"])
+            except commands.CommandError as e:
+                # Journaled as refused before the PUBACK, so a poison command is on record
+                # once and never delivered again.
+                self.journal.refuse("command", e.code, e.reason, payload)
+                self.metrics.inc("commands_refused_total", (("code", e.code),))
+                reply = {"type": "reply", "id": e.id, "status": "rejected", "code": e.code,
+                         "reason": e.reason}
+            self.link.reply(reply, response_topic, correlation)
+        except (JournalError, sqlite3.Error, MemoryError):
+            raise   # not acknowledged: the broker delivers it again once the journal works
+        except Exception:
+            self.link.ack(mid, qos)   # a defect: acknowledged all the same, or it comes back forever
+            raise
         self.link.ack(mid, qos)   # after the journal: a crash before this gets it redelivered
 
     def _resend(self, cmd):

@@ -5,7 +5,7 @@ bytes out. A line that is not JSON becomes a `rejected` output naming the line, 
 """
 import json
 
-from controller import new_table, step
+from controller import guarded_step, new_table
 
 
 def replay_lines(profile, lines):
@@ -20,7 +20,7 @@ def replay_lines(profile, lines):
             yield {"type": "rejected", "input": None, "code": "malformed",
                    "reason": f"line {n}: not JSON: {e}"}
             continue
-        table, out = step(table, event)
+        table, out = guarded_step(table, event)
         yield from out
 
 

@@ -1,0 +1,153 @@
+"""Hostile commands (issue #14 item 1): a poison command gets a reply, is journaled as refused,
+is acknowledged (so it is never delivered again), and the table plays on. And the fuzz suite:
+arbitrary payloads at the commands topic of the real daemon behind a real Mosquitto."""
+import itertools
+import json
+import sqlite3
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dealer_station import commands
+from mqtt_rig import Broker, Client, DaemonProc, workdir
+from drivers.virtual_shoe import VirtualShoe
+
+POISON = [
+    b"[" * 2000,                                                       # RecursionError before
+    json.dumps({"id": "big", "type": "resend", "from": 2 ** 70}).encode(),   # OverflowError
+    b'{"id": "sur", "type": "pause", "reason": "\\ud800"}',            # UnicodeEncodeError
+    b'{"id": "\\udfff", "type": "pause", "reason": "x"}',
+    b'{"id": "nan", "type": "decision", "seat": NaN, "hand": 0, "action": "hit"}',
+    b'{"id": "dup", "id": "dup2", "type": "resume"}',
+    b'{"id": "inf", "type": "resend", "from": 1e999}',
+]
+
+
+@pytest.mark.parametrize("payload", POISON)
+def test_parse_refuses_poison_with_a_command_error_only(payload):
+    with pytest.raises(commands.CommandError) as e:
+        commands.parse(payload)
+    assert e.value.code == "malformed" and e.value.reason
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=600))
+def test_parse_is_total_on_bytes(payload):
+    try:
+        commands.parse(payload)
+    except commands.CommandError:
+        pass
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2 ** 80, 2 ** 80)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12)
+
+
+def _encode(v):
+    # json.dumps writes NaN/Infinity and lone surrogates as escapes: exactly what a hostile
+    # client sends
+    return json.dumps(v).encode()
+
+
+@pytest.fixture(scope="module")
+def table():
+    d = workdir()
+    broker = Broker(d)
+    broker.start()
+    shoe = VirtualShoe(heartbeat=0.2, decks=8, seed=3)
+    shoe.start()
+    daemon = DaemonProc(d, broker.port, shoe.path)
+    daemon.start()
+    c = Client(broker.port)
+    assert wait_online(c, timeout=20)
+    yield daemon, c
+    c.close()
+    daemon.stop()
+    shoe.close()
+    broker.stop()
+
+
+_probes = itertools.count()
+
+
+def _probe(c, n=None):
+    """A harmless command (resend nothing): its reply means every earlier command was handled."""
+    r = c.command({"type": "resend", "from": 10 ** 9, "id": f"probe-{next(_probes)}"}, timeout=10)
+    assert r["status"] == "accepted"
+
+
+def replies(c):
+    return [json.loads(p) for t, p in list(c.all) if t.endswith("/replies")]
+
+
+def wait_online(c, timeout, after=0):
+    """The daemon's retained `online` status, arrived after the `after`-th message: its signal
+    that it has recovered and is connected."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for t, p in list(c.all)[after:]:
+            if t.endswith("/status") and json.loads(p).get("state") == "online":
+                return True
+        time.sleep(0.02)
+    return False
+
+
+def test_poison_commands_are_answered_refused_on_record_and_not_redelivered(table):
+    daemon, c = table
+    before = len(replies(c))
+    for p in POISON:
+        c.raw(p)
+    _probe(c)
+    got = replies(c)[before:]
+    assert sum(r["status"] == "rejected" and r["code"] == "malformed" for r in got) == len(POISON)
+    assert daemon.alive()
+    db = sqlite3.connect(daemon.journal)
+    refused = db.execute("SELECT payload FROM refused").fetchall()
+    db.close()
+    assert all((p,) in refused for p in POISON)
+    # restart: the broker must not deliver any of them again (they were acknowledged)
+    daemon.stop()
+    mark, rmark = len(c.all), len(replies(c))
+    daemon.start()
+    assert wait_online(c, timeout=20, after=mark)
+    _probe(c)
+    again = [r for r in replies(c)[rmark:] if r.get("code") == "malformed"]
+    assert again == []
+    r = c.command({"type": "shoe_loaded"})
+    assert r["status"] in ("accepted", "rejected") and daemon.alive()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                    HealthCheck.too_slow])
+@given(payload=st.one_of(
+    st.binary(max_size=300),
+    JSON.map(_encode),
+    st.fixed_dictionaries({"id": st.text(min_size=1, max_size=70), "type": st.sampled_from(
+        sorted(commands.ENGINE_COMMANDS) + ["resend"])},
+        optional={"seat": JSON, "hand": JSON, "action": JSON, "seats": JSON, "from": JSON,
+                  "reason": JSON, "card": JSON}).map(_encode),
+    st.integers(1, 5000).map(lambda n: b"[" * n),
+    st.integers(1, 2000).map(lambda n: b'{"a":' * n)))
+def test_fuzz_the_commands_topic(table, payload):
+    daemon, c = table
+    c.raw(payload)
+    _probe(c)
+    assert daemon.alive()
+
+
+def test_after_the_fuzz_the_table_still_plays_and_the_sequence_has_no_gap(table):
+    daemon, c = table
+    for ev in ({"type": "void_round", "reason": "fuzz"}, {"type": "resume"}):
+        c.command(ev)
+    r = c.command({"type": "resend", "from": 1})
+    assert r["status"] == "accepted" and r["seq"][0] == 1
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not c.events or max(c.events) < r["seq"][1]):
+        time.sleep(0.02)
+    assert max(c.events) >= r["seq"][1] and c.gaps() == []
+    assert daemon.alive()
