@@ -16,7 +16,11 @@ def _replay(args):
         run(profile, sys.stdin, sys.stdout)
     else:
         try:
-            f = open(args.file, encoding="utf-8")
+            if args.file.endswith(".gz"):
+                import gzip
+                f = gzip.open(args.file, "rt", encoding="utf-8")
+            else:
+                f = open(args.file, encoding="utf-8")
         except OSError as e:
             raise SystemExit(f"dealer-station replay: {args.file}: {e.strerror}")
         with f:
@@ -80,6 +84,8 @@ def parser():
     r.set_defaults(func=_replay)
     from .analyze import add_parser
     add_parser(sub)
+    from .archive import add_parser as add_journal_parser
+    add_journal_parser(sub)
     run = sub.add_parser("run", help="run the table daemon")
     run.add_argument("--config", required=True, help="the table's TOML configuration")
     run.set_defaults(func=_run)

@@ -2,6 +2,7 @@
 
 The audit tool and the engine's black-box interface. Deterministic: the same file gives the same
 bytes out. A line that is not JSON becomes a `rejected` output naming the line, like any bad input.
+A journal archive (`dealer-station journal archive`, gzip or not) is read as its inputs.
 """
 import json
 
@@ -20,6 +21,10 @@ def replay_lines(profile, lines):
             yield {"type": "rejected", "input": None, "code": "malformed",
                    "reason": f"line {n}: not JSON: {e}"}
             continue
+        if isinstance(event, dict) and ("archive" in event or "end" in event or "kind" in event):
+            if event.get("kind") != "input":
+                continue          # an archive's header, outputs, replies, end line
+            event = event["body"]
         table, out = guarded_step(table, event)
         yield from out
 

@@ -1,0 +1,139 @@
+"""Journal archival: old shoes leave the journal only after they are written to an archive and read
+back; recovery does not need them; the archive replays to the outputs that were published."""
+import gzip
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from controller import checkpoint, get_profile
+from controller.autoplay import hit_below_17, play_shoe
+from controller.cards import CARDS
+from dealer_station import archive as ar
+from dealer_station.config import check_config
+from dealer_station.daemon import Daemon
+from dealer_station.replay import replay_lines
+
+ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+
+
+def daemon(path):
+    cfg, errors = check_config({"table": {"id": "t1", "profile": "luxury21"},
+                                "shoe": {"protocol": "none"}, "metrics": {"enabled": False},
+                                "paths": {"journal": str(path)}})
+    assert not errors
+    d = Daemon(cfg)
+    d.journal.db.execute("PRAGMA synchronous=OFF")    # speed: durability is not under test here
+    return d
+
+
+def played(path, shoes=3, rounds=3):
+    d = daemon(path)
+    d.recover()
+    p = get_profile("luxury21")
+    for s in range(shoes):
+        cards = list(CARDS) * 8
+        random.Random(s).shuffle(cards)
+        for ev, _ in play_shoe(p, cards, hit_below_17, max_rounds=rounds, table=d.table):
+            d.process(ev, "test")
+    d.process({"type": "betting_closed", "seats": [1]}, "test")    # a round under way
+    d.journal.mark_sent([s for s, _ in d.journal.unsent()])
+    return d
+
+
+def bodies(db_path):
+    db = sqlite3.connect(db_path)
+    out = [json.loads(r[0]) for r in db.execute("SELECT body FROM outbox ORDER BY seq")]
+    ins = [json.loads(r[0]) for r in db.execute("SELECT body FROM inputs ORDER BY n")]
+    db.close()
+    return ins, out
+
+
+def strip(msgs):
+    return [{k: v for k, v in m.items() if k not in ("seq", "table", "v", "ts")} for m in msgs]
+
+
+def test_archive_prunes_old_shoes_and_nothing_is_lost(tmp_path):
+    j = tmp_path / "journal.sqlite"
+    d = played(j)
+    before = checkpoint.encode(d.table.but(round=None))
+    next_seq = d.journal.next_seq
+    d.journal.close()
+    all_inputs, all_outputs = bodies(j)
+    r = ar.archive(str(j), str(tmp_path / "arch"), keep_shoes=1)
+    assert r["inputs"] > 0 and r["outputs"] > 0
+    assert ar.verify(r["archive"]) == {k: r[k] for k in ("inputs", "outputs", "commands", "refused")}
+    kept_inputs, kept_outputs = bodies(j)
+    assert kept_inputs[0]["type"] == "shoe_loaded" and len(kept_inputs) + r["inputs"] == len(all_inputs)
+    assert len(kept_outputs) + r["outputs"] == len(all_outputs)
+    # recovery without the archived part: the same table, the sequence goes on
+    d2 = daemon(j)
+    d2.recover()
+    assert checkpoint.encode(d2.table.but(round=None)) == before
+    assert d2.journal.next_seq == next_seq and d2.recovery["mismatches"] == 0
+    d2.journal.close()
+    # the archive then the journal replay to everything that was published
+    with gzip.open(r["archive"], "rt") as f:
+        lines = f.read().splitlines()
+    replayed = list(replay_lines(get_profile("luxury21"), lines + [json.dumps(i) for i in kept_inputs]))
+    assert strip(replayed) == strip(all_outputs)
+
+
+def test_unsent_outputs_are_never_archived(tmp_path):
+    j = tmp_path / "journal.sqlite"
+    d = played(j)
+    db = d.journal.db
+    first_shoe2 = db.execute("SELECT MIN(input_n) FROM outbox WHERE json_extract(body, '$.type') "
+                             "= 'shoe_started' AND seq > 1").fetchone()[0]
+    db.execute("UPDATE outbox SET sent = 0 WHERE input_n = ?", (first_shoe2 + 5,))
+    d.journal.close()
+    r = ar.archive(str(j), str(tmp_path / "arch"), keep_shoes=1)
+    assert r["before_input"] <= first_shoe2 + 5
+    db = sqlite3.connect(j)
+    assert db.execute("SELECT COUNT(*) FROM outbox WHERE sent = 0").fetchone()[0] > 0
+    db.close()
+
+
+@pytest.mark.parametrize("damage", ["byte", "cut", "line"])
+def test_a_damaged_archive_is_named(tmp_path, damage):
+    j = tmp_path / "journal.sqlite"
+    played(j).journal.close()
+    r = ar.archive(str(j), str(tmp_path / "arch"), keep_shoes=1)
+    with gzip.open(r["archive"], "rb") as f:
+        data = f.read()
+    if damage == "byte":
+        i = data.index(b'"card":"') + 9
+        data = data[:i] + (b"h" if data[i:i + 1] != b"h" else b"s") + data[i + 1:]
+    elif damage == "cut":
+        data = data[:len(data) // 2]
+    else:
+        lines = data.splitlines(keepends=True)
+        data = b"".join(lines[:3] + lines[4:])
+    with gzip.open(r["archive"], "wb") as f:
+        f.write(data)
+    with pytest.raises(ar.ArchiveError, match="archive"):
+        ar.verify(r["archive"])
+
+
+def test_the_command_archives_and_replay_reads_the_archive(tmp_path):
+    j = tmp_path / "journal.sqlite"
+    played(j, shoes=2).journal.close()
+    cli = [sys.executable, "-m", "dealer_station.cli"]
+    p = subprocess.run(cli + ["journal", "archive", "--journal", str(j), "--out", str(tmp_path / "a")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0 and "nothing to archive" in p.stdout     # 2 shoes, 2 kept
+    p = subprocess.run(cli + ["journal", "archive", "--journal", str(j), "--out", str(tmp_path / "a"),
+                              "--keep-shoes", "1"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads(p.stdout)
+    p = subprocess.run(cli + ["journal", "verify", r["archive"]], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0 and json.loads(p.stdout)["inputs"] == r["inputs"]
+    p = subprocess.run(cli + ["replay", "--profile", "luxury21", r["archive"]], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert p.returncode == 0 and '"type":"shoe_started"' in p.stdout
+    p = subprocess.run(cli + ["journal", "archive", "--journal", str(tmp_path / "nope.sqlite"),
+                              "--out", str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 1 and "no such journal" in p.stdout
