@@ -7,7 +7,7 @@ import sqlite3
 import time
 from collections import Counter
 
-from controller import new_table, step
+from controller import guarded_step, new_table
 from controller.settlement import settle
 
 
@@ -20,7 +20,7 @@ def reference_balances(profile, journal, bets):
     t = new_table(profile)
     reference = Counter()
     for i in inputs:
-        t, out = step(t, i)
+        t, out = guarded_step(t, i)
         for o in out:
             if o["type"] == "round_result":
                 for r in settle(profile, o, bets.get(o["round"], [])):
