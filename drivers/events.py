@@ -61,3 +61,51 @@ class ShoeStatus:
     sensor: str
     light: str
     gate: str
+
+
+@dataclass(frozen=True)
+class CardSeen:
+    """The camera saw a card settle in a zone (drivers/camera)."""
+    card: str
+    zone: str
+
+    def as_input(self):
+        return {"type": "card_seen", "card": self.card, "zone": self.zone}
+
+
+@dataclass(frozen=True)
+class CardGone:
+    card: str
+    zone: str
+
+
+@dataclass(frozen=True)
+class PanelPress:
+    """A dealer-panel button (drivers/panel.py)."""
+    button: str
+    armed: bool = False     # for `void`: whether the pit boss key was on
+
+
+@dataclass(frozen=True)
+class WheelState:
+    """The roulette wheel's status (drivers/wheel.py)."""
+    state: int
+    name: str
+    spin: int
+    flags: int
+    rpm: float
+    direction: str
+
+
+@dataclass(frozen=True)
+class WinningNumber:
+    number: int
+    spin: int
+    source: str            # "status" (state 5), "line" (the winning-number line), "late"
+
+
+@dataclass(frozen=True)
+class WheelException:
+    kind: str              # miss_spin, failed_launch, no_ball, component_fault, number_mismatch
+    spin: int | None
+    detail: dict = field(default_factory=dict)

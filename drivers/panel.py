@@ -13,20 +13,13 @@ paused, and a buzzer that sounds when the table pauses.
 
 Callbacks only emit PanelPress events (a queue put); the daemon decides what they mean.
 """
-from dataclasses import dataclass
 
-from gpiozero import LED, Button, Buzzer
+from .events import PanelPress  # noqa: F401 (re-exported)
 
 BUTTONS = ("shoe_loaded", "pit_boss", "resume", "key", "void")
 LIGHTS = ("deal", "decision", "last_round", "shuffle_due", "paused")
 SEAT_LIGHTS = tuple(f"seat_{i}" for i in range(1, 8)) + ("dealer", "player", "banker")
 HELD = ("shoe_loaded", "void")
-
-
-@dataclass(frozen=True)
-class PanelPress:
-    button: str
-    armed: bool = False     # for `void`: whether the pit boss key was on
 
 
 class Panel:
@@ -45,6 +38,7 @@ class Panel:
         self.view = None
 
     def start(self, emit):
+        from gpiozero import LED, Button, Buzzer   # here: a table without a panel never loads it
         f = self.factory
         for name in BUTTONS:
             if name not in self.pins:

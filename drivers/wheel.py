@@ -1,38 +1,14 @@
 """The Cammegh SS2 roulette wheel: its session (spins, winning numbers, the guide's exception
 rules) and the driver on a serial URL (9600 8N1). Emits typed events; never calls the engine."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .events import DeviceState
+from .events import DeviceState, WheelException, WheelState, WinningNumber  # noqa: F401 (re-exported)
 from .serial_link import SerialLink
 from .wheel_protocol import FLAGS, LineSplitter, NumberLine, Reply, Status, parse_line
 
 WHEEL_SETTINGS = {"baudrate": 9600, "bytesize": 8, "parity": "N", "stopbits": 1}
 COMMANDS = {"start_game": "*u 1", "run": "*P 1", "stop": "*P 0", "ack_void": "*R",
             "status": "*X", "version": "*V", "self_test": "*F"}
-
-
-@dataclass(frozen=True)
-class WheelState:
-    state: int
-    name: str
-    spin: int
-    flags: int
-    rpm: float
-    direction: str
-
-
-@dataclass(frozen=True)
-class WinningNumber:
-    number: int
-    spin: int
-    source: str            # "status" (state 5), "line" (the winning-number line), "late"
-
-
-@dataclass(frozen=True)
-class WheelException:
-    kind: str              # miss_spin, failed_launch, no_ball, component_fault, number_mismatch
-    spin: int | None
-    detail: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -2,30 +2,14 @@
 or visual), tracked, and reported once as CardSeen (and CardGone when picked up)."""
 import threading
 import time
-from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
-from ..events import DeviceState
+from ..events import CardGone, CardSeen, DeviceState  # noqa: F401 (re-exported)
 from .recognize import find_cards, read_codes, rectify
 from .tracker import ZoneTracker
 from .video import Capture, open_source
-
-
-@dataclass(frozen=True)
-class CardSeen:
-    card: str
-    zone: str
-
-    def as_input(self):
-        return {"type": "card_seen", "card": self.card, "zone": self.zone}
-
-
-@dataclass(frozen=True)
-class CardGone:
-    card: str
-    zone: str
 
 
 class Zones:
