@@ -67,37 +67,28 @@ class Journal:
             raise JournalError(f"{self.path} is the journal of {key} {row[0]!r}, not {value!r}: "
                                f"a journal belongs to one table and one profile")
 
-    def record(self, origin, body, apply, envelope, shoe_seq=None, command_id=None,
-               reply_of=None):
-        """Journal `body`, then `apply(body)` -> outputs, then put each output in the outbox with
-        the next sequence number, all in one transaction. Returns (input n, [(seq, message)]).
-        `envelope(seq, output)` makes the published message. `reply_of(outputs)` (commands)
-        gives the reply stored with the command id."""
+    def write(self, r):
+        """One station `Record` (dealer_station/station_types.py) in one transaction: the input
+        as number r.n, its outputs, the command's reply, the checkpoint after it."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            cur = db.execute("INSERT INTO inputs (at, origin, body, shoe_seq) VALUES (?, ?, ?, ?)",
-                             (time.time(), origin, _dumps(body), shoe_seq))
-            n = cur.lastrowid
-            outputs = apply(body)
-            messages = []
-            seq = self.next_seq
-            for o in outputs:
-                msg = _dumps(envelope(seq, o))
-                messages.append((seq, msg))
-                seq += 1
+            db.execute("INSERT INTO inputs (n, at, origin, body, shoe_seq) VALUES (?, ?, ?, ?, ?)",
+                       (r.n, r.at, r.origin, _dumps(r.body), r.shoe_seq))
             db.executemany("INSERT INTO outbox (seq, input_n, body) VALUES (?, ?, ?)",
-                           [(s, n, m) for s, m in messages])
-            reply = None
-            if command_id is not None:
-                reply = reply_of(outputs, messages)
-                db.execute("INSERT INTO commands VALUES (?, ?, ?)", (command_id, n, _dumps(reply)))
+                           [(s, r.n, m) for s, m in r.messages])
+            if r.command_id is not None:
+                db.execute("INSERT INTO commands VALUES (?, ?, ?)",
+                           (r.command_id, r.n, _dumps(r.reply)))
+            if r.checkpoint is not None:
+                self._checkpoint(r.n, r.checkpoint)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
-        self.next_seq = seq
-        return n, messages, reply
+        if r.messages:
+            self.next_seq = r.messages[-1][0] + 1
 
     def command_reply(self, command_id):
         row = self.db.execute("SELECT reply FROM commands WHERE id=?", (command_id,)).fetchone()
@@ -119,18 +110,12 @@ class Journal:
 
     KEEP_CHECKPOINTS = 3
 
-    def checkpoint(self, n, doc):
+    def _checkpoint(self, n, doc):
         """The table after input `n`, as a checkpoint document (controller/checkpoint.py).
         Only the newest few are kept: they are derived data, the inputs are the record."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            self.db.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?)", (n, _dumps(doc)))
-            self.db.execute("DELETE FROM checkpoints WHERE input_n NOT IN (SELECT input_n FROM "
-                            "checkpoints ORDER BY input_n DESC LIMIT ?)", (self.KEEP_CHECKPOINTS,))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+        self.db.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?)", (n, _dumps(doc)))
+        self.db.execute("DELETE FROM checkpoints WHERE input_n NOT IN (SELECT input_n FROM "
+                        "checkpoints ORDER BY input_n DESC LIMIT ?)", (self.KEEP_CHECKPOINTS,))
 
     def checkpoints(self):
         """(input n, document or None where it is not JSON, e.g. an old pickle), newest first."""

@@ -1,0 +1,459 @@
+"""The station core: the daemon's own rules, with no I/O.
+
+`Station.step(event, clock, reads) -> [effects]` (and the functional form `step`). Like h11, a
+state machine object that owns its state and does nothing but compute: no SQLite, no paho, no
+serial, no clock (time arrives as a `Clock` with each event), no threads. The daemon
+(daemon.py) is a loop that takes an event, asks `reads(event)` for what the station needs to
+look up in the journal (a command id's earlier reply, the outbox for a resend), steps the station
+and carries out the effects in order. The rules here:
+
+- every input is journaled before anything else happens for it (`Record` comes first), and the
+  shoe is acknowledged and the command's PUBACK sent only after it;
+- a command repeated with the same id is answered `duplicate` with the original result; a
+  malformed one is refused, kept and acknowledged (never delivered again);
+- outputs are published in sequence order with a bounded in-flight window, marked sent on their
+  PUBACK; `resend` queues the journal's events again;
+- decision and insurance timers are armed from the announcement and fire only if the table still
+  waits for the same thing; after a restart they are re-armed from the journaled announcement;
+- a round interrupted longer than `void_after_outage_s` is voided at recovery;
+- where the shoe resumes after a restart; the wheel's automatic start; device health in the status.
+"""
+import datetime
+import json
+import traceback
+from collections import deque
+
+from controller import checkpoint, expect, guarded_step, new_table
+from controller.snapshot import public_snapshot
+from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCard, DeviceState,
+                            PanelPress, ShoeHello, ShoeStatus, WheelException, WheelState,
+                            WinningNumber)
+from drivers.panel import panel_view
+
+from . import commands
+from .station_types import (AckCommand, AckShoe, BrokerDown, BrokerUp, Command, Count, LocalInput,
+                            Log, Publish, Published, Record, Refuse, Reply, SetMeta, Status, Stop,
+                            Timer, TimerDue, WheelCommand, Lights, MarkSent)
+
+ANNOUNCE = ("awaiting_decision", "insurance_offered")
+STATUS_CHANGES = {"shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
+                  "shuffle_due", "burn_complete", "round_started"}
+# Between rounds the state is small and written out whole: recovery replays one round at most.
+CHECKPOINT_AFTER = {"shoe_started", "round_result", "round_voided", "shuffle_due"}
+PANEL_INPUTS = {"shoe_loaded": {"type": "shoe_loaded"},
+                "pit_boss": {"type": "pause", "reason": "pit boss called from the dealer panel"},
+                "resume": {"type": "resume"},
+                "void": {"type": "void_round", "reason": "voided with the pit boss key"}}
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def iso(wall):
+    return datetime.datetime.fromtimestamp(wall, datetime.timezone.utc).isoformat(
+        timespec="milliseconds")
+
+
+class Settings:
+    """What the station's rules read from the configuration."""
+
+    def __init__(self, table_id, profile, version="0", decision_s=0.0, insurance_s=0.0,
+                 void_after_outage_s=0.0, inflight=100, wheel_auto_start=False, shoe_acks=False,
+                 panel=False):
+        self.table_id = table_id
+        self.profile = profile
+        self.version = version
+        self.decision_s = decision_s
+        self.insurance_s = insurance_s
+        self.void_after_outage_s = void_after_outage_s
+        self.inflight = inflight
+        self.wheel_auto_start = wheel_auto_start
+        self.shoe_acks = shoe_acks        # a protocol-v1 shoe keeps each frame until we ACK it
+        self.panel = panel
+
+    @classmethod
+    def from_config(cls, cfg, version):
+        t = cfg["timers"]
+        return cls(cfg["table"]["id"], cfg["profile"], version, t["decision_s"], t["insurance_s"],
+                   t["void_after_outage_s"], cfg["broker"]["inflight"],
+                   cfg["wheel"]["enabled"] and cfg["wheel"]["auto_start"],
+                   cfg["shoe"]["protocol"] == "v1", cfg["panel"]["enabled"])
+
+
+class Station:
+    def __init__(self, settings):
+        self.s = settings
+        self.table = new_table(settings.profile)
+        self.next_n = 1            # the journal's next input number
+        self.next_seq = 1          # the table's next event sequence number
+        self.pending = deque()     # (seq, message) journaled, not yet handed to the broker
+        self.inflight = set()      # seqs handed to the broker, not yet acknowledged
+        self.timer = None          # (monotonic deadline, expectation, input)
+        self.devices = {"broker": {"state": "connecting"}}
+        self.shoe_base = None      # (boot, seq, input n) from the first HELLO of a shoe's boot
+        self.last_shoe = (0, None)  # (input n, shoe seq) of the last journaled shoe frame
+        self.stopping = False
+        self.recovery = None
+
+    # -- recovery -------------------------------------------------------------------------------
+
+    def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None)):
+        """Pick the newest checkpoint this version reads. Returns (input n to replay after,
+        [effects]) (a Log for each checkpoint passed over)."""
+        self.next_n, self.next_seq = next_n, next_seq
+        self.last_shoe = tuple(last_shoe)
+        if shoe_base:
+            boot, seq, at_n = (int(x) for x in shoe_base.split(":"))
+            self.shoe_base = (boot, seq, at_n)
+        effects = []
+        for n, doc in checkpoints:
+            try:
+                self.table = checkpoint.decode(self.s.profile, doc)
+                return n, effects
+            except checkpoint.CheckpointError as e:
+                why = e if doc is not None else "not a checkpoint document"
+                effects.append(Log("warning", f"checkpoint after input {n} not used ({why}): "
+                                              f"replaying from further back"))
+        self.table = new_table(self.s.profile)
+        return 0, effects
+
+    def replay(self, rows, unsent, clock, from_checkpoint=0):
+        """Re-lay the journaled inputs after the checkpoint: rows of (n, at, origin, body,
+        shoe_seq, outputs journaled). Queues `unsent`, re-arms the timer, voids a round left
+        too long. Returns [effects]."""
+        t = self.table
+        announced_at = last_at = None
+        count = mismatches = 0
+        for n, at, origin, body, shoe_seq, n_out in rows:
+            t, out = guarded_step(t, body)
+            if len(out) != n_out:
+                mismatches += 1
+            if any(o["type"] in ANNOUNCE for o in out):
+                announced_at = at
+            last_at = at
+            count += 1
+        self.table = t
+        self.pending = deque(unsent)
+        effects = []
+        if mismatches:
+            effects.append(Log("error", f"replay of the journal gave other outputs for {mismatches} "
+                                        f"inputs: the engine changed under this journal"))
+        self.recovery = {"inputs_replayed": count, "from_checkpoint": from_checkpoint,
+                         "unsent": len(self.pending), "mismatches": mismatches}
+        if announced_at is not None:
+            effects += self._arm(clock.mono - (clock.wall - announced_at))
+        outage = clock.wall - last_at if last_at else 0.0
+        limit = self.s.void_after_outage_s
+        if t.round is not None and limit and outage > limit:
+            # House rules: a problem not resolved quickly cancels the round, bets refunded.
+            effects += self.process({"type": "void_round", "reason": f"the table was down for "
+                                     f"{outage:.0f} s (limit {limit:g} s)"}, "recovery", clock)[0]
+        return effects
+
+    def shoe_resume(self):
+        """Where the shoe's sequence stood at our last journaled shoe frame, or at the baseline
+        taken from its HELLO when we first met this boot of it, whichever is later."""
+        if self.shoe_base is None:
+            return None
+        boot, seq, at_n = self.shoe_base
+        n, last = self.last_shoe
+        return (boot, last if last is not None and n > at_n else seq)
+
+    # -- one event ------------------------------------------------------------------------------
+
+    def reads(self, event):
+        """What the shell must look up in the journal before stepping `event`:
+        {"command_reply": id} or {"outbox_from": seq}, or {}."""
+        if isinstance(event, Command):
+            try:
+                cmd = commands.parse(event.payload)
+            except commands.CommandError:
+                return {}
+            if cmd["type"] == "resend":
+                start = cmd.get("from")
+                if isinstance(start, int) and not isinstance(start, bool) and start >= 1:
+                    return {"outbox_from": start}
+                return {}
+            return {"command_reply": cmd["id"]}
+        return {}
+
+    def step(self, event, clock, reads=None):
+        reads = reads or {}
+        if isinstance(event, Command):
+            return self._command(event, clock, reads)
+        if isinstance(event, Published):
+            return self._published(event)
+        if isinstance(event, TimerDue):
+            return self._timer_due(clock)
+        if isinstance(event, LocalInput):
+            return self.process(event.body, event.origin, clock)[0]
+        if isinstance(event, BrokerUp):
+            self.devices["broker"] = {"state": "connected", "session_present": event.session_present}
+            return [Log("info", f"broker connected (session present: {event.session_present})"),
+                    self.status_effect()] + self.pump()
+        if isinstance(event, BrokerDown):
+            self.devices["broker"] = {"state": "disconnected", "reason": event.reason}
+            what = "refused" if event.refused else "disconnected"
+            return [Log("warning", f"broker {what}: {event.reason}"), self.status_effect()]
+        if isinstance(event, Stop):
+            self.stopping = True
+            return []
+        return self._device(event, clock)
+
+    # -- inputs to the engine -------------------------------------------------------------------
+
+    def process(self, body, origin, clock, shoe_seq=None, command_id=None):
+        """Step the engine on `body`. Returns ([effects], messages, reply)."""
+        body = dict(body)
+        body["ts"] = iso(clock.wall)
+        errors = []
+        t, outputs = guarded_step(self.table, body, errors.append)
+        n = self.next_n
+        messages = []
+        seq = self.next_seq
+        for o in outputs:
+            messages.append((seq, _dumps({"seq": seq, "table": self.s.table_id, "v": 1, **o})))
+            seq += 1
+        reply = None
+        if command_id is not None:
+            reply = self._reply_of(command_id, outputs, messages)
+        kinds = {o["type"] for o in outputs}
+        cp = None
+        if kinds & CHECKPOINT_AFTER and checkpoint.quiescent(t):
+            cp = checkpoint.encode(t)
+        effects = [Record(n, clock.wall, origin, body, shoe_seq, tuple(messages), command_id,
+                          reply, cp)]
+        # only now, with the record first in line, does the station adopt the new state
+        self.table = t
+        self.next_n = n + 1
+        self.next_seq = seq
+        self.pending.extend(messages)
+        if shoe_seq is not None:
+            self.last_shoe = (n, shoe_seq)
+        for e in errors:
+            effects.append(Log("error", f"defect: the engine raised {type(e).__name__}; the table "
+                                        f"is paused (internal_error)\n"
+                                        + "".join(traceback.format_tb(e.__traceback__))))
+            effects.append(Count("engine_errors_total", (("error", type(e).__name__),)))
+        effects += self._counts(body, origin, outputs)
+        if self.s.panel:
+            effects.append(Lights(panel_view(expect(t), t)))
+        if kinds & set(ANNOUNCE):
+            effects += self._arm(clock.mono)
+        elif self.timer is not None and expect(t) != self.timer[1]:
+            self.timer = None
+            effects.append(Timer(None))
+        if body["type"] != "card":   # a card input is never logged: it may be the hole card
+            effects.append(Log("info", f"input {body['type']} from {origin} -> {len(messages)} outputs"))
+        if kinds & STATUS_CHANGES:
+            effects.append(self.status_effect())
+        effects += self.pump()
+        return effects, messages, reply
+
+    def _reply_of(self, command_id, outputs, messages):
+        if len(outputs) == 1 and outputs[0]["type"] == "rejected":
+            r = outputs[0]
+            return {"type": "reply", "id": command_id, "status": "rejected", "code": r["code"],
+                    "reason": r["reason"]}
+        return {"type": "reply", "id": command_id, "status": "accepted",
+                "seq": [messages[0][0], messages[-1][0]] if messages else None}
+
+    @staticmethod
+    def _counts(body, origin, outputs):
+        out = [Count("inputs_total", (("origin", origin),))]
+        if body["type"] == "card":
+            out.append(Count("cards_read_total", (("source", body.get("source", "shoe")),)))
+        elif body["type"] == "card_unreadable":
+            out.append(Count("cards_unreadable_total", (("source", body.get("source", "shoe")),)))
+        for o in outputs:
+            if o["type"] == "rejected":
+                out.append(Count("rejected_total", (("code", o["code"]),)))
+            elif o["type"] == "irregularity":
+                out.append(Count("irregularities_total", (("code", o["code"]),)))
+            elif o["type"] == "round_result":
+                out.append(Count("rounds_total", (("end", "result"),)))
+            elif o["type"] == "round_voided":
+                out.append(Count("rounds_total", (("end", "voided"),)))
+        return out
+
+    # -- the outbox -----------------------------------------------------------------------------
+
+    def pump(self):
+        out = []
+        while self.pending and len(self.inflight) < self.s.inflight:
+            seq, message = self.pending.popleft()
+            self.inflight.add(seq)
+            out.append(Publish(seq, message))
+        return out
+
+    def _published(self, event):
+        if event.seq not in self.inflight:
+            return []
+        self.inflight.discard(event.seq)
+        return [MarkSent(event.seq)] + self.pump()
+
+    # -- timers ---------------------------------------------------------------------------------
+
+    def _arm(self, since):
+        e = expect(self.table)
+        s = self.s
+        if e is not None and e[0] == "decision" and s.decision_s > 0:
+            self.timer = (since + s.decision_s, e,
+                          {"type": "decision_timeout", "seat": e[1], "hand": e[2]})
+        elif e is not None and e[0] == "insurance" and s.insurance_s > 0:
+            self.timer = (since + s.insurance_s, e, {"type": "insurance_closed"})
+        else:
+            self.timer = None
+        return [Timer(self.timer[0] if self.timer else None)]
+
+    def _timer_due(self, clock):
+        if self.timer is None or clock.mono < self.timer[0]:
+            return []
+        _, e, body = self.timer
+        self.timer = None
+        if expect(self.table) != e:
+            return [Timer(None)]
+        return self.process(body, "timer", clock)[0]
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def _command(self, ev, clock, reads):
+        try:
+            cmd = commands.parse(ev.payload)
+            if cmd["type"] == "resend":
+                effects, reply = self._resend(cmd, reads.get("outbox_rows", ()))
+            else:
+                prior = reads.get("command_reply")
+                if prior is not None:
+                    effects = []
+                    reply = {**prior, "status": "duplicate", "original": prior["status"]}
+                else:
+                    effects, _, reply = self.process(commands.to_input(cmd), "command", clock,
+                                                     command_id=cmd["id"])
+        except commands.CommandError as e:
+            # kept before the PUBACK: a poison command is on record once, never delivered again
+            effects = [Refuse("command", e.code, e.reason, bytes(ev.payload)),
+                       Count("commands_refused_total", (("code", e.code),))]
+            reply = {"type": "reply", "id": e.id, "status": "rejected", "code": e.code,
+                     "reason": e.reason}
+        return effects + [Reply(reply, ev.response_topic, ev.correlation),
+                          AckCommand(ev.mid, ev.qos)]
+
+    def _resend(self, cmd, rows):
+        start = cmd.get("from")
+        if not isinstance(start, int) or isinstance(start, bool) or start < 1:
+            raise commands.CommandError("malformed", "resend.from: the first sequence number wanted",
+                                        cmd["id"])
+        queued = {s for s, _ in self.pending}
+        self.pending.extendleft(reversed([r for r in rows if r[0] not in queued]))
+        reply = {"type": "reply", "id": cmd["id"], "status": "accepted",
+                 "seq": [rows[0][0], rows[-1][0]] if rows else None}
+        return self.pump(), reply
+
+    # -- devices --------------------------------------------------------------------------------
+
+    def _device(self, e, clock):
+        if isinstance(e, (CardRead, CardUnreadable, CutCard)):
+            seq = getattr(e, "seq", None)
+            effects = self.process(e.as_input(), "shoe", clock, shoe_seq=seq)[0]
+            if seq is not None and self.s.shoe_acks:
+                effects.append(AckShoe(seq))      # only now may the shoe forget it
+            return effects
+        if isinstance(e, ShoeHello):
+            effects = []
+            resume = self.shoe_resume()
+            if resume is None or resume[0] != e.boot:
+                # A shoe (or a boot of it) we have not met: its current position is the
+                # baseline, so a card drawn while we are away later is asked for again.
+                self.shoe_base = (e.boot, e.last_seq, self.next_n - 1)
+                effects.append(SetMeta("shoe_base", ":".join(map(str, self.shoe_base))))
+            self.devices["shoe"] = {**self.devices.get("shoe", {}), "model": e.model,
+                                    "firmware": e.firmware, "serial": e.serial}
+            return effects
+        if isinstance(e, ShoeStatus):
+            self.devices.setdefault("shoe", {})["report"] = {
+                "door": e.door, "jam": e.jam, "sensor": e.sensor, "light": e.light, "gate": e.gate}
+            return []
+        if isinstance(e, PanelPress):
+            return self._panel(e, clock)
+        if isinstance(e, (WheelState, WinningNumber, WheelException)):
+            return self._wheel(e, clock)
+        if isinstance(e, CardSeen):
+            return self.process(e.as_input(), "camera", clock)[0]
+        if isinstance(e, CardGone):
+            return [Count("cards_picked_up_total", (("zone", e.zone),))]
+        if isinstance(e, DeviceState):
+            effects = []
+            if e.device == "wheel" and e.state == "connected" and self.s.wheel_auto_start:
+                effects += [WheelCommand("run"), WheelCommand("start_game")]
+            d = self.devices.setdefault(e.device, {})
+            d["state"] = e.state
+            d["reason"] = e.detail.get("reason")
+            level = "info" if e.state in ("connected", "ok") else "warning"
+            effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip()),
+                        self.status_effect()]
+            return effects
+        return [Log("warning", f"event of unknown kind {type(e).__name__} dropped"),
+                Count("events_dropped_total", (("kind", type(e).__name__),))]
+
+    def _panel(self, e, clock):
+        if e.button == "key":
+            self.devices.setdefault("panel", {})["key"] = e.armed
+            return [self.status_effect()]
+        if e.button == "void" and not e.armed:
+            return [Log("warning", "void pressed without the pit boss key: ignored")]
+        return self.process(PANEL_INPUTS[e.button], "panel", clock)[0]
+
+    def _wheel(self, e, clock):
+        """The wheel runs the roulette round: no more bets closes betting, the winning number
+        ends the round, the guide's exceptions void it (section 4.1)."""
+        t = self.table
+        if isinstance(e, WheelState):
+            self.devices.setdefault("wheel", {})["wheel_state"] = e.name
+            if e.state == 4 and t.round is None and not t.paused:
+                return self.process({"type": "betting_closed"}, "wheel", clock)[0]
+            return []
+        if isinstance(e, WinningNumber):
+            effects = self.process({"type": "winning_number", "number": e.number, "spin": e.spin},
+                                   "wheel", clock)[0]
+            if self.s.wheel_auto_start:
+                effects.append(WheelCommand("start_game"))
+            return effects
+        effects = [Log("warning", f"wheel: {e.kind} on spin {e.spin} {e.detail}")]
+        if e.kind == "miss_spin":
+            if t.round is not None:
+                effects += self.process({"type": "miss_spin", "spin": e.spin}, "wheel", clock)[0]
+            effects.append(WheelCommand("ack_void"))      # the wheel spins again from place bets
+        elif e.kind in ("failed_launch", "no_ball", "component_fault"):
+            if t.round is not None:
+                effects += self.process({"type": "void_round",
+                                         "reason": f"wheel: {e.kind.replace('_', ' ')}"}, "wheel",
+                                        clock)[0]
+            d = self.devices.setdefault("wheel", {})
+            d["state"], d["reason"] = "fault", e.kind
+            effects.append(self.status_effect())
+        return effects
+
+    # -- what the station shows -----------------------------------------------------------------
+
+    def expectation(self):
+        return expect(self.table)
+
+    def status(self):
+        return {"state": "online", "version": self.s.version, "table": self.s.table_id,
+                "profile": self.s.profile.name, "devices": self.devices,
+                "last_seq": self.next_seq - 1, "snapshot": public_snapshot(self.table)}
+
+    def status_effect(self):
+        return Status(json.loads(json.dumps(self.status())))   # a copy: devices change later
+
+    def gauges(self):
+        g = {("outbox_depth", ()): len(self.pending) + len(self.inflight),
+             ("round_phase", (("phase", self.table.phase),)): 1,
+             ("paused", ()): int(bool(self.table.paused))}
+        for name, d in self.devices.items():
+            g[("device_up", (("device", name),))] = int(d.get("state") in ("connected", "ok"))
+        return g
+
+
+def step(station, event, clock, reads=None):
+    """The functional form: (station, effects)."""
+    return station, station.step(event, clock, reads)

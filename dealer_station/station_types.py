@@ -1,0 +1,132 @@
+"""The station core's vocabulary: the events it takes and the effects it returns (plain data).
+
+Device events are the drivers' own typed events (drivers/events.py). The others come from the
+shell: the MQTT link, the timer, the loop. Effects are carried out by the shell, in order; the
+first effect of an input is always its `Record` (one journal transaction), so nothing that follows
+(a publish, a shoe ACK, a command's PUBACK) can happen for an input that was not kept.
+"""
+from typing import NamedTuple
+
+
+class Clock(NamedTuple):
+    wall: float      # seconds since the epoch: journaled, put on outputs as `ts`
+    mono: float      # monotonic seconds: timers
+
+
+# -- events from the shell ---------------------------------------------------------------------
+
+class Command(NamedTuple):
+    """A message on the commands topic, as paho delivered it."""
+    payload: bytes
+    response_topic: str | None = None
+    correlation: bytes | None = None
+    mid: int | None = None
+    qos: int = 1
+
+
+class Published(NamedTuple):
+    """The broker acknowledged the event with this table sequence number (PUBACK)."""
+    seq: int
+
+
+class BrokerUp(NamedTuple):
+    session_present: bool
+
+
+class BrokerDown(NamedTuple):
+    reason: str
+    refused: bool = False
+
+
+class TimerDue(NamedTuple):
+    """The deadline of the last `Timer` effect has passed."""
+
+
+class LocalInput(NamedTuple):
+    """An engine input from a tool or a test, not from a device or the broker."""
+    body: dict
+    origin: str = "local"
+
+
+class Stop(NamedTuple):
+    pass
+
+
+# -- effects -------------------------------------------------------------------------------------
+
+class Record(NamedTuple):
+    """One journal transaction: the input as input number `n`, its outputs in the outbox, the
+    command's reply under its id, and a checkpoint of the table after it (or None)."""
+    n: int
+    at: float
+    origin: str
+    body: dict
+    shoe_seq: int | None
+    messages: tuple          # ((seq, message text), ...)
+    command_id: str | None
+    reply: dict | None
+    checkpoint: dict | None
+
+
+class Refuse(NamedTuple):
+    """Input that never reached the engine (a malformed command), kept in the journal."""
+    origin: str
+    code: str
+    reason: str
+    payload: bytes
+
+
+class AckShoe(NamedTuple):
+    seq: int
+
+
+class AckCommand(NamedTuple):
+    mid: int | None
+    qos: int
+
+
+class Reply(NamedTuple):
+    payload: dict
+    response_topic: str | None
+    correlation: bytes | None
+
+
+class Publish(NamedTuple):
+    seq: int
+    message: str
+
+
+class MarkSent(NamedTuple):
+    seq: int
+
+
+class Timer(NamedTuple):
+    """Wake the station with TimerDue at this monotonic time; None: no timer."""
+    deadline: float | None
+
+
+class Status(NamedTuple):
+    doc: dict
+
+
+class Lights(NamedTuple):
+    view: dict
+
+
+class WheelCommand(NamedTuple):
+    name: str
+
+
+class SetMeta(NamedTuple):
+    key: str
+    value: str
+
+
+class Count(NamedTuple):
+    name: str
+    labels: tuple = ()
+
+
+class Log(NamedTuple):
+    level: str       # debug, info, warning, error
+    text: str
