@@ -89,3 +89,41 @@ def test_copy_helpers_copy_every_slot():
         copy_ = o._copy() if hasattr(o, "_copy") else o.but()
         for k in type(o).__slots__:
             assert getattr(copy_, k) is getattr(o, k), (type(o).__name__, k)
+
+
+STATION = ROOT.parent / "dealer_station"
+# The station core may read the engine, the drivers' event types and the command parser; never
+# the journal, the broker, a device, the clock or a thread.
+STATION_ALLOWED = ALLOWED | {"controller", "drivers", "dealer_station", "json", "datetime",
+                             "traceback"}
+
+
+def test_the_station_core_does_no_io():
+    bad = []
+    for f in (STATION / "station.py", STATION / "station_types.py", STATION / "commands.py"):
+        for name, line in imports_of(f):
+            if name in (FORBIDDEN - {"datetime"}) or name not in STATION_ALLOWED:
+                bad.append(f"{f.name}:{line}: {name}")
+    assert not bad, "the station core must stay pure: " + "; ".join(bad)
+
+
+def test_the_station_core_loads_no_device_library():
+    import subprocess
+    import sys
+    code = ("import sys, dealer_station.station, drivers.events, drivers.panel;"
+            "print(sorted(m for m in ('serial', 'cv2', 'gpiozero', 'paho', 'sqlite3', 'numpy')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT.parent, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_table_without_camera_or_panel_never_imports_opencv_or_gpiozero():
+    import subprocess
+    import sys
+    code = ("import sys, dealer_station.daemon, dealer_station.cli;"
+            "print(sorted(m for m in ('cv2', 'gpiozero', 'numpy', 'zxingcpp', 'pyzbar')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT.parent, check=True).stdout
+    assert out.strip() == "[]"
