@@ -22,6 +22,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from dealer_station.sim.broker import Broker, free_port, wait_port  # noqa: E402,F401
 
 
+def wait_for(cond, timeout=10.0, what="the condition"):
+    """Poll `cond` until it is true; TimeoutError naming `what` after `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise TimeoutError(f"waited {timeout:g} s for {what}")
+        time.sleep(0.02)
+
+
 class Proxy:
     """A TCP proxy we can cut: the network between the daemon and the broker."""
 
@@ -151,6 +163,17 @@ class Client:
 
     def raw(self, payload):
         self.c.publish(f"{self.base}/commands", payload, qos=1)
+
+    def statuses(self):
+        """Every status message received, parsed (retained first, then live)."""
+        with self.lock:
+            return [json.loads(p) for t, p in self.all if t.endswith("/status") and p]
+
+    def wait_online(self, timeout=10, count=1):
+        """Wait for the table's `count`-th online status (the retained one counts): the daemon
+        is connected and has published its state."""
+        wait_for(lambda: sum(s.get("state") == "online" for s in self.statuses()) >= count,
+                 timeout, f"online status #{count} of {self.base}")
 
     def next_event(self, timeout=10):
         return self.q.get(timeout=timeout)

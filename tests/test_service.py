@@ -243,11 +243,13 @@ def test_daemon_runs_with_user_and_password_through_the_acl(tmp_path):
 
 def test_install_script_puts_every_part_in_place(tmp_path):
     p = subprocess.run([os.path.join(ROOT, "scripts", "install"), "--root", str(tmp_path),
-                        "--no-apt", "--no-users", "--no-systemctl"], capture_output=True, text=True,
+                        "--no-apt", "--no-users", "--no-systemctl", "--broker"],
+                       capture_output=True, text=True,
                        cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     for f in ("etc/systemd/system/dealer-station.service", "etc/udev/rules.d/99-dealer-station.rules",
-              "etc/dealer-station/table.toml", "opt/dealer-station/venv/bin/dealer-station"):
+              "etc/dealer-station/table.toml", "opt/dealer-station/venv/bin/dealer-station",
+              "etc/mosquitto/conf.d/dealer-station.conf", "etc/mosquitto/dealer-station.acl"):
         assert (tmp_path / f).exists(), f
     q = subprocess.run([str(tmp_path / "opt/dealer-station/venv/bin/dealer-station"), "check-config",
                         str(tmp_path / "etc/dealer-station/table.toml")], capture_output=True, text=True)
