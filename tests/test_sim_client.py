@@ -7,6 +7,8 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 
 import pytest
@@ -16,7 +18,7 @@ from dealer_station.sim.bettor import BettingSystem
 from dealer_station.sim.dealer_panel import SimPanel
 from dealer_station.sim.harness import Harness
 from drivers.virtual_shoe import VirtualShoe
-from mqtt_rig import Broker, Client, DaemonProc, wait_for, workdir
+from mqtt_rig import ROOT, Broker, Client, DaemonProc, wait_for, workdir
 
 
 def inputs(journal, origin=None):
@@ -129,3 +131,21 @@ def test_play_gives_up_on_a_stuck_table_and_says_what_it_waited_for(tmp_path):
     finally:
         h.daemon.send_signal(signal.SIGCONT)
         h.close()
+
+
+def test_table_sim_with_lost_commands_replies_and_events_loses_nothing(tmp_path):
+    faults = tmp_path / "lost.json"
+    faults.write_text(json.dumps([{"round": 2, "fault": "lost_command"},
+                                  {"round": 4, "fault": "lost_reply"},
+                                  {"round": 6, "fault": "lost_event"}]))
+    report = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "--profile", "punto_banco",
+                        "--rounds", "8", "--speed", "0", "--plain", "--no-camera",
+                        "--faults", str(faults), "--report", str(report)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    r = json.loads(report.read_text())
+    assert r["rounds_resulted"] + r["rounds_voided"] == 8 and r["messages_lost"] == 0
+    assert r["faults_injected"] == {"lost_command": 1, "lost_event": 1, "lost_reply": 1}
+    assert r["commands_sent_again"] >= 2 and r["resend_requests"] >= 1
+    assert r["commands_unanswered"] == 0 and r["protocol_errors"] == 0 and r["balances_match"]

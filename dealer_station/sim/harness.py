@@ -158,7 +158,9 @@ class Harness:
             return
         self.injected[name] += 1
         w, s = self.wheel, self.shoe
-        if name in scenario.WHEEL_FAULTS:
+        if name in scenario.CLIENT_FAULTS:
+            self.bs.lose[name.removeprefix("lost_")] += 1     # the next one is lost
+        elif name in scenario.WHEEL_FAULTS:
             {"miss_spin": w.miss_spin_next, "failed_launch": lambda: w.failed_launch_next(400),
              "no_ball": lambda: w.no_ball_next(400), "garbled_packet": w.garble_next}[name]()
         elif name in ("corrupt_frame", "drop_frame", "unreadable_card", "double_fire"):

@@ -34,8 +34,9 @@ def build_report(h, in_flight_s=5.0):
     db = sqlite3.connect(journal)
     last_seq = db.execute("SELECT MAX(seq) FROM outbox").fetchone()[0] or 0
     db.close()
-    end = time.monotonic() + in_flight_s        # the last messages in flight (resent if lost)
-    while bs.last < last_seq and time.monotonic() < end:
+    # the last messages in flight, and replies to the last commands (sent again if lost)
+    end = time.monotonic() + in_flight_s
+    while (bs.last < last_seq or bs.unanswered()) and time.monotonic() < end:
         time.sleep(0.02)
     reference, last_seq = reference_balances(h.profile, journal, bs.bets)
     codes = {k.split(":", 1)[1]: v for k, v in bs.counts.items() if k.startswith("irregularity:")}
