@@ -87,6 +87,7 @@ def test_a_gap_in_the_events_is_asked_for_and_filled(table):
     bs, dp, shoe = table
     bs.lose["event"] = 1                            # the first event never arrives
     bs.command({"type": "shoe_loaded"})
+    wait_for(lambda: bs.unanswered() == 0, 10, "shoe_loaded's reply")   # the shoe is loaded
     shoe.deal()                                     # the first burn card
     m = events(bs, "card_dealt", timeout=15)        # in order: only once the gap is filled
     assert bs.counts["events_lost"] == 1 and bs.counts["resend_requests"] >= 1
