@@ -2,14 +2,18 @@
 
 Callbacks run in paho's network thread and only enqueue (never touch the journal or the engine):
     ("mqtt", "connected", session_present)   ("mqtt", "disconnected", reason)
+    ("mqtt", "refused", reason)   a CONNACK refusal, or a connection that failed (TLS, network):
+                                  once per cause, not on every retry
     ("mqtt", "puback", mid)                   ("mqtt", "command", payload, response_topic,
                                                 correlation_data, mid, qos)
 Commands are acknowledged (PUBACK) only after the daemon has journaled them (manual ack), so a
 crash between receipt and journal makes the broker deliver the command again.
 """
 import json
+import logging
 import socket
 import ssl
+import sys
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
@@ -32,6 +36,33 @@ def no_delay(client):
         if getattr(sock, "family", None) in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     client.on_socket_open = opened
+
+
+class SocketErrors:
+    """Stands in for paho's logger (enable_logger): keeps its last error (a TLS alert from the
+    broker, say), which paho otherwise only logs before calling on_disconnect with "Unspecified
+    error". Cheap: paho formats nothing for the levels this ignores."""
+
+    def __init__(self):
+        self.last = None
+
+    def log(self, level, fmt, *args):
+        if level >= logging.ERROR:
+            self.last = fmt % args
+
+
+def describe_failure(exc, cfg):
+    """One line for an operator: what failed, where, and for TLS which setting to look at."""
+    where = f"{cfg['host']}:{cfg['port']}"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (f"TLS with {where} failed: certificate verify failed: {exc.verify_message} "
+                f"(the broker's certificate must be signed by broker.ca_file {cfg['ca_file']} "
+                f"and name broker.host {cfg['host']})")
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS with {where} failed: {exc.reason or exc} (broker.ca_file, cert_file, key_file)"
+    if isinstance(exc, OSError):
+        return f"cannot connect to {where}: {exc.strerror or exc}"
+    return f"cannot connect to {where}"
 
 
 class MqttLink:
@@ -59,6 +90,11 @@ class MqttLink:
                    properties=will)
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
+        c.on_connect_fail = self._on_connect_fail
+        self._failure = None            # the last connection failure reported
+        self._accepted = False          # this connection got its CONNACK
+        self._errors = SocketErrors()
+        c.enable_logger(self._errors)
         c.on_publish = self._on_publish
         c.on_message = self._on_message
         no_delay(c)
@@ -70,11 +106,33 @@ class MqttLink:
         if reason_code.is_failure:
             self.enqueue(("mqtt", "refused", str(reason_code)))
             return
+        self._failure = None
+        self._accepted = True
         client.subscribe(self.topics.commands, qos=1)
         self.enqueue(("mqtt", "connected", bool(flags.session_present)))
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):
-        self.enqueue(("mqtt", "disconnected", str(reason_code)))
+        accepted, self._accepted = self._accepted, False
+        error, self._errors.last = self._errors.last, None
+        if accepted or error is None:
+            self.enqueue(("mqtt", "disconnected", str(reason_code)))
+            return
+        # dropped before its CONNACK: the broker refused the connection (a TLS client
+        # certificate it requires, say); said once per cause, not on every retry
+        why = (f"the broker at {self.cfg['host']}:{self.cfg['port']} dropped the connection "
+               f"before accepting it: {error}")
+        if self.cfg["tls"]:
+            why += " (broker.cert_file/key_file: does the broker require a client certificate?)"
+        if why != self._failure:
+            self._failure = why
+            self.enqueue(("mqtt", "refused", why))
+
+    def _on_connect_fail(self, client, userdata):
+        # paho calls this from inside its `except OSError`: the exception being handled is why
+        why = describe_failure(sys.exc_info()[1], self.cfg)
+        if why != self._failure:
+            self._failure = why
+            self.enqueue(("mqtt", "refused", why))
 
     def _on_publish(self, client, userdata, mid, reason_code, properties):
         self.enqueue(("mqtt", "puback", mid))

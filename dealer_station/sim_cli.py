@@ -160,11 +160,15 @@ def table_main(argv):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, stop)
     report = None
+    stuck = False
     try:
         h.start()
         h.play()
     except KeyboardInterrupt:
         pass
+    except TimeoutError as e:        # a stuck table: say what it waited for, then the report
+        print(e, file=sys.stderr)
+        stuck = True
     finally:
         try:
             report = h.report()
@@ -175,7 +179,7 @@ def table_main(argv):
         with open(a.report, "w") as f:
             f.write(text + "\n")
     print(text)
-    return 0 if report["messages_lost"] == 0 and report["balances_match"] else 1
+    return 0 if report["messages_lost"] == 0 and report["balances_match"] and not stuck else 1
 
 
 if __name__ == "__main__":

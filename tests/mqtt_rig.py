@@ -22,6 +22,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from dealer_station.sim.broker import Broker, free_port, wait_port  # noqa: E402,F401
 
 
+def wait_for(cond, timeout=10.0, what="the condition"):
+    """Poll `cond` until it is true; TimeoutError naming `what` after `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise TimeoutError(f"waited {timeout:g} s for {what}")
+        time.sleep(0.02)
+
+
 class Proxy:
     """A TCP proxy we can cut: the network between the daemon and the broker."""
 
@@ -100,6 +112,7 @@ class Client:
         self.repeats = 0
         self.all = []             # (topic, payload) for every message, on every topic
         self.replies = {}
+        self.sent = []            # ids of the commands sent
         self.q = queue.Queue()
         self.lock = threading.Lock()
         self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=name or f"bs-{uuid.uuid4().hex[:8]}",
@@ -139,6 +152,7 @@ class Client:
     def command(self, cmd, wait=True, timeout=10):
         cmd = dict(cmd)
         cmd.setdefault("id", uuid.uuid4().hex[:12])
+        self.sent.append(cmd["id"])
         self.c.publish(f"{self.base}/commands", json.dumps(cmd), qos=1)
         if not wait:
             return cmd["id"]
@@ -151,6 +165,37 @@ class Client:
 
     def raw(self, payload):
         self.c.publish(f"{self.base}/commands", payload, qos=1)
+
+    def wait_replies(self, timeout=10):
+        """Wait until every command sent has its reply."""
+        wait_for(lambda: all(i in self.replies for i in list(self.sent)), timeout,
+                 f"replies to every command sent to {self.base}")
+
+    def statuses(self):
+        """Every status message received, parsed (retained first, then live)."""
+        with self.lock:
+            return [json.loads(p) for t, p in self.all if t.endswith("/status") and p]
+
+    def wait_online(self, timeout=10, count=1):
+        """Wait for the table's `count`-th online status (the retained one counts): the daemon
+        is connected and has published its state."""
+        wait_for(lambda: sum(s.get("state") == "online" for s in self.statuses()) >= count,
+                 timeout, f"online status #{count} of {self.base}")
+
+    def caught_up(self, journal, timeout=10):
+        """Wait until this client holds every event the daemon has journaled (read afresh on
+        each look: the table may still be writing)."""
+        import sqlite3
+
+        def done():
+            db = sqlite3.connect(journal, timeout=5)
+            try:
+                last = db.execute("SELECT MAX(seq) FROM outbox").fetchone()[0] or 0
+            finally:
+                db.close()
+            with self.lock:
+                return all(s in self.events for s in range(1, last + 1))
+        wait_for(done, timeout, f"every journaled event at {self.base}")
 
     def next_event(self, timeout=10):
         return self.q.get(timeout=timeout)

@@ -9,7 +9,7 @@ import pytest
 
 from controller import get_profile, new_table, step
 from drivers.virtual_shoe import VirtualShoe
-from mqtt_rig import Broker, Client, DaemonProc, Proxy, ROOT, workdir
+from mqtt_rig import Broker, Client, DaemonProc, Proxy, ROOT, wait_for, workdir
 from table_driver import TableDriver
 
 
@@ -81,11 +81,11 @@ def test_a_full_shoe_every_result_received_in_order(rig, profile, decks, cut):
     shoe = rig.shoe(decks=decks, seed=11, cut_from_back=cut)
     c = rig.client(b.port)
     d = rig.daemon(b.port, shoe, profile=profile)
-    time.sleep(0.5)
+    c.wait_online()
     assert c.command({"type": "shoe_loaded"})["status"] == "accepted"
     drv = TableDriver(c, shoe, get_profile(profile).game, seed=3)
     drv.play(lambda x: x.phase == "shuffle_due", timeout=240)
-    time.sleep(0.3)
+    c.caught_up(d.journal)
     msgs = c.in_order()
     assert c.gaps() == [] and [m["seq"] for m in msgs] == list(range(1, len(msgs) + 1))
     results = [m for m in msgs if m["type"] == "round_result"]
@@ -125,7 +125,7 @@ def test_broker_killed_and_restarted_mid_round_loses_nothing(rig):
     shoe = rig.shoe(decks=8, seed=5, cut_from_back=208)
     c = rig.client(b.port, name="bs-broker-test")
     d = rig.daemon(b.port, shoe)
-    time.sleep(0.5)
+    c.wait_online()
     c.command({"type": "shoe_loaded"})
     drv = TableDriver(c, shoe, "blackjack", seed=8)
     last = at_awaiting_card(drv, c, min_events=5)
@@ -135,7 +135,7 @@ def test_broker_killed_and_restarted_mid_round_loses_nothing(rig):
     time.sleep(1.0)
     b.start()
     drv.play(lambda x: len(x.results) >= 3, timeout=90)
-    time.sleep(0.5)
+    c.caught_up(d.journal)
     assert c.gaps() == [] and first_arrivals_increase(c)
     msgs = c.in_order()
     assert strip(msgs) == strip(replayed(get_profile("luxury21"), journal_inputs(d.journal)))
@@ -148,7 +148,7 @@ def test_network_cut_between_daemon_and_broker_loses_nothing(rig):
     shoe = rig.shoe(decks=8, seed=6, cut_from_back=7)
     c = rig.client(b.port)
     d = rig.daemon(proxy.port, shoe, profile="punto_banco")
-    time.sleep(0.5)
+    c.wait_online()
     c.command({"type": "shoe_loaded"})
     drv = TableDriver(c, shoe, "baccarat", seed=2)
     drv.play(lambda x: len(x.results) >= 2)
@@ -159,7 +159,7 @@ def test_network_cut_between_daemon_and_broker_loses_nothing(rig):
     time.sleep(1.5)
     proxy.restore()
     drv.play(lambda x: len(x.results) >= 6, timeout=60)
-    time.sleep(0.5)
+    c.caught_up(d.journal)
     assert c.gaps() == [] and first_arrivals_increase(c)
     assert strip(c.in_order()) == strip(replayed(get_profile("punto_banco"), journal_inputs(d.journal)))
 
@@ -170,7 +170,7 @@ def test_malformed_and_out_of_turn_commands_are_rejected_and_change_nothing(rig)
     shoe = rig.shoe(decks=8, seed=9)
     c = rig.client(b.port)
     d = rig.daemon(b.port, shoe)
-    time.sleep(0.5)
+    c.wait_online()
     c.command({"type": "shoe_loaded"})
     drv = TableDriver(c, shoe, "blackjack", seed=4)
     drv.play(lambda x: x.acted and c.events[x.acted]["type"] == "awaiting_decision")
@@ -179,7 +179,7 @@ def test_malformed_and_out_of_turn_commands_are_rejected_and_change_nothing(rig)
            b'{"id":"x"}', b'{"id":"","type":"resume"}', b'{"id":5,"type":"resume"}',
            json.dumps({"id": "q", "type": "explode"}).encode(), b"{" * 5000]
     ids = []
-    time.sleep(0.5)          # the driver's last decision has had its reply
+    c.wait_replies()         # the driver's last decision has had its reply
     mark = len(c.all)
     before = len(c.events)
     for i in range(1000):
@@ -208,7 +208,7 @@ def test_malformed_and_out_of_turn_commands_are_rejected_and_change_nothing(rig)
             break
         time.sleep(0.05)
     assert len(replies) == 1000 and all(r["status"] == "rejected" and r["reason"] for r in replies)
-    time.sleep(0.5)
+    c.caught_up(d.journal)
     new = [c.events[s] for s in sorted(c.events)[before:]]
     assert new and all(m["type"] == "rejected" for m in new)
     assert d.alive()
@@ -221,12 +221,12 @@ def test_a_command_repeated_with_the_same_id_is_applied_once(rig):
     shoe = rig.shoe(decks=8, seed=9)
     c = rig.client(b.port)
     rig.daemon(b.port, shoe)
-    time.sleep(0.5)
+    c.wait_online()
     r1 = c.command({"type": "shoe_loaded", "id": "load-1"})
     c.replies.pop("load-1")
     r2 = c.command({"type": "shoe_loaded", "id": "load-1"})
     assert r1["status"] == "accepted" and r2["status"] == "duplicate" and r2["original"] == "accepted"
-    time.sleep(0.3)
+    c.caught_up(os.path.join(rig.dir, "journal.sqlite"))
     assert sum(1 for m in c.events.values() if m["type"] == "shoe_started") == 1
 
 
@@ -235,9 +235,10 @@ def test_manual_card_and_resend_and_response_topic(rig):
     from paho.mqtt.properties import Properties
     b = rig.broker()
     shoe = rig.shoe(decks=8, seed=9)
-    c = rig.client(b.port, topics=["dealer-station/v1/t1/events", "my/replies"])
+    c = rig.client(b.port, topics=["dealer-station/v1/t1/events", "my/replies",
+                                   "dealer-station/v1/t1/status"])
     rig.daemon(b.port, shoe, profile="punto_banco")
-    time.sleep(0.5)
+    c.wait_online()
     props = Properties(PacketTypes.PUBLISH)
     props.ResponseTopic = "my/replies"
     props.CorrelationData = b"corr-42"
@@ -255,7 +256,7 @@ def test_manual_card_and_resend_and_response_topic(rig):
     end = time.monotonic() + 10
     while len(got) < 2 and time.monotonic() < end:
         time.sleep(0.02)
-    time.sleep(0.3)
+    c.caught_up(os.path.join(rig.dir, "journal.sqlite"))
     dealt = [m for m in c.events.values() if m["type"] == "card_dealt"]
     assert dealt[0]["card"] == "7h"
     count = len(c.events)
@@ -273,7 +274,7 @@ def test_decision_timeout_is_journaled_and_recovery_rearms_it(rig):
     shoe = rig.shoe(decks=8, seed=21)
     c = rig.client(b.port)
     d = rig.daemon(b.port, shoe, timers={"decision_s": 1.0})
-    time.sleep(0.5)
+    c.wait_online()
     c.command({"type": "shoe_loaded"})
     drv = TableDriver(c, shoe, "blackjack", seed=4)
     drv.act_decisions = False
@@ -310,7 +311,7 @@ def test_recovery_voids_a_round_after_a_long_outage(rig):
     shoe = rig.shoe(decks=8, seed=21)
     c = rig.client(b.port)
     d = rig.daemon(b.port, shoe, timers={"void_after_outage_s": 1})
-    time.sleep(0.5)
+    c.wait_online()
     c.command({"type": "shoe_loaded"})
     drv = TableDriver(c, shoe, "blackjack", seed=4)
     drv.play(lambda x: x.phase == "round" and x.events > 8)
@@ -328,7 +329,7 @@ def test_journal_is_private_and_check_config_names_every_error(rig, tmp_path):
     b = rig.broker()
     shoe = rig.shoe(decks=8, seed=1)
     d = rig.daemon(b.port, shoe)
-    time.sleep(1.0)
+    wait_for(lambda: "recovered:" in d.logtext(), 10, "the daemon's recovery")
     assert os.stat(d.journal).st_mode & 0o077 == 0
     bad = tmp_path / "bad.toml"
     bad.write_text('[table]\nid = "Bad Id"\nprofile = "luxury21"\ncolour = "red"\n'
@@ -353,7 +354,7 @@ def play_with_kills(rig, kills, rounds=5, seed=31):
     shoe = rig.shoe(decks=8, seed=seed, cut_from_back=208)
     c = rig.client(b.port)
     d = rig.daemon(b.port, shoe)
-    time.sleep(0.5)
+    c.wait_online()
     c.command({"type": "shoe_loaded", "id": "load"})
     drv = TableDriver(c, shoe, "blackjack", seed=seed)
     todo = sorted(kills)
@@ -367,7 +368,7 @@ def play_with_kills(rig, kills, rounds=5, seed=31):
             d.start()
     drv.hook = hook
     drv.play(lambda x: len(x.results) >= rounds, timeout=300)
-    time.sleep(1.0)
+    c.caught_up(d.journal, timeout=20)
     assert c.gaps() == []
     return strip(c.in_order()), strip(drv.results), drv.events, done, c
 
@@ -391,11 +392,11 @@ def test_a_subscriber_to_everything_never_sees_the_hole_card_before_its_reveal(r
     c = rig.client(b.port)
     d = rig.daemon(b.port, shoe, extra_profile='base = "luxury21"\nname = "lux-1deck"\n'
                    'decks = 1\ncut_card_from_back = 20\ncut_card_tolerance = 52\n')
-    time.sleep(0.5)
+    c.wait_online()
     c.command({"type": "shoe_loaded"})
     drv = TableDriver(c, shoe, "blackjack", seed=5, seats=(1, 2, 3))
     drv.play(lambda x: x.phase == "shuffle_due", timeout=120)
-    time.sleep(0.5)
+    spy.caught_up(d.journal)
     msgs = list(spy.all)
     reveals = [i for i, (t, p) in enumerate(msgs) if '"type":"hole_card_revealed"' in p]
     assert len(reveals) >= 3

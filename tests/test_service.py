@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from drivers.virtual_shoe import VirtualShoe
-from mqtt_rig import ROOT, Broker, Client, DaemonProc, free_port, workdir
+from mqtt_rig import ROOT, Broker, Client, DaemonProc, free_port, wait_for, workdir
 
 UNIT = os.path.join(ROOT, "systemd", "dealer-station.service")
 ANALYZE = shutil.which("systemd-analyze")
@@ -123,12 +123,15 @@ def test_metrics_endpoint_reports_the_table(table):
     d.start()
     c = Client(b.port)
     try:
-        time.sleep(0.7)
+        c.wait_online()
         c.command({"type": "shoe_loaded"})
         for _ in range(3):
             shoe.deal()
-        time.sleep(1.2)
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+
+        def three_cards():
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            return body if 'cards_read_total{source="shoe"} 3' in body else None
+        body = wait_for(three_cards, 10, "3 cards in the metrics")
         assert 'dealer_station_cards_read_total{source="shoe"} 3' in body
         assert 'dealer_station_inputs_total{origin="command"} 1' in body
         assert "dealer_station_outbox_depth" in body and "dealer_station_shoe_bad_frames 0" in body
@@ -193,7 +196,8 @@ def test_acl_keeps_each_side_to_its_own_topics(tmp_path):
         t2_side = Client(b.port, table="t2", topics=[f"{pre}/t2/commands"], user=("t2", "pw-t2"))
         t1 = Client(b.port, table="t1", topics=[f"{pre}/t2/commands", f"{pre}/t1/commands"],
                     user=("t1", "pw-t1"))
-        time.sleep(0.8)
+        for c, n in ((watcher, 2), (t2_side, 1), (t1, 2)):
+            wait_for(lambda: len(c.granted) >= n, 10, "the subscriptions' SUBACK")
         # a table may publish only under its own tree
         t1.c.publish(f"{pre}/t2/events", json.dumps({"seq": 1, "type": "card_dealt", "card": "As"}), qos=1)
         t1.c.publish(f"{pre}/t1/events", json.dumps({"seq": 1, "type": "shoe_started"}), qos=1)
@@ -229,10 +233,10 @@ def test_daemon_runs_with_user_and_password_through_the_acl(tmp_path):
     dp.start()
     c = Client(b.port, user=("betting-system", "pw-bs"))
     try:
-        time.sleep(0.8)
+        c.wait_online()
         assert c.command({"type": "shoe_loaded"})["status"] == "accepted"
         shoe.deal()
-        time.sleep(0.5)
+        wait_for(lambda: len(c.events) >= 3, 10, "three events")
         assert [m["type"] for m in c.in_order()][:3] == ["shoe_started", "awaiting_card", "card_dealt"]
     finally:
         c.close()
@@ -243,11 +247,13 @@ def test_daemon_runs_with_user_and_password_through_the_acl(tmp_path):
 
 def test_install_script_puts_every_part_in_place(tmp_path):
     p = subprocess.run([os.path.join(ROOT, "scripts", "install"), "--root", str(tmp_path),
-                        "--no-apt", "--no-users", "--no-systemctl"], capture_output=True, text=True,
+                        "--no-apt", "--no-users", "--no-systemctl", "--broker"],
+                       capture_output=True, text=True,
                        cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     for f in ("etc/systemd/system/dealer-station.service", "etc/udev/rules.d/99-dealer-station.rules",
-              "etc/dealer-station/table.toml", "opt/dealer-station/venv/bin/dealer-station"):
+              "etc/dealer-station/table.toml", "opt/dealer-station/venv/bin/dealer-station",
+              "etc/mosquitto/conf.d/dealer-station.conf", "etc/mosquitto/dealer-station.acl"):
         assert (tmp_path / f).exists(), f
     q = subprocess.run([str(tmp_path / "opt/dealer-station/venv/bin/dealer-station"), "check-config",
                         str(tmp_path / "etc/dealer-station/table.toml")], capture_output=True, text=True)

@@ -1,10 +1,15 @@
 """The simulated betting system: an MQTT client that closes betting with random seats and bets,
 decides each hand with a computer player, checks every message against the protocol, detects
-gaps and repeats by sequence number, settles with the settlement reference and keeps balances."""
+gaps and repeats by sequence number, settles with the settlement reference and keeps balances.
+
+It follows docs/protocol.md's rules for clients: a command unanswered after REPLY_TIMEOUT_S is sent
+again with the same id (the daemon applies it once and answers `duplicate` with the original
+result), and a gap in the events not filled within GAP_S is asked for with `resend`."""
 import json
 import queue
 import random
 import threading
+import time
 import uuid
 from collections import Counter
 
@@ -32,6 +37,10 @@ REQUIRED = {
     "card_confirmed": ("round", "card", "zone"),
 }
 
+REPLY_TIMEOUT_S = 2.0     # a command unanswered this long is sent again, with the same id
+MAX_SENDS = 30            # then the table is not answering: a protocol error, given up
+GAP_S = 0.5               # a gap in the events not filled this long: `resend` from it
+
 
 class BettingSystem:
     def __init__(self, host, port, table, profile, seed=1, level="hard", prefix="dealer-station/v1",
@@ -55,9 +64,15 @@ class BettingSystem:
         self.up = None
         self.table_cards = {}     # baccarat: player / banker -> cards of the round under way
         self.lock = threading.Lock()
+        self.pending = {}         # command id -> [command, deadline, sends]
+        self.gap_since = None
+        self.lose = Counter()     # faults: "command", "reply", "event" -> how many to lose
+        self.subscribed = threading.Event()
         c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bs-{table}-{uuid.uuid4().hex[:6]}",
                         protocol=mqtt.MQTTv5)
-        c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(f"{self.base}/events", qos=1)
+        c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(
+            [(f"{self.base}/events", 1), (f"{self.base}/replies", 1)])
+        c.on_subscribe = lambda cl, u, mid, codes, p: self.subscribed.set()
         c.on_message = self._message
         no_delay(c)
         props = Properties(PacketTypes.CONNECT)
@@ -65,8 +80,16 @@ class BettingSystem:
         c.connect(host, port, clean_start=False, properties=props)
         c.loop_start()
         self.c = c
+        self.stop = threading.Event()
+        threading.Thread(target=self._deadlines, name="bettor-deadlines", daemon=True).start()
+
+    def wait_subscribed(self, timeout=10.0):
+        if not self.subscribed.wait(timeout):
+            raise TimeoutError(f"betting system: no SUBACK from the broker in {timeout:g} s")
 
     def _message(self, client, userdata, msg):
+        if msg.topic.endswith("/replies"):
+            return self._reply(msg.payload)
         try:
             m = json.loads(msg.payload)
             seq = m["seq"]
@@ -78,12 +101,64 @@ class BettingSystem:
             if seq <= self.last or seq in self.held:
                 self.counts["repeated"] += 1
                 return
+            if self.lose["event"]:
+                self.lose["event"] -= 1
+                self.counts["events_lost"] += 1
+                return
             self.held[seq] = m
             while self.last + 1 in self.held:          # in sequence order, never past a gap
                 self.last += 1
                 self.events.put(self.held.pop(self.last))
-            if self.held and min(self.held) > self.last + 1 and len(self.held) > 50:
+
+    def _reply(self, payload):
+        try:
+            m = json.loads(payload)
+            cid, status = m["id"], m["status"]
+        except (ValueError, KeyError, TypeError):
+            self.protocol_errors.append(payload[:100])
+            return
+        with self.lock:
+            if cid not in self.pending:
+                return                                  # a reply to a send we had given up
+            if self.lose["reply"]:
+                self.lose["reply"] -= 1
+                self.counts["replies_lost"] += 1
+                return
+            del self.pending[cid]
+            self.counts[f"reply:{status}"] += 1
+
+    def _deadlines(self):
+        while not self.stop.wait(0.1):
+            self.tick(time.monotonic())
+
+    def tick(self, now):
+        """Send again each command past its deadline (same id); ask for a gap that stays open."""
+        again = []
+        with self.lock:
+            for cid, p in list(self.pending.items()):
+                if now < p[1]:
+                    continue
+                if p[2] >= MAX_SENDS:
+                    del self.pending[cid]
+                    self.protocol_errors.append(f"no reply to {p[0]} after {MAX_SENDS} sends")
+                    continue
+                p[1], p[2] = now + REPLY_TIMEOUT_S, p[2] + 1
+                again.append(p[0])
+                self.counts["commands_sent_again"] += 1
+            gap = bool(self.held) and min(self.held) > self.last + 1
+            if not gap:
+                self.gap_since = None
+            elif self.gap_since is None:
+                self.gap_since = now
+            elif now - self.gap_since > GAP_S:
+                self.gap_since = now
+                again.append(None)
+                self.counts["resend_requests"] += 1
+        for cmd in again:
+            if cmd is None:
                 self.command({"type": "resend", "from": self.last + 1})
+            else:
+                self._publish(cmd)
 
     def lost(self):
         with self.lock:
@@ -97,9 +172,24 @@ class BettingSystem:
         return True
 
     def command(self, cmd):
+        """Send a command; it is sent again (same id) until a reply comes. Returns its id."""
         cmd = dict(cmd)
         cmd.setdefault("id", uuid.uuid4().hex[:12])
+        with self.lock:
+            self.pending[cmd["id"]] = [cmd, time.monotonic() + REPLY_TIMEOUT_S, 1]
+            if self.lose["command"]:
+                self.lose["command"] -= 1
+                self.counts["commands_lost"] += 1
+                return cmd["id"]
+        self._publish(cmd)
+        return cmd["id"]
+
+    def _publish(self, cmd):
         self.c.publish(f"{self.base}/commands", json.dumps(cmd), qos=1)
+
+    def unanswered(self):
+        with self.lock:
+            return len(self.pending)
 
     # -- the game ------------------------------------------------------------------------------
 
@@ -174,5 +264,6 @@ class BettingSystem:
         self.command({"type": "decision", "seat": seat, "hand": h, "action": action})
 
     def close(self):
+        self.stop.set()
         self.c.disconnect()
         self.c.loop_stop()

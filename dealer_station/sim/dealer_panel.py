@@ -9,6 +9,7 @@ PINS = {"shoe_loaded": 5, "pit_boss": 6, "resume": 13, "key": 19, "void": 26,
         "deal": 16, "decision": 20, "last_round": 21, "shuffle_due": 12, "paused": 25,
         "buzzer": 24}
 HOLD_S = 0.2
+BUTTONS = ("shoe_loaded", "pit_boss", "resume", "key", "void")
 
 
 class SimPanel:
@@ -37,21 +38,43 @@ class SimPanel:
                 raise RuntimeError(f"panel: {line!r}: {answer}")
             return answer
 
+    def wait_ready(self, timeout=20.0):
+        """Wait until the daemon's panel is built. Its pin socket opens before its buttons exist
+        (the daemon recovers its journal and meets the shoe in between): a press driven then moves
+        a bare pin and is lost. The panel makes its lights after its buttons, and we never drive
+        a light, so every light pin listed in `states` is the signal."""
+        lights = {str(pin) for name, pin in self.pins.items() if name not in BUTTONS}
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                levels = json.loads(self._ask("states", timeout=max(0.1, end - time.monotonic())))
+                if lights <= set(levels):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > end:
+                raise TimeoutError(f"panel: the daemon's panel at {self.path} was not up after "
+                                   f"{timeout:g} s (no lights on pins {sorted(lights)})")
+            time.sleep(0.05)
+
     def _drive(self, name, level):
         self._ask(f"drive {self.pins[name]} {level}")
 
     def press(self, name):
+        self.wait_ready()
         self._drive(name, 0)
         time.sleep(0.05)
         self._drive(name, 1)
 
     def hold(self, name):
+        self.wait_ready()
         self._drive(name, 0)
         time.sleep(self.hold_s + 0.1)
         self._drive(name, 1)
 
     def void_with_key(self):
         """The pit boss turns the key, holds void, turns the key back."""
+        self.wait_ready()
         self._drive("key", 0)
         time.sleep(0.05)
         self.hold("void")

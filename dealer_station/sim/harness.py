@@ -24,6 +24,7 @@ from .view import draw
 
 ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered")
 QUIET = ("rejected", "card_confirmed")     # change nothing the dealer waits on
+STALL_S = 60.0            # play() gives up when the table says nothing for this long
 IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identify a misread card
 
 
@@ -116,12 +117,13 @@ class Harness:
             self.tcam.start()
         self.panel = SimPanel(os.path.join(self.dir, "panel.sock"))
         self.config = self._config(host, port)
-        self._start_daemon()
+        # the betting system first: subscribed before the table's first event
         self.bs = BettingSystem(host, port, "sim", p, seed=self.seed, level=self.level,
                                 players=self.players)
-        time.sleep(0.8)
+        self.bs.wait_subscribed()
+        self._start_daemon()
         if not self.roulette:
-            self._load_shoe()
+            self._load_shoe()                 # the press waits for the daemon's panel
 
     def _load_shoe(self):
         self.shoes += 1
@@ -156,7 +158,9 @@ class Harness:
             return
         self.injected[name] += 1
         w, s = self.wheel, self.shoe
-        if name in scenario.WHEEL_FAULTS:
+        if name in scenario.CLIENT_FAULTS:
+            self.bs.lose[name.removeprefix("lost_")] += 1     # the next one is lost
+        elif name in scenario.WHEEL_FAULTS:
             {"miss_spin": w.miss_spin_next, "failed_launch": lambda: w.failed_launch_next(400),
              "no_ball": lambda: w.no_ball_next(400), "garbled_packet": w.garble_next}[name]()
         elif name in ("corrupt_frame", "drop_frame", "unreadable_card", "double_fire"):
@@ -312,16 +316,29 @@ class Harness:
             return None
         return None
 
-    def play(self, timeout=None):
+    def stuck(self, why):
+        return TimeoutError(f"table-sim: {why}, waiting for {self.waiting} (state {self.state}, "
+                            f"{self.resulted} rounds resulted, {self.voided} voided, "
+                            f"{self.bs.unanswered()} commands unanswered)")
+
+    def play(self, timeout=None, stall_s=STALL_S):
+        """Play the rounds. TimeoutError if the table says nothing for `stall_s` (a stuck table,
+        never a slow one: a paused table still answers the pit boss) or after `timeout`."""
         self.state = "burn"
         self.t0 = time.monotonic()
         self.rss_start = None
         acted = 0
         deadline = time.monotonic() + (timeout or 10 ** 9)
+        heard = time.monotonic()
         while self.rounds == 0 or self.resulted + self.voided < self.rounds:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"table-sim: stuck after {self.resulted} rounds")
+            now = time.monotonic()
+            if now > deadline:
+                raise self.stuck(f"not done after {timeout:g} s")
+            if now - heard > stall_s:
+                raise self.stuck(f"nothing from the table for {stall_s:g} s")
             burst = self._burst()
+            if burst:
+                heard = time.monotonic()
             for m in burst:
                 self.note(m)
             if self.rss_start is None and self.resulted >= 10:

@@ -28,10 +28,17 @@ def reference_balances(profile, journal, bets):
     return reference, last_seq
 
 
-def build_report(h):
-    time.sleep(0.5)          # the last messages in flight
+def build_report(h, in_flight_s=5.0):
     bs = h.bs
-    reference, last_seq = reference_balances(h.profile, os.path.join(h.dir, "journal.sqlite"), bs.bets)
+    journal = os.path.join(h.dir, "journal.sqlite")
+    db = sqlite3.connect(journal)
+    last_seq = db.execute("SELECT MAX(seq) FROM outbox").fetchone()[0] or 0
+    db.close()
+    # the last messages in flight, and replies to the last commands (sent again if lost)
+    end = time.monotonic() + in_flight_s
+    while (bs.last < last_seq or bs.unanswered()) and time.monotonic() < end:
+        time.sleep(0.02)
+    reference, last_seq = reference_balances(h.profile, journal, bs.bets)
     codes = {k.split(":", 1)[1]: v for k, v in bs.counts.items() if k.startswith("irregularity:")}
     minutes = (time.monotonic() - getattr(h, "t0", time.monotonic())) / 60
     unresolved = Counter(h.unresolved)
@@ -48,6 +55,9 @@ def build_report(h):
             "messages_received": bs.counts["received"],
             "messages_lost": max(0, last_seq - bs.last),
             "messages_repeated": bs.counts["repeated"],
+            "commands_sent_again": bs.counts["commands_sent_again"],
+            "resend_requests": bs.counts["resend_requests"],
+            "commands_unanswered": bs.unanswered(),
             "faults_injected": dict(sorted(h.injected.items())),
             "irregularities": codes, "resolutions": resolutions,
             "camera": h.tcam.stats if h.tcam else None,

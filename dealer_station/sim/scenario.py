@@ -12,7 +12,9 @@ SHOE_FAULTS = ("corrupt_frame", "drop_frame", "unreadable_card", "foreign_card",
                "unplug_shoe", "card_out_of_turn", "camera_disagrees")
 WHEEL_FAULTS = ("miss_spin", "failed_launch", "no_ball", "garbled_packet")
 ANY_TABLE = ("broker_restart", "daemon_kill")
-FAULTS = SHOE_FAULTS + ANY_TABLE + WHEEL_FAULTS
+# lost between the betting system and the table (it sends again / asks for a resend)
+CLIENT_FAULTS = ("lost_command", "lost_reply", "lost_event")
+FAULTS = SHOE_FAULTS + ANY_TABLE + WHEEL_FAULTS + CLIENT_FAULTS
 LEVELS = ("easy", "normal", "hard")
 KEYS = ("seed", "rounds", "players", "faults", "profile")
 
@@ -74,7 +76,7 @@ def check_for_table(faults, game):
     """Refuse a fault that means nothing at this kind of table."""
     for f in faults:
         name = f["fault"]
-        if name in ANY_TABLE:
+        if name in ANY_TABLE + CLIENT_FAULTS:
             continue
         if (name in WHEEL_FAULTS) != (game == "roulette"):
             raise ScenarioError(f"fault {name!r} is not for a {game} table")

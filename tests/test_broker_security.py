@@ -1,0 +1,192 @@
+"""The broker as shipped (docs/mosquitto/): no other user can take a table's session, and the
+daemon's MQTT over TLS (server certificate checked, a wrong CA refused and said so, client
+certificates) against a real Mosquitto with certificates made by the test."""
+import re
+import time
+import urllib.request
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from broker_rig import ShippedBroker, make_pki
+from drivers.virtual_shoe import VirtualShoe
+from mqtt_rig import Client, DaemonProc, wait_for, workdir
+
+USERS = {"t1": "pw-t1", "betting-system": "pw-bs", "monitor": "pw-mon"}
+MONITOR = "user monitor\ntopic read dealer-station/v1/+/status\n"   # the test's observer only
+STATUS = "dealer-station/v1/t1/status"
+
+
+@pytest.fixture
+def studio(tmp_path):
+    d = workdir()
+    pki = make_pki(str(tmp_path / "pki"))
+    shoe = VirtualShoe(decks=8, seed=4, heartbeat=0.2)
+    shoe.start()
+    made = []
+
+    def broker(**kw):
+        b = ShippedBroker(d, USERS, pki, acl_extra=MONITOR, **kw)
+        b.start()
+        made.append(b)
+        return b
+
+    def daemon(port, broker_lines):
+        pw = tmp_path / "pw-t1"
+        pw.write_text("pw-t1\n")
+        p = DaemonProc(d, port, shoe.path)
+        text = open(p.config).read().replace(
+            "[broker]\n", f'[broker]\nusername = "t1"\npassword_file = "{pw}"\n{broker_lines}')
+        open(p.config, "w").write(text)
+        made.append(p)
+        p.start()
+        return p
+    yield broker, daemon, pki, shoe
+    for m in reversed(made):
+        m.stop()
+    shoe.close()
+
+
+def monitor(port):
+    return Client(port, topics=[STATUS], user=("monitor", "pw-mon"), name="monitor")
+
+
+def intruder(port, client_id, tls_ca=None):
+    """The betting system's credentials with the table's client id; returns its CONNACK code."""
+    got = {}
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+    c.username_pw_set("betting-system", "pw-bs")
+    if tls_ca:
+        c.tls_set(ca_certs=tls_ca)
+    c.on_connect = lambda cl, u, f, rc, p: got.setdefault("rc", rc)
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = 3600
+    c.connect("127.0.0.1", port, clean_start=False, properties=props)
+    c.loop_start()
+    try:
+        wait_for(lambda: "rc" in got, 5, "the intruder's CONNACK")
+        time.sleep(0.5)   # connected: give a takeover the time to show (nothing to wait on)
+    finally:
+        c.disconnect()
+        c.loop_stop()
+    return got["rc"]
+
+
+def test_another_user_cannot_take_over_the_tables_client_id(studio):
+    broker, daemon, pki, shoe = studio
+    b = broker()
+    d = daemon(b.port, "")
+    mon = monitor(b.port)
+    try:
+        mon.wait_online()
+        # on both listeners, with the daemon's client id and with its user name as client id
+        for port, ca in ((b.port, None), (b.tls_port, pki["ca"])):
+            for cid in ("dealer-station-t1", "t1"):
+                rc = intruder(port, cid, ca)
+                assert not rc.is_failure       # it may connect, but as "betting-system"
+        log = b.logtext()
+        assert "already connected, closing old connection" not in log, log[-3000:]
+        assert "New client connected from 127.0.0.1" in log and " as betting-system " in log
+        assert d.logtext().count("broker connected") == 1
+        assert "broker disconnected" not in d.logtext()
+        # no will (offline) published for it, and it never had to reconnect
+        assert {s["state"] for s in mon.statuses()} == {"online"}
+        # the table still answers its betting system
+        bs = Client(b.port, user=("betting-system", "pw-bs"))
+        try:
+            assert bs.command({"type": "shoe_loaded"})["status"] == "accepted"
+        finally:
+            bs.close()
+    finally:
+        mon.close()
+
+
+def test_the_tables_persistent_session_survives_a_restart_under_the_shipped_config(studio):
+    """Its client id is its user name now: the session (and a command sent while the daemon was
+    down) is still there when it comes back."""
+    broker, daemon, pki, shoe = studio
+    b = broker()
+    d = daemon(b.port, "")
+    mon = monitor(b.port)
+    bs = Client(b.port, user=("betting-system", "pw-bs"))
+    try:
+        mon.wait_online()
+        d.stop()
+        wait_for(lambda: mon.statuses()[-1]["state"] == "offline", 10, "the offline status")
+        cid = bs.command({"type": "shoe_loaded"}, wait=False)
+        d.start()
+        wait_for(lambda: cid in bs.replies, 15, "the reply to the command sent while down")
+        assert bs.replies[cid]["status"] == "accepted"
+        assert "broker connected (session present: True)" in d.logtext()
+    finally:
+        bs.close()
+        mon.close()
+
+
+def tls_lines(ca, cert=None, key=None):
+    lines = f'tls = true\nhost = "localhost"\nca_file = "{ca}"\n'
+    if cert:
+        lines += f'cert_file = "{cert}"\nkey_file = "{key}"\n'
+    return lines
+
+
+def test_daemon_over_tls_checks_the_brokers_certificate(studio):
+    broker, daemon, pki, shoe = studio
+    b = broker()
+    d = daemon(b.tls_port, tls_lines(pki["ca"]))
+    bs = Client(b.port, user=("betting-system", "pw-bs"))
+    try:
+        bs.wait_online(15)
+        assert bs.command({"type": "shoe_loaded"})["status"] == "accepted"
+        shoe.deal()
+        wait_for(lambda: any(m["type"] == "card_dealt" for m in bs.in_order()), 10, "card_dealt")
+        assert "New connection from 127.0.0.1" in b.logtext()
+    finally:
+        bs.close()
+
+
+def test_a_broker_certificate_from_another_ca_is_refused_and_said_so(studio):
+    broker, daemon, pki, shoe = studio
+    b = broker()
+    d = daemon(b.tls_port, tls_lines(pki["other_ca"]))
+    mon = monitor(b.port)
+    try:
+        wait_for(lambda: "certificate verify failed" in d.logtext(), 15, "the TLS error in the log")
+        log = d.logtext()
+        line = next(x for x in log.splitlines() if "certificate verify failed" in x)
+        assert "TLS" in line and "broker.ca_file" in line and pki["other_ca"] in line, line
+        assert line.count("certificate verify failed") == 1
+        time.sleep(2.5)      # two more reconnect attempts: the same error is not logged again
+        assert d.logtext().count("certificate verify failed") == 1
+        assert d.alive() and mon.statuses() == []       # it never got through
+        # the operator's health view says the broker is down
+        port = int(wait_for(lambda: re.search(r"metrics on http://127.0.0.1:(\d+)/", d.logtext()),
+                            10, "the metrics port").group(1))
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'dealer_station_device_up{device="broker"} 0' in body
+    finally:
+        mon.close()
+
+
+def test_client_certificate_where_the_broker_requires_one(studio):
+    broker, daemon, pki, shoe = studio
+    b = broker(require_certificate=True)
+    d = daemon(b.tls_port, tls_lines(pki["ca"], pki["cert"], pki["key"]))
+    bs = Client(b.port, user=("betting-system", "pw-bs"))
+    try:
+        bs.wait_online(15)
+        assert bs.command({"type": "shoe_loaded"})["status"] == "accepted"
+    finally:
+        bs.close()
+    d.stop()
+    # without its certificate the broker refuses it, and the log says why, once
+    before = len(d.logtext())
+    d2 = daemon(b.tls_port, tls_lines(pki["ca"]))
+    wait_for(lambda: "broker refused" in d2.logtext()[before:], 15, "the refusal in the log")
+    time.sleep(2.5)      # two more reconnect attempts: the same error is not logged again
+    new = d2.logtext()[before:]
+    line = next(x for x in new.splitlines() if "broker refused" in x)
+    assert "certificate required" in line and "broker.cert_file" in line, line
+    assert new.count("broker refused") == 1 and "broker disconnected" not in new, new
