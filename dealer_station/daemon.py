@@ -290,7 +290,7 @@ class Daemon:
     def process(self, body, origin):
         """An engine input from a tool or a test. Returns (messages, reply)."""
         effects, messages, reply = self.station.process(body, origin, clock())
-        for e in effects:
+        for e in effects + self.station.pump():
             self.do(e)
         return messages, reply
 

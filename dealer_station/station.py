@@ -176,7 +176,11 @@ class Station:
         return {}
 
     def step(self, event, clock, reads=None):
-        reads = reads or {}
+        """[effects] of one event; what it queued for the broker goes out last (after a
+        command's reply: a client sees the answer to its command before the events it caused)."""
+        return self._step(event, clock, reads or {}) + self.pump()
+
+    def _step(self, event, clock, reads):
         if isinstance(event, Command):
             return self._command(event, clock, reads)
         if isinstance(event, Published):
@@ -188,7 +192,7 @@ class Station:
         if isinstance(event, BrokerUp):
             self.devices["broker"] = {"state": "connected", "session_present": event.session_present}
             return [Log("info", f"broker connected (session present: {event.session_present})"),
-                    self.status_effect()] + self.pump()
+                    self.status_effect()]
         if isinstance(event, BrokerDown):
             self.devices["broker"] = {"state": "disconnected", "reason": event.reason}
             what = "refused" if event.refused else "disconnected"
@@ -245,7 +249,6 @@ class Station:
             effects.append(Log("info", f"input {body['type']} from {origin} -> {len(messages)} outputs"))
         if kinds & STATUS_CHANGES:
             effects.append(self.status_effect())
-        effects += self.pump()
         return effects, messages, reply
 
     def _reply_of(self, command_id, outputs, messages):
@@ -288,7 +291,7 @@ class Station:
         if event.seq not in self.inflight:
             return []
         self.inflight.discard(event.seq)
-        return [MarkSent(event.seq)] + self.pump()
+        return [MarkSent(event.seq)]
 
     # -- timers ---------------------------------------------------------------------------------
 
@@ -346,7 +349,7 @@ class Station:
         self.pending.extendleft(reversed([r for r in rows if r[0] not in queued]))
         reply = {"type": "reply", "id": cmd["id"], "status": "accepted",
                  "seq": [rows[0][0], rows[-1][0]] if rows else None}
-        return self.pump(), reply
+        return [], reply
 
     # -- devices --------------------------------------------------------------------------------
 

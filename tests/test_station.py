@@ -128,7 +128,10 @@ class StationMachine(RuleBasedStateMachine):
                 self.timer = e.deadline
         if isinstance(event, Command):
             assert sum(isinstance(e, Reply) for e in effects) == 1
-            assert isinstance(effects[-1], AckCommand), "the PUBACK is the last thing done"
+            ack = first(effects, AckCommand)
+            assert ack is not None and ack > first(effects, Reply), "PUBACK after the reply"
+            assert all(isinstance(e, Publish) for e in effects[ack + 1:]), \
+                "after the PUBACK only the events it caused go out"
         return effects
 
     def command(self, cmd, cid=None):
