@@ -70,17 +70,20 @@ def measure(profile, rounds, seed=1):
     d = daemon(path, profile)
     commits = 0
     w0 = write_bytes()
+    now = 0.0
     for ev in inputs(profile, rounds, seed):
         messages, _ = d.process(ev, "bench")
         commits += 1
-        # the loop marks a burst of PUBACKs once per iteration
-        d.journal.mark_sent([s for s, _ in messages])
-        commits += bool(messages)
+        # the broker acknowledges each input's events; inputs come about a second apart at a
+        # live table (a luxury21 round: some 68 inputs in a minute or so)
+        now += 1.0
+        d.journal.mark_sent([s for s, _ in messages], now=now)
+    d.journal.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # the growth, not the WAL's size
     size = sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work))
     d.journal.close()
     written = write_bytes() - w0
     return {"profile": profile, "rounds": rounds, "bytes_per_round": round(written / rounds),
-            "commits_per_round": round(commits / rounds, 1),
+            "inputs_per_round": round(commits / rounds, 1),
             "journal_bytes_per_round": round(size / rounds),
             "journal_mb_per_day": round(size / rounds * DAY / 2 ** 20, 1)}
 
@@ -119,7 +122,7 @@ def main():
         ok = " (target <= 200 KB: " + ("meets)" if r["bytes_per_round"] <= 200_000 else "ABOVE)") \
             if r["profile"] == "luxury21" else ""
         print(f"storage: {r['profile']}, {r['rounds']} rounds: {r['bytes_per_round'] / 1000:.1f} KB "
-              f"written per round{ok}, {r['commits_per_round']} commits{extra}; journal grows "
+              f"written per round{ok}, {r['inputs_per_round']} inputs (one synced commit each){extra}; journal grows "
               f"{r['journal_bytes_per_round'] / 1000:.1f} KB per round, "
               f"{r['journal_mb_per_day']} MB per 1,200-round day")
 

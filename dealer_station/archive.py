@@ -51,7 +51,9 @@ def _cutoff(db, keep_shoes, keep_rounds):
     if len(started) <= keep:
         return None
     cut = started[keep - 1]
-    unsent = db.execute("SELECT MIN(input_n) FROM outbox WHERE sent = 0").fetchone()[0]
+    mark = db.execute("SELECT value FROM meta WHERE key = 'acked_through'").fetchone()
+    unsent = db.execute("SELECT MIN(input_n) FROM outbox WHERE seq > ?",
+                        (int(mark[0]) if mark else 0,)).fetchone()[0]
     newest_cp = db.execute("SELECT MAX(input_n) FROM checkpoints").fetchone()[0]
     for limit in (unsent, newest_cp):
         if limit is not None:

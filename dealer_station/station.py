@@ -38,8 +38,10 @@ from .station_types import (AckCommand, AckShoe, BrokerDown, BrokerUp, Command, 
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
 STATUS_CHANGES = {"shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
                   "shuffle_due", "burn_complete", "round_started"}
-# Between rounds the state is small and written out whole: recovery replays one round at most.
-CHECKPOINT_AFTER = {"shoe_started", "round_result", "round_voided", "shuffle_due"}
+# Between rounds the state is small and written out whole: at every new shoe, and after every
+# CHECKPOINT_ROUNDS-th round (a checkpoint is some 15 KB to write; recovery replays at most that
+# many rounds, a few milliseconds).
+CHECKPOINT_ROUNDS = 10
 PANEL_INPUTS = {"shoe_loaded": {"type": "shoe_loaded"},
                 "pit_boss": {"type": "pause", "reason": "pit boss called from the dealer panel"},
                 "resume": {"type": "resume"},
@@ -221,7 +223,8 @@ class Station:
             reply = self._reply_of(command_id, outputs, messages)
         kinds = {o["type"] for o in outputs}
         cp = None
-        if kinds & CHECKPOINT_AFTER and checkpoint.quiescent(t):
+        if checkpoint.quiescent(t) and ("shoe_started" in kinds or (
+                kinds & {"round_result", "round_voided"} and t.rounds % CHECKPOINT_ROUNDS == 0)):
             cp = checkpoint.encode(t)
         effects = [Record(n, clock.wall, origin, body, shoe_seq, tuple(messages), command_id,
                           reply, cp)]

@@ -40,7 +40,7 @@ def played(path, shoes=3, rounds=3):
         for ev, _ in play_shoe(p, cards, hit_below_17, max_rounds=rounds, table=d.table):
             d.process(ev, "test")
     d.process({"type": "betting_closed", "seats": [1]}, "test")    # a round under way
-    d.journal.mark_sent([s for s, _ in d.journal.unsent()])
+    d.journal.mark_sent([s for s, _ in d.journal.unsent()], force=True)
     return d
 
 
@@ -88,12 +88,17 @@ def test_unsent_outputs_are_never_archived(tmp_path):
     db = d.journal.db
     first_shoe2 = db.execute("SELECT MIN(input_n) FROM outbox WHERE json_extract(body, '$.type') "
                              "= 'shoe_started' AND seq > 1").fetchone()[0]
-    db.execute("UPDATE outbox SET sent = 0 WHERE input_n = ?", (first_shoe2 + 5,))
     d.journal.close()
+    db = sqlite3.connect(j)        # the broker acknowledged nothing after that input's outputs
+    first_unacked = db.execute("SELECT MIN(seq) FROM outbox WHERE input_n >= ?",
+                               (first_shoe2 + 5,)).fetchone()[0]
+    db.execute("UPDATE meta SET value = ? WHERE key = 'acked_through'", (first_unacked - 1,))
+    db.commit()
+    db.close()
     r = ar.archive(str(j), str(tmp_path / "arch"), keep_shoes=1)
     assert r["before_input"] <= first_shoe2 + 5
     db = sqlite3.connect(j)
-    assert db.execute("SELECT COUNT(*) FROM outbox WHERE sent = 0").fetchone()[0] > 0
+    assert db.execute("SELECT COUNT(*) FROM outbox WHERE seq >= ?", (first_unacked,)).fetchone()[0] > 0
     db.close()
 
 

@@ -305,6 +305,17 @@ class Harness:
         elif t == "insurance_offered":
             self.bs.command({"type": "insurance_closed"})
 
+    def daemon_written_bytes(self):
+        """What the daemon (this run of it) has written to storage: /proc/PID/io write_bytes."""
+        try:
+            with open(f"/proc/{self.daemon.pid}/io") as f:
+                for line in f:
+                    if line.startswith("write_bytes:"):
+                        return int(line.split()[1])
+        except OSError:
+            return None
+        return None
+
     def daemon_rss_mb(self):
         """The daemon's resident memory (for the soak run)."""
         try:

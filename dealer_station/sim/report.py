@@ -50,6 +50,10 @@ def build_report(h, in_flight_s=5.0):
             "rounds_per_minute": round(h.resulted / minutes, 1) if minutes else None,
             "daemon_rss_mb": {"after_10_rounds": getattr(h, "rss_start", None),
                               "at_end": h.daemon_rss_mb()},
+            # storage wear (issue #23); counts the running daemon only (a daemon_kill resets it)
+            "daemon_written_bytes_per_round": (
+                round(h.daemon_written_bytes() / h.resulted) if h.resulted and
+                h.daemon_written_bytes() is not None and not h.injected.get("daemon_kill") else None),
             "rounds_resulted": h.resulted, "rounds_voided": h.voided,
             "void_reasons": dict(Counter(m["reason"] for m in bs.voided.values())),
             "messages_received": bs.counts["received"],
