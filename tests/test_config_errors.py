@@ -153,7 +153,7 @@ def read_only_dir(tmp_path):
         try:
             yield d
         finally:
-            subprocess.run(["umount", str(d)], check=True)
+            subprocess.run(["umount", "-l", str(d)], check=True)
     else:
         d.chmod(0o500)
         try:
