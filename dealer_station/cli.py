@@ -29,22 +29,38 @@ def _replay(args):
 
 
 def _run(args):
+    """Exit 2, with one line per error and no traceback, on a configuration or storage error
+    (systemd's Restart=on-failure then retries: a disk freed or a journal released lets it on)."""
     import logging
+    import sqlite3
     from .config import ConfigError, read_config
+    from .config_files import config_warnings
     from .daemon import Daemon
+    from .journal import JournalError, storage_error
     try:
         cfg = read_config(args.config)
+        daemon = Daemon(cfg)
     except ConfigError as e:
         for line in e.errors:
             print(f"dealer-station: {line}", file=sys.stderr)
         return 2
-    daemon = Daemon(cfg)
+    except JournalError as e:
+        print(f"dealer-station: {e}", file=sys.stderr)
+        return 2
     handler = logging.StreamHandler()   # stderr: journald under systemd
     handler.addFilter(TableContext(daemon))
     handler.setFormatter(logging.Formatter(
         "%(levelname)s table=%(table)s round=%(round)s %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
-    daemon.run()
+    for w in config_warnings(cfg):
+        logging.getLogger("dealer-station").warning("configuration: %s", w)
+    try:
+        daemon.run()
+    except (JournalError, sqlite3.Error) as e:
+        if isinstance(e, sqlite3.Error):
+            e = storage_error(cfg["paths"]["journal"], e)
+        print(f"dealer-station: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -63,12 +79,15 @@ class TableContext:
 
 def _check_config(args):
     from .config import ConfigError, read_config
+    from .config_files import config_warnings
     try:
-        read_config(args.config)
+        cfg = read_config(args.config)
     except ConfigError as e:
         for line in e.errors:
             print(line)
         return 1
+    for w in config_warnings(cfg):
+        print(f"warning: {w}")
     print(f"{args.config}: ok")
     return 0
 

@@ -24,6 +24,7 @@ class Key:
     hi: float | None = None
     choices: tuple | None = None
     pattern: str | None = None
+    secret: bool = False          # never echoed in an error
 
 
 TABLE_ID = r"^[a-z0-9][a-z0-9-]{0,31}$"
@@ -48,7 +49,7 @@ SCHEMA = {
         "host": Key(str, "127.0.0.1"),
         "port": Key(int, 1883, lo=1, hi=65535),
         "username": Key(str, None),
-        "password": Key(str, None),
+        "password": Key(str, None, secret=True),
         "password_file": Key(str, None),
         "tls": Key(bool, False),
         "ca_file": Key(str, None),
@@ -105,49 +106,67 @@ SCHEMA = {
 }
 
 
+def _show(v, secret=False):
+    """A value as an error shows it: one line, bounded, and never a secret."""
+    if secret:
+        return f"a {type(v).__name__}"
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _name(s):
+    """A section or key name from the file, safe to print on one line."""
+    return s if s.isprintable() and len(s) <= 60 else repr(s[:60])
+
+
 def _check(section, key, spec, v, errors):
     where = f"{section}.{key}"
     if spec.kind is float and isinstance(v, int) and not isinstance(v, bool):
         v = float(v)
     if spec.kind is int and isinstance(v, bool) or not isinstance(v, spec.kind):
-        errors.append(f"{where}: expected {spec.kind.__name__}, got {v!r}")
+        errors.append(f"{where}: expected {spec.kind.__name__}, got {_show(v, spec.secret)}")
         return None
     if spec.choices is not None and v not in spec.choices:
-        errors.append(f"{where}: must be one of {', '.join(map(str, spec.choices))}, got {v!r}")
+        errors.append(f"{where}: must be one of {', '.join(map(str, spec.choices))}, "
+                      f"got {_show(v, spec.secret)}")
         return None
     if spec.lo is not None and not (spec.lo <= v <= spec.hi):
-        errors.append(f"{where}: must be {spec.lo:g}-{spec.hi:g}, got {v!r}")
+        errors.append(f"{where}: must be {spec.lo:g}-{spec.hi:g}, got {_show(v, spec.secret)}")
         return None
     if spec.pattern is not None and not re.match(spec.pattern, v):
-        errors.append(f"{where}: {v!r} does not match {spec.pattern}")
+        errors.append(f"{where}: {_show(v, spec.secret)} does not match {spec.pattern}")
         return None
     return v
 
 
 def check_config(data):
     """Validate a parsed TOML mapping. Returns (config dict, list of errors)."""
-    errors = []
+    key_errors = []
     cfg = {}
     for section in data:
         if section not in SCHEMA:
-            errors.append(f"{section}: unknown section (known: {', '.join(SCHEMA)})")
+            key_errors.append(f"{_name(section)}: unknown section (known: {', '.join(SCHEMA)})")
     for section, keys in SCHEMA.items():
         given = data.get(section, {})
         if not isinstance(given, dict):
-            errors.append(f"{section}: expected a table")
+            key_errors.append(f"{section}: expected a table, got {_show(given)}")
             given = {}
         out = {}
         for key in given:
             if key not in keys:
-                errors.append(f"{section}.{key}: unknown key (known: {', '.join(keys)})")
+                key_errors.append(f"{section}.{_name(key)}: unknown key (known: {', '.join(keys)})")
         for key, spec in keys.items():
+            # A key in error takes its default (None if required), so the checks across keys
+            # below always see values of the right type.
+            out[key] = spec.default
             if key in given:
-                out[key] = _check(section, key, spec, given[key], errors)
+                v = _check(section, key, spec, given[key], key_errors)
+                if v is not None:
+                    out[key] = v
             elif spec.required:
-                errors.append(f"{section}.{key}: missing")
-            else:
-                out[key] = spec.default
+                key_errors.append(f"{section}.{key}: missing")
         cfg[section] = out
+    errors = []
     shoe, broker = cfg["shoe"], cfg["broker"]
     if shoe["protocol"] != "none" and not shoe["url"]:
         errors.append(f"shoe.url: required when shoe.protocol is {shoe['protocol']!r}")
@@ -169,14 +188,15 @@ def check_config(data):
             errors.append("panel.pins: a table of part = GPIO number is needed when the panel is enabled")
         for name, pin in pins.items():
             if name not in BUTTONS + LIGHTS + SEAT_LIGHTS + ("buzzer",):
-                errors.append(f"panel.pins.{name}: unknown part (known: "
+                errors.append(f"panel.pins.{_name(name)}: unknown part (known: "
                               f"{', '.join(BUTTONS + LIGHTS + SEAT_LIGHTS + ('buzzer',))})")
             elif not isinstance(pin, int) or isinstance(pin, bool) or not 0 <= pin <= 27:
-                errors.append(f"panel.pins.{name}: a BCM GPIO number 0-27, got {pin!r}")
+                errors.append(f"panel.pins.{name}: a BCM GPIO number 0-27, got {_show(pin)}")
         if panel["mock_socket"] and panel["pin_factory"] != "mock":
             errors.append("panel.mock_socket: only mock pins are driven through a socket "
                           f"(pin_factory is {panel['pin_factory']!r})")
-        if len(set(pins.values())) != len(pins):
+        numbers = [p for p in pins.values() if isinstance(p, int)]
+        if len(set(numbers)) != len(numbers):
             errors.append("panel.pins: a GPIO pin is given to two parts")
     wheel = cfg["wheel"]
     if wheel["enabled"] and not wheel["url"]:
@@ -193,6 +213,9 @@ def check_config(data):
             errors.append("camera.decoder: pyzbar cannot read DataMatrix, use zxing")
     if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
         errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
+    # A key already in error is not blamed a second time for what follows from it.
+    bad = {e.split(":", 1)[0] for e in key_errors}
+    errors = key_errors + [e for e in errors if e.split(":", 1)[0] not in bad]
     if not errors:
         from .profiles_file import load_profile
         from controller.profiles import ProfileError
@@ -204,14 +227,20 @@ def check_config(data):
 
 
 def read_config(path):
-    """Parse and validate a config file; raise ConfigError with every error."""
+    """Parse and validate a config file, then open and check every file it names (what `run`
+    will open: config_files.py); raise ConfigError with every error."""
     try:
         data = tomllib.loads(Path(path).read_text())
     except OSError as e:
         raise ConfigError([f"{path}: {e.strerror}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not UTF-8 text"]) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError([f"{path}: not valid TOML: {e}"]) from None
     cfg, errors = check_config(data)
+    if not errors:
+        from .config_files import check_files
+        errors = check_files(cfg)
     if errors:
         raise ConfigError(errors)
     return cfg
@@ -223,6 +252,8 @@ def read_calibration(path):
         return tomllib.loads(Path(path).read_text())
     except OSError as e:
         raise ConfigError([f"{path}: {e.strerror}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not UTF-8 text"]) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError([f"{path}: not valid TOML: {e}"]) from None
 

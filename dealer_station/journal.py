@@ -13,10 +13,13 @@ drop by sequence number).
 The journal holds the hole card (it is the audit record), so the file is created readable by the
 daemon's user only.
 """
+import errno
 import json
 import os
 import sqlite3
 import time
+
+from .lock import InstanceLock, LockedError
 
 PAGE_SIZE = 512      # bytes a commit rewrites per page touched (measured: bench/bench_storage.py)
 SCHEMA = """
@@ -47,11 +50,56 @@ class JournalError(RuntimeError):
     pass
 
 
+# SQLite's primary result codes and errnos -> (cause, what the operator does about it).
+_FULL = ("disk full", "free space on its file system (df -h), then restart: every committed "
+         "input is kept")
+_READONLY = ("read-only", "make the file and its directory writable by the daemon's user, or "
+             "remount the file system read-write (dmesg may say why it went read-only)")
+_CORRUPT = ("corrupt", "stop the daemon, keep the file, and follow 'A corrupt journal' in "
+            "docs/install.md")
+_PERM = ("permission denied", "the file and its directory must belong to the daemon's user")
+_CAUSES = {13: _FULL, 8: _READONLY, 11: _CORRUPT, 26: _CORRUPT, 3: _PERM, 23: _PERM,
+           14: ("cannot open", "check the directory exists and the daemon's user may write in it"),
+           10: ("I/O error", "check the storage (dmesg, df -h); replace a failing SD card"),
+           5: ("busy", "another process holds the database: stop it")}
+_ERRNOS = {errno.ENOSPC: _FULL, errno.EROFS: _READONLY, errno.EACCES: _PERM, errno.EPERM: _PERM}
+
+
+def storage_error(path, e):
+    """A one-line JournalError naming the file, the cause and the recovery step."""
+    if isinstance(e, sqlite3.Error):
+        code = getattr(e, "sqlite_errorcode", None)
+        cause = _CAUSES.get(code & 0xFF if code is not None else None)
+    else:
+        cause = _ERRNOS.get(getattr(e, "errno", None))
+    detail = getattr(e, "strerror", None) or str(e)
+    if cause is None:
+        return JournalError(f"journal {path}: {detail}")
+    return JournalError(f"journal {path}: {cause[0]} ({detail}): {cause[1]}")
+
+
 class Journal:
     def __init__(self, path, table_id, profile_name):
         self.path = path
-        d = os.path.dirname(os.path.abspath(path))
-        os.makedirs(d, exist_ok=True)
+        self.db = None
+        # First of all, before any file or the broker is touched: one process per journal.
+        self.lock = InstanceLock(path)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self.lock.acquire()
+            self._open(table_id, profile_name)
+        except BaseException as e:
+            if self.db is not None:
+                self.db.close()
+            self.lock.release()
+            if isinstance(e, LockedError):
+                raise JournalError(str(e)) from None
+            if isinstance(e, (sqlite3.Error, OSError)):
+                raise storage_error(path, e) from None
+            raise
+
+    def _open(self, table_id, profile_name):
+        path = self.path
         old = os.umask(0o077)   # the journal keeps the hole card: owner only
         try:
             # A locked or hung journal blocks the loop (and so stops the watchdog) rather than
@@ -105,8 +153,8 @@ class Journal:
         """One station `Record` (dealer_station/station_types.py) in one transaction: the input
         as number r.n, its outputs, the command's reply, the checkpoint after it."""
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
         try:
+            db.execute("BEGIN IMMEDIATE")
             db.execute("INSERT INTO inputs (n, at, origin, body, shoe_seq, n_out) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
                        (r.n, r.at, r.origin, _dumps(r.body), r.shoe_seq, len(r.messages)))
@@ -118,9 +166,14 @@ class Journal:
             if r.checkpoint is not None:
                 self._checkpoint(r.n, r.checkpoint)
             db.execute("COMMIT")
-        except BaseException:
+        except BaseException as e:
             if db.in_transaction:
-                db.execute("ROLLBACK")
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass    # SQLite may have rolled back itself (disk full): e is the real error
+            if isinstance(e, sqlite3.Error):
+                raise storage_error(self.path, e) from e
             raise
         if r.messages:
             self.next_seq = r.messages[-1][0] + 1
@@ -207,6 +260,10 @@ class Journal:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
 
     def close(self):
-        self.mark_sent((), force=True)
+        try:
+            self.mark_sent((), force=True)
+        except sqlite3.Error:
+            pass   # a full or read-only disk: the mark only saves repeats
         self.db.close()
+        self.lock.release()
 

@@ -1,0 +1,158 @@
+"""What `run` will open, opened and checked before it runs: the calibration file (codebook,
+zones, camera settings), the camera templates, the broker's password file and TLS material, and
+the journal's directory. `check-config` (systemd's ExecStartPre) and `run` both call
+`check_files`, so a table that passes the check does not stop on a missing file at start.
+
+Devices (shoe, wheel, camera, GPIO) are not opened here: a running daemon may hold them, and
+their drivers reconnect on their own. Every error is one line naming `section.key`; the content of
+a secret file is never shown.
+"""
+import ipaddress
+import os
+import ssl
+import tomllib
+
+
+def _readable(where, path, errors):
+    """True if `path` is a readable regular file, else an error naming `where`."""
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+        return True
+    except IsADirectoryError:
+        errors.append(f"{where}: {path} is a directory, not a file")
+    except OSError as e:
+        errors.append(f"{where}: {path}: {e.strerror}")
+    return False
+
+
+def _calibration(cfg, errors):
+    path = cfg["table"]["calibration"]
+    if not path or not _readable("table.calibration", path, errors):
+        return
+    where = f"table.calibration: {path}"
+    try:
+        with open(path, "rb") as f:
+            cal = tomllib.load(f)     # a payload given twice is a TOML error (duplicate key)
+    except tomllib.TOMLDecodeError as e:
+        errors.append(f"{where}: not valid TOML: {e}")
+        return
+    except (OSError, UnicodeDecodeError) as e:
+        errors.append(f"{where}: {getattr(e, 'strerror', None) or e}")
+        return
+    from drivers.codebook import codebook_from_mapping
+    cam = cfg["camera"]
+    if cfg["shoe"]["protocol"] == "line" or (cam["enabled"] and cam["mode"] == "barcode"):
+        try:
+            codebook_from_mapping(cal.get("codebook"), where="codebook")
+        except ValueError as e:
+            errors.append(f"{where}: {e}")
+    if cam["enabled"]:
+        from drivers.camera.driver import Zones
+        from drivers.camera.video import CAMERA_PROPS
+        try:
+            Zones(cal.get("zones") or {})
+        except (ValueError, TypeError) as e:
+            errors.append(f"{where}: {e}")
+        settings = cal.get("camera") or {}
+        unknown = [k for k in settings if k not in CAMERA_PROPS] if isinstance(settings, dict) else ["?"]
+        if unknown:
+            errors.append(f"{where}: camera settings {', '.join(map(repr, unknown))}: known are "
+                          f"{', '.join(CAMERA_PROPS)}")
+
+
+def _templates(cfg, errors):
+    cam = cfg["camera"]
+    if not (cam["enabled"] and cam["mode"] == "visual" and cam["templates"]):
+        return
+    from drivers.camera.recognize import Templates
+    try:
+        Templates.load(cam["templates"])
+    except (ValueError, OSError) as e:
+        errors.append(f"camera.templates: {e}")
+
+
+def _broker(b, errors):
+    if b["password_file"] and _readable("broker.password_file", b["password_file"], errors):
+        with open(b["password_file"], "rb") as f:
+            if not f.read().strip():
+                errors.append(f"broker.password_file: {b['password_file']} is empty")
+    ok = True
+    for key in ("ca_file", "cert_file", "key_file"):
+        if b[key]:
+            ok = _readable(f"broker.{key}", b[key], errors) and ok
+    if not ok:
+        return
+    ctx = ssl.create_default_context()
+    if b["ca_file"]:
+        try:
+            ctx.load_verify_locations(cafile=b["ca_file"])
+        except ssl.SSLError as e:
+            errors.append(f"broker.ca_file: {b['ca_file']}: no PEM certificate in it ({e.reason})")
+    if b["cert_file"] and b["key_file"]:
+        try:
+            # The callback stops OpenSSL asking for a passphrase on the terminal.
+            ctx.load_cert_chain(b["cert_file"], b["key_file"], password=lambda: b"")
+        except ssl.SSLError as e:
+            errors.append(f"broker.cert_file: {b['cert_file']} with {b['key_file']}: cannot load "
+                          f"the certificate and key (not PEM, an encrypted key, or a key that does "
+                          f"not match the certificate: {e.reason})")
+
+
+def _journal(path, errors):
+    """The journal's file must be readable and writable, or its directory writable (or
+    creatable: the nearest existing parent writable)."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        errors.append(f"paths.journal: {path} is a directory")
+        return
+    if os.path.exists(path):
+        if not os.access(path, os.R_OK | os.W_OK):
+            errors.append(f"paths.journal: {path}: not readable and writable by this user")
+            return
+        try:
+            with open(path, "rb") as f:
+                head = f.read(16)
+        except OSError as e:
+            errors.append(f"paths.journal: {path}: {e.strerror}")
+            return
+        if head and head != b"SQLite format 3\x00":
+            errors.append(f"paths.journal: {path} is not an SQLite database (see 'A corrupt "
+                          f"journal' in docs/install.md)")
+    d = os.path.dirname(path)
+    while not os.path.isdir(d):
+        if os.path.exists(d):
+            errors.append(f"paths.journal: {d} is not a directory")
+            return
+        d = os.path.dirname(d)
+    if not os.access(d, os.W_OK | os.X_OK):
+        errors.append(f"paths.journal: cannot create files in {d} (permissions)")
+    elif os.statvfs(d).f_flag & os.ST_RDONLY:
+        errors.append(f"paths.journal: {d} is on a read-only file system")
+
+
+def check_files(cfg):
+    errors = []
+    _calibration(cfg, errors)
+    _templates(cfg, errors)
+    _broker(cfg["broker"], errors)
+    _journal(cfg["paths"]["journal"], errors)
+    return errors
+
+
+def config_warnings(cfg):
+    """Values that work but are risky: printed by check-config, logged by run."""
+    out = []
+    m = cfg["metrics"]
+    if m["enabled"] and m["bind"] != "localhost":
+        try:
+            public = not ipaddress.ip_address(m["bind"]).is_loopback
+        except ValueError:
+            public = True     # a host name: where it points is not ours to know
+        if public:
+            out.append(f"metrics.bind: {m['bind']} serves the metrics beyond this machine "
+                       f"(no authentication): use 127.0.0.1 and a proxy or firewall")
+    b = cfg["broker"]
+    if b["password"]:
+        out.append("broker.password: a password in the configuration file; prefer password_file")
+    return out

@@ -1,0 +1,196 @@
+"""Storage errors name the journal, the cause and the recovery step; one daemon per journal."""
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dealer_station.journal import Journal, JournalError
+from mqtt_rig import ROOT, Broker, Client, DaemonProc, free_port, workdir
+
+
+def record(j, i, size=2000):
+    """One input with one output, as the station's Record gives them to the journal."""
+    from dealer_station.station_types import Record
+    n = j.last_input()[0] + 1
+    j.write(Record(n, time.time(), "test", {"type": "pad", "i": i, "data": "y" * size}, None,
+                   ((j.next_seq, json.dumps({"seq": j.next_seq, "d": "z" * size})),), None, None,
+                   None))
+
+
+def fill(j):
+    """Record until the journal refuses; returns (inputs committed, the error)."""
+    for i in range(100000):
+        try:
+            record(j, i)
+        except JournalError as e:
+            return i, e
+    raise AssertionError("never full")
+
+
+def assert_intact(path, committed):
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT COUNT(*) FROM inputs").fetchone()[0] == committed
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+
+
+def test_a_full_journal_says_disk_full_not_cannot_rollback(tmp_path):
+    path = str(tmp_path / "j.sqlite")
+    j = Journal(path, "t1", "luxury21")
+    j.db.execute("PRAGMA max_page_count=40")     # SQLite's own SQLITE_FULL, as on a full disk
+    n, e = fill(j)
+    msg = str(e)
+    assert path in msg and "disk full" in msg and "free space" in msg, msg
+    assert "cannot rollback" not in msg and "\n" not in msg
+    assert n > 0 and j.next_seq == n + 1        # the refused input took no sequence number
+    j.close()
+    assert_intact(path, n)
+
+
+@contextlib.contextmanager
+def tmpfs(d, size):
+    d.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                                            str(d)]).returncode:
+        pytest.skip("needs root and a tmpfs mount")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], check=True)   # -l: even with a file left open
+
+
+def test_a_really_full_disk_names_the_file_and_keeps_what_was_committed(tmp_path):
+    with tmpfs(tmp_path / "small", "256k") as d:
+        path = str(d / "j.sqlite")
+        j = Journal(path, "t1", "luxury21")
+        n, e = fill(j)
+        assert path in str(e) and "disk full" in str(e), e
+        assert "cannot rollback" not in str(e)
+        j.close()
+        assert_intact(path, n)
+
+
+def test_a_read_only_journal_says_read_only(tmp_path):
+    with tmpfs(tmp_path / "ro", "1m") as d:
+        path = str(d / "j.sqlite")
+        j = Journal(path, "t1", "luxury21")
+        record(j, 0)
+        j.close()
+        subprocess.run(["mount", "-o", "remount,ro", str(d)], check=True)
+        with pytest.raises(JournalError) as e:
+            Journal(path, "t1", "luxury21")
+        assert path in str(e.value) and "read-only" in str(e.value), e.value
+
+
+def test_a_garbage_journal_says_corrupt_and_where_the_procedure_is(tmp_path):
+    path = tmp_path / "j.sqlite"
+    path.write_bytes(os.urandom(8192))
+    with pytest.raises(JournalError) as e:
+        Journal(str(path), "t1", "luxury21")
+    msg = str(e.value)
+    assert str(path) in msg and "corrupt" in msg and "docs/install.md" in msg, msg
+
+
+def damaged_journal(d):
+    """A journal of a few hundred inputs with pages in the middle overwritten: its header is
+    fine (check-config passes), reading it is not."""
+    path = str(d / "journal.sqlite")
+    j = Journal(path, "t1", "luxury21")
+    for i in range(300):
+        record(j, i, size=500)
+    j.close()
+    with open(path, "r+b") as f:
+        f.seek(4096 * 4)
+        f.write(b"\xa5" * 4096 * 40)
+    return path
+
+
+def test_run_on_a_damaged_journal_exits_2_with_one_line_saying_corrupt(tmp_path):
+    path = damaged_journal(tmp_path)
+    cfg = tmp_path / "table.toml"
+    cfg.write_text(f'[table]\nid = "t1"\nprofile = "luxury21"\n[shoe]\nprotocol = "none"\n'
+                   f'[broker]\nport = {free_port()}\n[paths]\njournal = "{path}"\n'
+                   f'[metrics]\nenabled = false\n')
+    r = subprocess.run([sys.executable, "-m", "dealer_station.cli", "run", "--config", str(cfg)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"dealer-station: journal {path}: corrupt"), r.stderr
+    assert "docs/install.md" in last
+
+
+# -- one daemon per journal ----------------------------------------------------------------------
+
+def test_a_journal_opens_once_and_again_after_close_or_death(tmp_path):
+    path = str(tmp_path / "j.sqlite")
+    j = Journal(path, "t1", "luxury21")
+    with pytest.raises(JournalError) as e:
+        Journal(path, "t1", "luxury21")
+    assert f"pid {os.getpid()}" in str(e.value) and path in str(e.value)
+    j.close()
+    Journal(path, "t1", "luxury21").close()
+    # A holder killed by SIGKILL leaves the lock file, not the lock.
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import sys; from dealer_station.journal import Journal; "
+                               f"Journal({path!r}, 't1', 'luxury21'); print('open', flush=True); "
+                               "sys.stdin.read()"], cwd=ROOT, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "open"
+    with pytest.raises(JournalError) as e:
+        Journal(path, "t1", "luxury21")
+    assert f"pid {holder.pid}" in str(e.value)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    Journal(path, "t1", "luxury21").close()
+
+
+def test_a_second_daemon_on_the_same_journal_stops_at_once_and_leaves_the_first_alone():
+    d = workdir()
+    b = Broker(d)
+    b.start()
+    c = Client(b.port, topics=["dealer-station/v1/t1/status", "dealer-station/v1/t1/replies"])
+    cfg_dir = os.path.join(d, "a")
+    os.mkdir(cfg_dir)
+    first = DaemonProc(cfg_dir, b.port, "/dev/null", extra_config="")
+    # no shoe: the table's journal and broker session are what is at stake
+    with open(first.config) as f:
+        text = f.read().replace('protocol = "v1"', 'protocol = "none"')
+    with open(first.config, "w") as f:
+        f.write(text)
+    first.start()
+    try:
+        end = time.monotonic() + 20
+        while not any('"online"' in p for _, p in c.all) and time.monotonic() < end:
+            time.sleep(0.02)
+        assert any('"online"' in p for _, p in c.all), first.logtext()
+        second = subprocess.run([sys.executable, "-m", "dealer_station.cli", "run", "--config",
+                                 first.config], capture_output=True, text=True, cwd=ROOT, timeout=30)
+        assert second.returncode == 2, second.stderr
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"pid {first.proc.pid}" in lines[0], second.stderr
+        assert first.journal in lines[0]
+        # The first kept its session: one connection, one online status, still answering.
+        assert c.command({"type": "pause", "reason": "check"}, timeout=10)["status"] == "accepted"
+        assert first.alive()
+        assert first.logtext().count("broker connected") == 1, first.logtext()
+        assert sum('"online"' in p for _, p in c.all) <= 2      # + the status of the pause
+        assert not any('"offline"' in p for _, p in c.all)
+    finally:
+        first.stop()
+        c.close()
+        b.stop()
+
+
+def test_the_lock_file_names_the_holder(tmp_path):
+    path = str(tmp_path / "j.sqlite")
+    j = Journal(path, "t1", "luxury21")
+    with open(path + ".lock") as f:
+        assert json.loads(f.read()) == os.getpid()
+    j.close()
