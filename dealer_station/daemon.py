@@ -75,6 +75,12 @@ class Daemon:
             from .config import read_codebook
             return ScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
                                  settings, c["double_fire_ms"] / 1000, c["cut_payload"])
+        if c["protocol"] == "hid":
+            from drivers.hid_scanner import HidScannerDriver
+            from .config import read_codebook
+            return HidScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
+                                    c["layout"], c["suffix"], c["code_timeout_ms"] / 1000,
+                                    c["double_fire_ms"] / 1000, c["cut_payload"])
         return None
 
     def _build_wheel(self):
