@@ -321,3 +321,96 @@ def test_config_selects_the_keyboard_scanner_strictly(tmp_path):
     assert isinstance(shoe, HidScannerDriver) and shoe.codebook == {"D01-As": "As"}
     assert shoe.options["layout"] == "de" and shoe.options["suffix"] == "tab"
     assert shoe.options["code_timeout"] == 0.15
+
+
+# -- shoe-calibrate ---------------------------------------------------------------------------
+
+PROC = '''I: Bus=0003 Vendor=0c2e Product=0b61 Version=0111
+N: Name="Honeywell Imaging & Mobility 1900"
+P: Phys=usb-0000:01:00.0-1.2/input0
+H: Handlers=sysrq kbd leds event3
+B: EV=120013
+
+I: Bus=0003 Vendor=046d Product=c31c Version=0110
+N: Name="Logitech USB Keyboard"
+H: Handlers=sysrq kbd event4 leds
+B: EV=120013
+
+I: Bus=0003 Vendor=046d Product=c077 Version=0111
+N: Name="Logitech USB Optical Mouse"
+H: Handlers=mouse0 event5
+B: EV=17
+
+I: Bus=0019 Vendor=0000 Product=0001 Version=0000
+N: Name="Power Button"
+H: Handlers=kbd event0
+B: EV=3
+'''
+
+
+def test_ports_lists_usb_keyboards_and_names_the_scanner(tmp_path, monkeypatch, capsys):
+    from calibration import shoe_tools
+    from calibration.cli import main
+    proc = tmp_path / "devices"
+    proc.write_text(PROC)
+    (tmp_path / "by-id").mkdir()
+    (tmp_path / "event3").write_text("")
+    os.symlink(tmp_path / "event3", tmp_path / "by-id" / "usb-Honeywell_1900-event-kbd")
+    found = shoe_tools.list_input_devices(str(proc), str(tmp_path))
+    assert [(os.path.basename(n), s and os.path.basename(s), looks) for n, s, _, looks in found] == [
+        ("event3", "usb-Honeywell_1900-event-kbd", True), ("event4", None, False)]
+    monkeypatch.setattr(shoe_tools, "list_ports", lambda: [])
+    monkeypatch.setattr(shoe_tools, "list_input_devices", lambda: found)
+    assert main(["ports"]) == 0
+    out = capsys.readouterr().out
+    assert ("by-id/usb-Honeywell_1900-event-kbd: keyboard-mode input device 'Honeywell Imaging & "
+            "Mobility 1900', looks like a barcode scanner") in out
+    assert "event4: keyboard-mode input device 'Logitech USB Keyboard', a USB keyboard" in out
+    assert "Mouse" not in out and "Power Button" not in out
+    monkeypatch.setattr(shoe_tools, "list_input_devices", lambda: [])
+    assert main(["ports"]) == 1
+
+
+def test_monitor_and_verify_deck_read_a_keyboard_scanner(tmp_path, capsys):
+    import threading
+    from calibration.cli import main
+    v = VirtualHidScanner(decks=1, seed=5, layout="de")
+    path = v.start()
+    cal = tmp_path / "calibration.toml"
+    cal.write_text("[codebook]\n" + "".join(f'"{p}" = "{c}"\n' for p, c in v.codebook().items()))
+    try:
+        first = []
+        t = threading.Timer(0.4, lambda: (first.append(v.deal()), v.partial_next(), v.deal(),
+                                          time.sleep(0.4), v.unplug()))
+        t.start()
+        assert main(["monitor", "--device", "scanner", "--protocol", "hid", "--layout", "de",
+                     "--port", path, "--codebook", str(cal)]) == 0
+        t.join()
+        out = capsys.readouterr().out
+        assert f"event=CardRead card={first[0]}" in out and "without its suffix key" in out
+        v.replug()
+        v.reload(9)
+        t = threading.Timer(0.4, lambda: [v.deal() for _ in range(52)])
+        t.start()
+        assert main(["verify-deck", "--port", path, "--protocol", "hid", "--layout", "de",
+                     "--calibration", str(cal), "--operator", "t", "--idle", "1",
+                     "--report-dir", str(tmp_path / "rep")]) == 0
+        t.join()
+        assert capsys.readouterr().out.startswith("PASS: 52 cards read")
+    finally:
+        v.close()
+
+
+def test_monitor_refuses_a_busy_scanner_clearly(monkeypatch, tmp_path, capsys):
+    from calibration.cli import main
+    monkeypatch.setattr(evdev_link, "_ioctl", FakeGrab(errno.EBUSY))
+    v = VirtualHidScanner(decks=1)
+    path = v.start()
+    cal = tmp_path / "calibration.toml"
+    cal.write_text('[codebook]\n"D01-As" = "As"\n')
+    try:
+        assert main(["monitor", "--device", "scanner", "--protocol", "hid", "--port", path,
+                     "--codebook", str(cal)]) == 2
+        assert "busy: another program has grabbed the scanner" in capsys.readouterr().err
+    finally:
+        v.close()
