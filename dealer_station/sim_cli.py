@@ -144,6 +144,9 @@ def table_main(argv):
     ap.add_argument("--level", choices=scenario.LEVELS, default="hard",
                     help="the computer players' level where the scenario names none")
     ap.add_argument("--no-camera", action="store_true", help="run without the virtual camera")
+    ap.add_argument("--shoe", choices=scenario.SHOES, default=None,
+                    help="v1: the protocol-v1 shoe on a pty (the default); hid: a keyboard-mode "
+                         "barcode scanner shoe (input_event records through a FIFO)")
     a = ap.parse_args(argv)
     try:
         sc = scenario.load(a.scenario) if a.scenario else scenario.parse([])
@@ -151,7 +154,8 @@ def table_main(argv):
         h = Harness(profile, a.rounds if a.rounds is not None else sc.get("rounds", 0),
                     a.seed if a.seed is not None else sc.get("seed", 1), sc["faults"], a.speed,
                     a.broker, plain=a.plain or not sys.stdout.isatty(), level=a.level,
-                    players=sc["players"], camera=not a.no_camera)
+                    players=sc["players"], camera=not a.no_camera,
+                    shoe=a.shoe or sc.get("shoe") or "v1")
     except ValueError as e:          # a bad scenario, an unknown profile or fault
         print(f"table-sim: {e}", file=sys.stderr)
         return 2
