@@ -66,6 +66,15 @@ class VirtualHidScanner(VirtualShoe):
 
     # -- faults -------------------------------------------------------------------------------
 
+    def restart(self):
+        raise ValueError("a keyboard-mode scanner has no protocol to restart")
+
+    def status(self, *a, **k):
+        raise ValueError("a keyboard-mode scanner sends no status")
+
+    def stall(self, on=True):
+        raise ValueError("a keyboard-mode scanner has no line to stall")
+
     def partial_next(self):
         self._kb_fault.append("partial")
 

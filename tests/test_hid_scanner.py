@@ -414,3 +414,44 @@ def test_monitor_refuses_a_busy_scanner_clearly(monkeypatch, tmp_path, capsys):
         assert "busy: another program has grabbed the scanner" in capsys.readouterr().err
     finally:
         v.close()
+
+
+def test_table_sim_shoe_mode_hid_serves_a_fifo_the_driver_reads(tmp_path):
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-m", "dealer_station.sim_cli", "shoe", "--pty", "--mode",
+                          "hid", "--layout", "uk", "--decks", "1", "--seed", "4"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    d = None
+    try:
+        path = p.stdout.readline().strip()
+        p.stdin.write("codebook\n")
+        p.stdin.flush()
+        book = dict(tuple(x.strip('"') for x in p.stdout.readline().split(" = ")) for _ in range(52))
+        q = queue.Queue()
+        d = HidScannerDriver(path, book, layout="uk")
+        d.start(q.put)
+        assert q.get(timeout=5).state == "connected"
+        def say(cmd):
+            p.stdin.write(cmd + "\n")
+            p.stdin.flush()
+            return p.stdout.readline().strip()
+        say("deal 2")
+        got = [q.get(timeout=5) for _ in range(2)]
+        say("partial")
+        say("deal")                      # the suffix never comes: dropped after the timeout
+        got.append(q.get(timeout=5))
+        say("layout de")
+        say("deal")
+        got.append(q.get(timeout=5))
+        assert say("restart") == "error: a keyboard-mode scanner has no protocol to restart"
+        assert [type(e).__name__ for e in got] == ["CardRead", "CardRead", "CardUnreadable",
+                                                   "CardUnreadable"]
+        assert "without its suffix" in got[2].detail["reason"]
+        assert "layout mismatch" in got[3].detail["reason"]
+    finally:
+        if d:
+            d.close()
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        p.wait(timeout=5)
