@@ -8,10 +8,11 @@ card: a card passed the reader, so losing it silently would shift every later ca
 from .codebook import MAX_PAYLOAD
 from .events import CardUnreadable, DeviceState
 from .evdev_link import EventLink, records
-from .keymap import (EV_KEY, KEY_CAPSLOCK, KEY_RIGHTALT, LAYOUTS, OTHER_MODIFIERS, SHIFTS,
+from .keymap import (EV_KEY, EV_SYN, KEY_CAPSLOCK, KEY_RIGHTALT, LAYOUTS, OTHER_MODIFIERS, SHIFTS,
                      SUFFIX_KEYS, char)
 from .scanner import ScannerSession
 
+SYN_REPORT, SYN_DROPPED = 0, 3
 BAD = "\ufffd"     # a key the layout does not type (or typed with Ctrl/Alt): the code is garbled
 
 
@@ -39,6 +40,7 @@ class HidScannerSession:
         self.shift = set()
         self.altgr = self.other = self.caps = False
         self.rest = b""
+        self.dropping = False
 
     # -- the link's calls ---------------------------------------------------------------------
 
@@ -64,7 +66,17 @@ class HidScannerSession:
     def data(self, data, now):
         events, self.rest = records(self.rest + data)
         for type_, code, value in events:
-            if type_ == EV_KEY:
+            if type_ == EV_SYN and code == SYN_DROPPED:
+                # the kernel's buffer overflowed: keys are missing up to the next report, so the
+                # code under way cannot be trusted (and the modifiers are read again)
+                self.dropping = True
+                self.keys.append((None, False, False, False, True))
+                self.last_key = now
+                self.shift.clear()
+                self.altgr = self.other = False
+            elif type_ == EV_SYN and code == SYN_REPORT:
+                self.dropping = False
+            elif type_ == EV_KEY and not self.dropping:
                 self.key(code, value, now)
 
     # -- keys ---------------------------------------------------------------------------------
