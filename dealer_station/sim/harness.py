@@ -17,7 +17,7 @@ from drivers.virtual_shoe import VirtualShoe
 
 from . import scenario
 from .bettor import BettingSystem
-from .broker import Broker
+from .broker import Broker, wait_online
 from .dealer_panel import SimPanel
 from .report import build_report
 from .view import draw
@@ -141,38 +141,9 @@ class Harness:
         self._start_daemon()
         self.bs = BettingSystem(host, port, "sim", p, seed=self.seed, level=self.level,
                                 players=self.players)
-        self._wait_online(host, port)
+        wait_online(host, port, "sim", self.dir)
         if not self.roulette:
             self._load_shoe()
-
-    def _wait_online(self, host, port, timeout=20.0):
-        """Until the daemon's retained status says it is online with its panel started (a
-        scanner shoe has no HELLO: the daemon gives it a few seconds before the panel), so the
-        dealer's first press is not lost."""
-        import json
-        import threading
-        import paho.mqtt.client as mqtt
-        up = threading.Event()
-
-        def message(c, u, msg):
-            try:
-                m = json.loads(msg.payload)
-            except ValueError:
-                return
-            if m.get("state") == "online" and "panel" in m.get("devices", {}):
-                up.set()
-        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
-        c.on_connect = lambda cl, u, f, rc, p: cl.subscribe("dealer-station/v1/sim/status", qos=1)
-        c.on_message = message
-        c.connect(host, port)
-        c.loop_start()
-        try:
-            if not up.wait(timeout):
-                raise TimeoutError(f"table-sim: the daemon was not online within {timeout:g} s "
-                                   f"(see {self.dir}/daemon.log)")
-        finally:
-            c.loop_stop()
-            c.disconnect()
 
     def _load_shoe(self):
         self.shoes += 1
