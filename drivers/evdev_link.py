@@ -108,9 +108,10 @@ class EventLink(SerialLink):
 
 
 def records(buf):
-    """Split bytes into whole records: ([(type, code, value)], the incomplete rest)."""
+    """Split bytes into whole records: ([(time, type, code, value)], the incomplete rest). The
+    time is the kernel's stamp of the event (wall clock), in seconds."""
     n = len(buf) - len(buf) % RECORD.size
-    return [r[2:] for r in RECORD.iter_unpack(buf[:n])], buf[n:]
+    return [(sec + usec / 1e6, t, c, v) for sec, usec, t, c, v in RECORD.iter_unpack(buf[:n])], buf[n:]
 
 
 def encode(type_, code, value, t=None):

@@ -36,7 +36,7 @@ class HidScannerSession:
 
     def _reset(self):
         self.keys = []            # (code, shift, altgr, caps, other modifier) of the code so far
-        self.last_key = None
+        self.last_key = self.last_stamp = None
         self.shift = set()
         self.altgr = self.other = self.caps = False
         self.rest = b""
@@ -65,24 +65,27 @@ class HidScannerSession:
 
     def data(self, data, now):
         events, self.rest = records(self.rest + data)
-        for type_, code, value in events:
+        for stamp, type_, code, value in events:
             if type_ == EV_SYN and code == SYN_DROPPED:
                 # the kernel's buffer overflowed: keys are missing up to the next report, so the
                 # code under way cannot be trusted (and the modifiers are read again)
                 self.dropping = True
                 self.keys.append((None, False, False, False, True))
-                self.last_key = now
+                self.last_key, self.last_stamp = now, stamp
                 self.shift.clear()
                 self.altgr = self.other = False
             elif type_ == EV_SYN and code == SYN_REPORT:
                 self.dropping = False
             elif type_ == EV_KEY and not self.dropping:
-                self.key(code, value, now)
+                self.key(code, value, now, stamp)
 
     # -- keys ---------------------------------------------------------------------------------
 
-    def key(self, code, value, now):
-        """value 1 press, 0 release, 2 autorepeat (ignored: a scanner does not hold keys)."""
+    def key(self, code, value, now, stamp=None):
+        """value 1 press, 0 release, 2 autorepeat (ignored: a scanner does not hold keys).
+        `stamp`: the kernel's time of the key. The gap between two keys of a code is taken from
+        these stamps, so a reader thread that was slow to run does not cut a code it had already
+        been sent whole; `now` (when read) serves the timer while nothing arrives."""
         down = value == 1
         if code in SHIFTS:
             (self.shift.add if down else self.shift.discard)(code)
@@ -95,13 +98,15 @@ class HidScannerSession:
         elif code == KEY_CAPSLOCK:
             self.caps = not self.caps
         else:
-            self.tick(now)               # a stale partial code goes before this key counts
+            if self.keys and (stamp - self.last_stamp if stamp is not None and self.last_stamp
+                              is not None else now - self.last_key) > self.timeout:
+                self._drop(now, "scanner code without its suffix key")   # before this key counts
             if code in self.suffix:
                 if self.keys:
                     self._finish(now)
                 return
             self.keys.append((code, bool(self.shift), self.altgr, self.caps, self.other))
-            self.last_key = now
+            self.last_key, self.last_stamp = now, stamp
             if len(self.keys) > MAX_PAYLOAD:
                 self.keys = []
                 self.counts["garbled"] += 1

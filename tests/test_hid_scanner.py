@@ -471,3 +471,22 @@ def test_events_dropped_by_the_kernel_make_the_code_unreadable_not_a_shorter_cod
     assert len(got) == 1 and isinstance(got[0], CardUnreadable), got
     s.data(v.keystrokes("D01-As"), 1.0)
     assert got[1].card == "As"
+
+
+def test_a_reader_that_ran_late_does_not_cut_a_code_it_was_sent_whole():
+    """The gap between a code's keys is the kernel's (the records' time), not when the thread
+    got to read them: the code's first half read at 0.0, the rest (sent 5 ms later) only read
+    0.5 s later because the reader was starved, is still one code."""
+    got = []
+    s = HidScannerSession(got.append, {"D01-As": "As"}, code_timeout=0.1)
+    v = VirtualHidScanner.__new__(VirtualHidScanner)
+    v.layout, v.suffix = "us", "enter"
+    recs = v.keystrokes("D01-As")
+    half = len(recs) // 2 // evdev_link.RECORD.size * evdev_link.RECORD.size
+
+    def stamped(data, t):
+        return b"".join(evdev_link.encode(ty, c, val, t)
+                        for _, _, ty, c, val in evdev_link.RECORD.iter_unpack(data))
+    s.data(stamped(recs[:half], 1000.0), 0.0)
+    s.data(stamped(recs[half:], 1000.005), 0.5)
+    assert [getattr(e, "card", None) for e in got] == ["As"], got
