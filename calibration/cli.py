@@ -13,11 +13,17 @@ def progress(done, total, what):
 
 
 def cmd_ports(a):
-    from .shoe_tools import list_ports, probe
+    from .shoe_tools import list_input_devices, list_ports, probe
     ports = [(p, None, "") for p in a.port] if a.port else list_ports()
-    if not ports:
-        print("no serial ports found (is the shoe plugged in?)")
+    inputs = [] if a.port else list_input_devices()
+    if not ports and not inputs:
+        print("no serial ports or USB keyboards found (is the shoe plugged in?)")
         return 1
+    for node, stable, name, looks in inputs:
+        what = "looks like a barcode scanner" if looks else "a USB keyboard (a scanner may be one)"
+        print(f"{stable or node}: keyboard-mode input device {name!r}, {what}; try it with "
+              f"`shoe-calibrate monitor --device scanner --protocol hid --port {stable or node} "
+              f"--codebook FILE`")
     for dev, stable, desc in ports:
         kind, baud, info = probe(dev, a.timeout)
         name = stable or dev
@@ -46,13 +52,15 @@ def cmd_learn(a):
     from .files import save
     from .shoe_tools import collect, learn_codebook
     from drivers.scanner import ScannerDriver
+    from .shoe_tools import make_driver
     order = None
     if a.order:
         order = open(a.order).read().split()
     want = 52 if order is None else len(order)
     seen = []
     # an empty codebook: every payload comes back as unreadable with the payload in its detail
-    drv = ScannerDriver(a.port, {}, {"baudrate": a.baud}, double_fire_window=0.3)
+    drv = (make_driver("hid", a.port, {}, layout=a.layout, suffix=a.suffix) if a.protocol == "hid"
+           else ScannerDriver(a.port, {}, {"baudrate": a.baud}, double_fire_window=0.3))
     events = collect(drv, count=want, idle=a.idle,
                      on_event=lambda e: progress(len(seen) + 1, want, "scanned"))
     for _, e in events:
@@ -72,7 +80,7 @@ def _verify(a, passes=1):
     from .camera_tools import bar_chart
     from .files import report
     from .shoe_tools import collect, make_driver, verify
-    drv = make_driver(a.protocol, a.port, _codebook(a), a.baud)
+    drv = make_driver(a.protocol, a.port, _codebook(a), a.baud, a.layout, a.suffix)
     expected = 52 * a.decks * passes
     n = [0]
 
@@ -134,7 +142,8 @@ def cmd_monitor(a):
         book = codebook_from_mapping(load(a.codebook).get("codebook"))
     if a.device == "scanner" and book is None:
         raise ToolError("--codebook FILE: the scanner's payloads are read through the codebook")
-    monitor(a.device, a.port, book, lambda s: print(s, flush=True), a.json)
+    monitor(a.device, a.port, book, lambda s: print(s, flush=True), a.json,
+            protocol=a.protocol, layout=a.layout, suffix=a.suffix)
     return 0
 
 
@@ -218,6 +227,15 @@ def cmd_camera(a):
     raise ToolError(f"unknown camera action {a.action}")
 
 
+def _scanner_options(s, protocols, default):
+    s.add_argument("--protocol", choices=protocols, default=default,
+                   help="hid: a keyboard-mode USB scanner, --port /dev/input/by-id/...-event-kbd")
+    s.add_argument("--layout", choices=["us", "uk", "de"], default="us",
+                   help="hid: the scanner's keyboard layout")
+    s.add_argument("--suffix", choices=["enter", "tab"], default="enter",
+                   help="hid: the key the scanner ends a code with")
+
+
 def parser():
     p = argparse.ArgumentParser(prog="shoe-calibrate", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -233,13 +251,14 @@ def parser():
     s.add_argument("--calibration", default="calibration.toml")
     s.add_argument("--idle", type=float, default=10.0, help="seconds without a scan that end it")
     s.add_argument("--keep-partial", action="store_true")
+    _scanner_options(s, ["line", "hid"], "line")
     s.set_defaults(func=cmd_learn)
     for name, help_, func in (("verify-shoe", "check every card of N decks passes the reader", cmd_verify),
                               ("verify-deck", "check one deck", cmd_verify),
                               ("read-test", "repeated passes: read rate and misreads", cmd_read_test)):
         s = sub.add_parser(name, help=help_)
         s.add_argument("--port", required=True)
-        s.add_argument("--protocol", choices=["v1", "line"], default="v1")
+        _scanner_options(s, ["v1", "line", "hid"], "v1")
         s.add_argument("--baud", type=int, default=None)
         s.add_argument("--decks", type=int, default=1 if name == "verify-deck" else 8)
         s.add_argument("--calibration", default="calibration.toml", help="for the codebook (line mode)")
@@ -255,6 +274,7 @@ def parser():
     s.add_argument("--port", required=True)
     s.add_argument("--codebook", help="a calibration file with the codebook (scanner)")
     s.add_argument("--json", action="store_true")
+    _scanner_options(s, ["v1", "line", "hid"], None)
     s.set_defaults(func=cmd_monitor)
     s = sub.add_parser("camera", help="zones, exposure/focus sweep, templates, recognition")
     cs = s.add_subparsers(dest="action", required=True)

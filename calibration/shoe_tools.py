@@ -100,8 +100,43 @@ def collect(driver, count=None, idle=3.0, total=600.0, on_event=None):
     return events
 
 
-def make_driver(protocol, port, codebook=None, baud=None):
+def list_input_devices(proc="/proc/bus/input/devices", dev="/dev/input"):
+    """[(event node, stable name or None, device name, looks like a scanner)] of the USB
+    keyboards on this machine: a keyboard-mode scanner is one to the kernel. Read from /proc,
+    which needs no permission on the nodes."""
+    try:
+        text = open(proc).read()
+    except OSError:
+        return []
+    stable = {os.path.realpath(p): p for p in glob.glob(os.path.join(dev, "by-id", "*-event-kbd"))}
+    out = []
+    for block in text.split("\n\n"):
+        name = re.search(r'^N: Name="(.*)"$', block, re.M)
+        handlers = re.search(r"^H: Handlers=(.*)$", block, re.M)
+        if not name or not handlers or "Bus=0003" not in block:      # USB only
+            continue
+        words = handlers.group(1).split()
+        event = next((w for w in words if w.startswith("event")), None)
+        if "kbd" not in words or event is None:
+            continue
+        node = os.path.join(dev, event)
+        link = stable.get(os.path.realpath(node))
+        looks = bool(SCANNER_WORDS.search(name.group(1) + " " + (link or "")))
+        out.append((node, link, name.group(1), looks))
+    return out
+
+
+SCANNER_WORDS = re.compile(r"scan|barcode|bar code|honeywell|zebra|symbol|datalogic|newland|"
+                           r"netum|inateck|tera|eyoyo|metrologic|opticon|code ?reader", re.I)
+
+
+def make_driver(protocol, port, codebook=None, baud=None, layout="us", suffix="enter"):
     settings = {"baudrate": baud} if baud else None
+    if protocol == "hid":
+        if codebook is None:
+            raise ToolError("a keyboard-mode scanner needs the codebook (--codebook FILE)")
+        from drivers.hid_scanner import HidScannerDriver
+        return HidScannerDriver(port, codebook, layout=layout, suffix=suffix)
     if protocol == "v1":
         from drivers.shoe import ShoeDriver
         return ShoeDriver(port, settings, min_confidence=0)
@@ -110,7 +145,7 @@ def make_driver(protocol, port, codebook=None, baud=None):
             raise ToolError("line mode needs the codebook (--codebook FILE)")
         from drivers.scanner import ScannerDriver
         return ScannerDriver(port, codebook, settings)
-    raise ToolError(f"unknown protocol {protocol!r}: v1 or line")
+    raise ToolError(f"unknown protocol {protocol!r}: v1, line or hid")
 
 
 def learn_codebook(lines, order=None, pattern=None):
@@ -172,14 +207,18 @@ def describe(e):
     return d
 
 
-def monitor(device, port, codebook=None, out=print, json_lines=False, total=None):
-    """Print each decoded event as it arrives until stopped or the port closes."""
+def monitor(device, port, codebook=None, out=print, json_lines=False, total=None, protocol=None,
+            layout="us", suffix="enter"):
+    """Print each decoded event as it arrives until stopped or the port closes. A keyboard-mode
+    scanner that cannot be opened (missing, busy, not permitted) is an error, not a wait."""
     import json
     if device == "wheel":
         from drivers.wheel import WheelDriver
         driver = WheelDriver(port)
     else:
-        driver = make_driver("v1" if device == "shoe" else "line", port, codebook)
+        protocol = protocol or ("v1" if device == "shoe" else "line")
+        driver = make_driver(protocol, port, codebook, layout=layout, suffix=suffix)
+    opened = False
     q = queue.Queue()
     driver.start(q.put)
     t0 = time.monotonic()
@@ -192,6 +231,10 @@ def monitor(device, port, codebook=None, out=print, json_lines=False, total=None
             d = describe(e)
             out(json.dumps(d, default=str) if json_lines else
                 " ".join(f"{k}={v}" for k, v in d.items()))
+            if isinstance(e, DeviceState) and e.state == "connected":
+                opened = True
+            if isinstance(e, DeviceState) and e.state == "fault" and protocol == "hid" and not opened:
+                raise ToolError(e.detail["reason"])
             if isinstance(e, DeviceState) and e.state == "disconnected":
                 break     # the port closed
     except KeyboardInterrupt:

@@ -36,7 +36,7 @@ SCHEMA = {
         "calibration": Key(str, None),
     },
     "shoe": {
-        "protocol": Key(str, "v1", choices=("v1", "line", "none")),
+        "protocol": Key(str, "v1", choices=("v1", "line", "hid", "none")),
         "url": Key(str, None),
         "baudrate": Key(int, 115200, choices=(9600, 19200, 38400, 57600, 115200, 230400)),
         "min_confidence": Key(int, 90, lo=0, hi=100),
@@ -44,6 +44,9 @@ SCHEMA = {
         "stall_timeout_s": Key(float, 3.0, lo=0.5, hi=60),
         "double_fire_ms": Key(int, 300, lo=0, hi=5000),
         "cut_payload": Key(str, None),
+        "layout": Key(str, "us", choices=("us", "uk", "de")),        # hid: the scanner's keyboard
+        "suffix": Key(str, "enter", choices=("enter", "tab")),       # hid: the key ending a code
+        "code_timeout_ms": Key(int, 100, lo=10, hi=2000),            # hid: last key -> suffix
     },
     "broker": {
         "host": Key(str, "127.0.0.1"),
@@ -170,8 +173,8 @@ def check_config(data):
     shoe, broker = cfg["shoe"], cfg["broker"]
     if shoe["protocol"] != "none" and not shoe["url"]:
         errors.append(f"shoe.url: required when shoe.protocol is {shoe['protocol']!r}")
-    if shoe["protocol"] == "line" and not cfg["table"].get("calibration"):
-        errors.append("table.calibration: line mode needs the codebook of a calibration file")
+    if shoe["protocol"] in ("line", "hid") and not cfg["table"].get("calibration"):
+        errors.append(f"table.calibration: {shoe['protocol']} mode needs the codebook of a calibration file")
     if broker["tls"] and not broker["ca_file"]:
         errors.append("broker.ca_file: required when broker.tls is true")
     if bool(broker["cert_file"]) != bool(broker["key_file"]):

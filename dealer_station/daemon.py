@@ -91,6 +91,12 @@ class Daemon:
             from .config import read_codebook
             return ScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
                                  settings, c["double_fire_ms"] / 1000, c["cut_payload"])
+        if c["protocol"] == "hid":
+            from drivers.hid_scanner import HidScannerDriver
+            from .config import read_codebook
+            return HidScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
+                                    c["layout"], c["suffix"], c["code_timeout_ms"] / 1000,
+                                    c["double_fire_ms"] / 1000, c["cut_payload"])
         return None
 
     def _build_wheel(self):
@@ -149,7 +155,8 @@ class Daemon:
             # a shoe or a round, so no card drawn after that can go unnoticed.
             devices["shoe"] = {"state": "connecting"}
             self.shoe.start(self.q.put)
-            end = time.monotonic() + shoe_wait
+            # only a protocol-v1 shoe says HELLO: a barcode scanner has nothing to wait for
+            end = time.monotonic() + (shoe_wait if self.cfg["shoe"]["protocol"] == "v1" else 0)
             while time.monotonic() < end and "model" not in devices["shoe"]:
                 try:
                     self.handle(self.q.get(timeout=0.05))

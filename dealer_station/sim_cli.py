@@ -1,8 +1,10 @@
 """`table-sim`: simulated hardware.
 
-    table-sim shoe --pty [--mode v1|line] [--decks N] [--seed S] [--cut N] [--link PATH]
+    table-sim shoe --pty [--mode v1|line|hid] [--layout us|uk|de] [--decks N] [--seed S] [--cut N]
+                   [--link PATH]
 
-starts a virtual shoe on a pty, prints its device path (a stable symlink) on the first line, then
+starts a virtual shoe on a pty (mode hid: a keyboard-mode scanner, input_event records in a FIFO
+for `[shoe] protocol = "hid"`), prints its device path (a stable symlink) on the first line, then
 takes commands on standard input, one per line, and answers each with one line:
 
     deal [N]         draw N cards (default 1); prints them
@@ -10,7 +12,10 @@ takes commands on standard input, one per line, and answers each with one line:
                      a fault on the next card (lose: dropped and not resendable)
     unplug | replug | restart | stall | unstall
     status [door=open] [jam=1] [sensor=fault] [light=low]
-    codebook         (line mode) prints the payload of every card, as TOML
+    partial | layout [NAME] | unplug_mid_code
+                     (hid) the next code without its suffix key, typed with another layout, or
+                     cut by an unplug
+    codebook         (line and hid) prints the payload of every card, as TOML
     quit
 """
 import argparse
@@ -22,14 +27,20 @@ from drivers.virtual_shoe import VirtualShoe
 def shoe_main(argv):
     ap = argparse.ArgumentParser(prog="table-sim shoe", description="a virtual shoe on a pty")
     ap.add_argument("--pty", action="store_true", required=True, help="serve on a pseudo-terminal")
-    ap.add_argument("--mode", choices=["v1", "line"], default="v1")
+    ap.add_argument("--mode", choices=["v1", "line", "hid"], default="v1")
+    ap.add_argument("--layout", choices=["us", "uk", "de"], default="us", help="hid: the keyboard layout")
     ap.add_argument("--decks", type=int, default=8)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cut", type=int, default=None, help="cut card position, cards from the back")
     ap.add_argument("--link", default=None, help="path of the stable symlink to the pty")
     args = ap.parse_args(argv)
-    shoe = VirtualShoe(decks=args.decks, seed=args.seed, cut_from_back=args.cut, mode=args.mode,
-                       link=args.link)
+    if args.mode == "hid":
+        from drivers.virtual_hid_scanner import VirtualHidScanner
+        shoe = VirtualHidScanner(decks=args.decks, seed=args.seed, cut_from_back=args.cut,
+                                 layout=args.layout, link=args.link)
+    else:
+        shoe = VirtualShoe(decks=args.decks, seed=args.seed, cut_from_back=args.cut, mode=args.mode,
+                           link=args.link)
     print(shoe.start(), flush=True)
     try:
         for line in sys.stdin:
@@ -54,6 +65,11 @@ def _command(shoe, cmd, rest):
               "lose": lambda: shoe.drop_next(resendable=False), "unreadable": shoe.unreadable_next,
               "double": shoe.double_fire_next, "unplug": shoe.unplug, "replug": shoe.replug,
               "restart": shoe.restart, "stall": shoe.stall, "unstall": lambda: shoe.stall(False)}
+    if hasattr(shoe, "partial_next"):
+        faults.update(partial=shoe.partial_next, unplug_mid_code=shoe.unplug_mid_code_next)
+    if cmd == "layout" and hasattr(shoe, "wrong_layout_next"):
+        shoe.wrong_layout_next(rest[0] if rest else None)
+        return "ok"
     if cmd == "quit":
         return None
     if cmd == "deal":
@@ -144,6 +160,9 @@ def table_main(argv):
     ap.add_argument("--level", choices=scenario.LEVELS, default="hard",
                     help="the computer players' level where the scenario names none")
     ap.add_argument("--no-camera", action="store_true", help="run without the virtual camera")
+    ap.add_argument("--shoe", choices=scenario.SHOES, default=None,
+                    help="v1: the protocol-v1 shoe on a pty (the default); hid: a keyboard-mode "
+                         "barcode scanner shoe (input_event records through a FIFO)")
     a = ap.parse_args(argv)
     try:
         sc = scenario.load(a.scenario) if a.scenario else scenario.parse([])
@@ -151,7 +170,8 @@ def table_main(argv):
         h = Harness(profile, a.rounds if a.rounds is not None else sc.get("rounds", 0),
                     a.seed if a.seed is not None else sc.get("seed", 1), sc["faults"], a.speed,
                     a.broker, plain=a.plain or not sys.stdout.isatty(), level=a.level,
-                    players=sc["players"], camera=not a.no_camera)
+                    players=sc["players"], camera=not a.no_camera,
+                    shoe=a.shoe or sc.get("shoe") or "v1")
     except ValueError as e:          # a bad scenario, an unknown profile or fault
         print(f"table-sim: {e}", file=sys.stderr)
         return 2

@@ -35,7 +35,7 @@ class ScannerSession:
             if b in (0x0A, 0x0D):
                 if self.buf:
                     line, self.buf = bytes(self.buf), bytearray()
-                    self._line(line, now)
+                    self.line(line, now)
             elif len(self.buf) < MAX_LINE:
                 self.buf.append(b)
             else:
@@ -43,7 +43,8 @@ class ScannerSession:
                 self.counts["garbled"] += 1
                 self.emit(CardUnreadable("shoe", {"reason": "scanner line too long"}))
 
-    def _line(self, line, now):
+    def line(self, line, now):
+        """One whole line (the payload without its terminator): through the codebook."""
         try:
             payload = line.decode("ascii")
         except UnicodeDecodeError:

@@ -81,7 +81,11 @@ def test_table_sim_refuses_a_bad_scenario_before_starting(tmp_path):
              ({"players": {"9": "hard"}}, "players.9: a seat is 1-7"),
              ({"players": {"2": "genius"}}, "level is one of easy, normal, hard"),
              ({"faults": [{"round": 0, "fault": "drop_frame"}]}, "round: a round number >= 1"),
-             ({"shoe": 3}, "unknown key 'shoe'"),
+             ({"tray": 3}, "unknown key 'tray'"),
+             ({"shoe": "serial"}, "shoe: one of v1, hid, got 'serial'"),
+             ([{"round": 2, "fault": "partial_code"}], "'partial_code' is not for a v1 shoe"),
+             ({"shoe": "hid", "faults": [{"round": 2, "fault": "drop_frame"}]},
+              "'drop_frame' is not for a hid shoe"),
              ([{"round": 2, "fault": "miss_spin"}], "'miss_spin' is not for a blackjack table")]
     for data, message in cases:
         f = tmp_path / "s.json"
@@ -91,6 +95,21 @@ def test_table_sim_refuses_a_bad_scenario_before_starting(tmp_path):
                            cwd=ROOT, timeout=60)
         assert p.returncode == 2 and message in p.stderr, (data, p.stderr)
         assert "Traceback" not in p.stderr
+
+
+def test_a_table_whose_shoe_is_a_keyboard_mode_scanner(tmp_path):
+    """docs/scenarios/hid-faults.json: the daemon reads the shoe as a keyboard-mode scanner
+    (input_event records through a FIFO) with its faults: a partial code, a wrong layout, an
+    unplug; and the card-table faults that mean something without sequence numbers."""
+    p, r = table_sim(tmp_path, "luxury21", SCENARIOS / "hid-faults.json", "--rounds", "48",
+                     timeout=600)
+    assert_sound(p, r, rounds=48)
+    assert r["shoe"] == "hid"
+    assert r["faults_injected"]["partial_code"] == 2 and r["faults_injected"]["wrong_layout"] == 2
+    assert r["faults_injected"]["unplug_shoe"] == 2
+    # the partial codes, wrong layouts, unreadable and garbled cards: each a misread, resumed
+    assert r["irregularities"]["misread"] == 6 and r["resolutions"]["misread"] == {"resumed": 6}
+    assert r["resolutions"]["foreign_card"] == {"voided": 1}
 
 
 def test_a_scenario_file_sets_seed_rounds_and_players():

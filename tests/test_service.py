@@ -35,7 +35,7 @@ def test_unit_verifies_and_rates_2_0_or_better(tmp_path):
     assert level <= 2.0
     text = open(UNIT).read()
     for want in ("Type=notify", "WatchdogSec=", "Restart=on-failure", "User=dealer-station",
-                 "SupplementaryGroups=dialout video gpio", "ProtectSystem=strict",
+                 "SupplementaryGroups=dialout video gpio input", "DeviceAllow=char-input rw", "ProtectSystem=strict",
                  "NoNewPrivileges=yes", "SystemCallFilter=", "RestrictAddressFamilies=",
                  "CapabilityBoundingSet=\n", "StateDirectory=", "ConfigurationDirectory=",
                  "LogsDirectory="):

@@ -67,3 +67,33 @@ class Broker:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+
+
+def wait_online(host, port, table, workdir, timeout=20.0):
+    """Until the daemon's retained status says it is online with its panel started (a scanner
+    shoe has no HELLO: the daemon gives it a few seconds before the panel), so the dealer's first
+    press is not lost."""
+    import json
+    import threading
+    import paho.mqtt.client as mqtt
+    up = threading.Event()
+
+    def message(c, u, msg):
+        try:
+            m = json.loads(msg.payload)
+        except ValueError:
+            return
+        if m.get("state") == "online" and "panel" in m.get("devices", {}):
+            up.set()
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+    c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(f"dealer-station/v1/{table}/status", qos=1)
+    c.on_message = message
+    c.connect(host, port)
+    c.loop_start()
+    try:
+        if not up.wait(timeout):
+            raise TimeoutError(f"table-sim: the daemon was not online within {timeout:g} s "
+                               f"(see {workdir}/daemon.log)")
+    finally:
+        c.loop_stop()
+        c.disconnect()

@@ -17,7 +17,7 @@ from drivers.virtual_shoe import VirtualShoe
 
 from . import scenario
 from .bettor import BettingSystem
-from .broker import Broker
+from .broker import Broker, wait_online
 from .dealer_panel import SimPanel
 from .report import build_report
 from .view import draw
@@ -30,13 +30,16 @@ IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identi
 
 class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
-                 out=sys.stdout, workdir=None, level="hard", players=None, camera=True):
+                 out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1"):
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
         self.seed = seed
         faults = scenario.parse(list(faults))["faults"]
-        scenario.check_for_table(faults, self.profile.game)
+        if shoe not in scenario.SHOES:
+            raise scenario.ScenarioError(f"shoe: one of {', '.join(scenario.SHOES)}, got {shoe!r}")
+        self.shoe_kind = "none" if self.roulette else shoe
+        scenario.check_for_table(faults, self.profile.game, self.shoe_kind)
         self.faults = {}
         for f in faults:
             self.faults.setdefault(f["round"], []).append(f["fault"])
@@ -74,9 +77,12 @@ class Harness:
             k = self.period / 0.5
             device = (f'[shoe]\nprotocol = "none"\n\n[wheel]\nenabled = true\nurl = "{self.wheel.path}"\n'
                       f'failed_launch_s = {max(0.05, 3 * k)}\nno_ball_s = {max(0.05, 5 * k)}\n\n')
+        elif self.shoe_kind == "hid":
+            device = (f'[shoe]\nprotocol = "hid"\nurl = "{self.shoe.path}"\nlayout = "{self.shoe.layout}"\n'
+                      f'cut_payload = "{self.shoe.cut_payload}"\ncode_timeout_ms = 100\n\n')
         else:
             device = f'[shoe]\nprotocol = "v1"\nurl = "{self.shoe.path}"\nresend_timeout_ms = 150\n\n'
-        calibration = f'calibration = "{self.tcam.path}"\n' if self.tcam else ""
+        calibration = f'calibration = "{self._calibration()}"\n' if self.tcam or self.shoe_kind == "hid" else ""
         with open(path, "w") as f:
             f.write(f'[table]\nid = "sim"\nprofile = "{p.name}"\n{calibration}\n' + device +
                     f'[broker]\nhost = "{host}"\nport = {port}\nreconnect_min_s = 1\nreconnect_max_s = 1\n\n'
@@ -84,6 +90,17 @@ class Harness:
                     f'[paths]\njournal = "{os.path.join(self.dir, "journal.sqlite")}"\n\n'
                     f'[metrics]\nport = 0\n\n' + self.panel.config()
                     + (self.tcam.config() if self.tcam else ""))
+        return path
+
+    def _calibration(self):
+        """The camera's calibration file, with the keyboard scanner's codes added to its
+        codebook (the shoe's D01-As, the camera's VC-As: no payload is both)."""
+        path = self.tcam.path if self.tcam else os.path.join(self.dir, "calibration.toml")
+        if self.shoe_kind == "hid":
+            with open(path, "a") as f:
+                f.write("" if self.tcam else "[codebook]\n")     # the camera's file ends with it
+                for p, c in self.shoe.codebook().items():
+                    f.write(f'"{p}" = "{c}"\n')
         return path
 
     def _start_daemon(self):
@@ -107,6 +124,11 @@ class Harness:
             from drivers.virtual_wheel import VirtualWheel
             self.wheel = VirtualWheel(seed=self.seed, period=self.period)
             self.wheel.start()
+        elif self.shoe_kind == "hid":
+            from drivers.virtual_hid_scanner import VirtualHidScanner
+            self.shoe = VirtualHidScanner(decks=p.decks, seed=self.seed,
+                                          cut_from_back=p.cut_card_from_back)
+            self.shoe.start()
         else:
             self.shoe = VirtualShoe(decks=p.decks, seed=self.seed, cut_from_back=p.cut_card_from_back,
                                     heartbeat=0.3)
@@ -122,6 +144,7 @@ class Harness:
                                 players=self.players)
         self.bs.wait_subscribed()
         self._start_daemon()
+        wait_online(host, port, "sim", self.dir)   # recovered and subscribed
         if not self.roulette:
             self._load_shoe()                 # the press waits for the daemon's panel
 
@@ -166,6 +189,8 @@ class Harness:
         elif name in ("corrupt_frame", "drop_frame", "unreadable_card", "double_fire"):
             {"corrupt_frame": s.corrupt_next, "drop_frame": s.drop_next,
              "unreadable_card": s.unreadable_next, "double_fire": s.double_fire_next}[name]()
+        elif name in scenario.HID_FAULTS:
+            {"partial_code": s.partial_next, "wrong_layout": s.wrong_layout_next}[name]()
         elif name == "foreign_card":
             if self.profile.shuffle_every_round:
                 # a fresh 8-deck shoe every round: one card of another deck cannot be read more

@@ -45,7 +45,8 @@ def build_report(h, in_flight_s=5.0):
     resolutions = {k: dict(v) for k, v in sorted(h.resolutions.items())}
     for code, n in unresolved.items():
         resolutions.setdefault(code, {})["open at the end"] = n
-    return {"profile": h.profile.name, "seed": h.seed, "rounds_played": h.started,
+    return {"profile": h.profile.name, "shoe": getattr(h, "shoe_kind", "v1"), "seed": h.seed,
+            "rounds_played": h.started,
             "broker": h.broker_url or "private",
             "rounds_per_minute": round(h.resulted / minutes, 1) if minutes else None,
             "daemon_rss_mb": {"after_10_rounds": getattr(h, "rss_start", None),

@@ -1,6 +1,6 @@
 """Scenario files for table-sim: a shoe seed, the players, and a script of faults at given rounds.
 
-    {"seed": 7, "rounds": 200,
+    {"seed": 7, "rounds": 200, "shoe": "hid",
      "players": {"1": "easy", "2": "normal", "3": "hard"},
      "faults": [{"round": 3, "fault": "corrupt_frame"}, {"round": 9, "fault": "daemon_kill"}]}
 
@@ -14,9 +14,12 @@ WHEEL_FAULTS = ("miss_spin", "failed_launch", "no_ball", "garbled_packet")
 ANY_TABLE = ("broker_restart", "daemon_kill")
 # lost between the betting system and the table (it sends again / asks for a resend)
 CLIENT_FAULTS = ("lost_command", "lost_reply", "lost_event")
-FAULTS = SHOE_FAULTS + ANY_TABLE + WHEEL_FAULTS + CLIENT_FAULTS
+HID_FAULTS = ("partial_code", "wrong_layout")      # a keyboard-mode scanner shoe only
+V1_ONLY = ("drop_frame",)      # a dropped code has no resend: the card would be lost unseen
+FAULTS = SHOE_FAULTS + ANY_TABLE + WHEEL_FAULTS + CLIENT_FAULTS + HID_FAULTS
+SHOES = ("v1", "hid")
 LEVELS = ("easy", "normal", "hard")
-KEYS = ("seed", "rounds", "players", "faults", "profile")
+KEYS = ("seed", "rounds", "players", "faults", "profile", "shoe")
 
 
 class ScenarioError(ValueError):
@@ -51,6 +54,10 @@ def parse(data, where="scenario"):
             out[k] = v
     if "profile" in data:
         out["profile"] = str(data["profile"])
+    if "shoe" in data:
+        if data["shoe"] not in SHOES:
+            raise ScenarioError(f"{where}.shoe: one of {', '.join(SHOES)}, got {data['shoe']!r}")
+        out["shoe"] = data["shoe"]
     players = data.get("players", {})
     if not isinstance(players, dict):
         raise ScenarioError(f"{where}.players: a table of seat = level")
@@ -72,11 +79,13 @@ def parse(data, where="scenario"):
     return out
 
 
-def check_for_table(faults, game):
-    """Refuse a fault that means nothing at this kind of table."""
+def check_for_table(faults, game, shoe="v1"):
+    """Refuse a fault that means nothing at this kind of table (or shoe)."""
     for f in faults:
         name = f["fault"]
         if name in ANY_TABLE + CLIENT_FAULTS:
             continue
+        if (name in HID_FAULTS and shoe != "hid") or (name in V1_ONLY and shoe == "hid"):
+            raise ScenarioError(f"fault {name!r} is not for a {shoe} shoe")
         if (name in WHEEL_FAULTS) != (game == "roulette"):
             raise ScenarioError(f"fault {name!r} is not for a {game} table")
