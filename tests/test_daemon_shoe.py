@@ -1,0 +1,65 @@
+"""The daemon and the shoe link across restarts: what the shoe resends after a restart must be
+exactly what was not journaled (issue 14, item 4). Real daemon, real Mosquitto, virtual shoe."""
+import json
+import sqlite3
+import time
+
+from test_daemon import rig  # noqa: F401 - the fixture
+
+
+def wait_for(pred, timeout=10.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def shoe_inputs(path):
+    """(body, shoe_seq) of every input from the shoe, in order."""
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT body, shoe_seq FROM inputs WHERE origin='shoe' ORDER BY n").fetchall()
+    except sqlite3.OperationalError:     # the daemon has not made its tables yet
+        rows = []
+    db.close()
+    return [(json.loads(b), s) for b, s in rows]
+
+
+def online(c, after):
+    def check():
+        for topic, payload in list(c.all)[after:]:
+            if topic.endswith("/status"):
+                m = json.loads(payload)
+                if m.get("state") == "online" and m.get("devices", {}).get("shoe", {}).get("model"):
+                    return True
+        return False
+    return check
+
+
+def test_an_unreadable_card_is_journaled_with_its_seq_acknowledged_and_not_resent_after_a_restart(rig):
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    c = rig.client(b.port)
+    d = rig.daemon(b.port, shoe)
+    wait_for(online(c, 0), what="the daemon online with its shoe")
+    assert c.command({"type": "shoe_loaded"})["status"] == "accepted"
+    shoe.unreadable_next()
+    shoe.deal()
+    rows = wait_for(lambda: [r for r in shoe_inputs(d.journal) if r[0]["type"] == "card_unreadable"],
+                    what="the unreadable card journaled")
+    seq = rows[0][0]["detail"]["seq"]
+    assert rows[0][1] == seq                                   # journaled with its shoe number
+    wait_for(lambda: seq not in shoe.sent, what="the unreadable card acknowledged to the shoe")
+    d.stop()
+    mark = len(c.all)
+    d.start()
+    wait_for(online(c, mark), what="the daemon back online")
+    card = shoe.deal()         # anything resent would come (and be journaled) before this card
+    wait_for(lambda: any(r[0]["type"] == "card" for r in shoe_inputs(d.journal)),
+             what="the next card journaled")
+    got = shoe_inputs(d.journal)
+    assert [r[0]["type"] for r in got] == ["card_unreadable", "card"] and got[1][0]["card"] == card
+    assert got[1][1] > seq                  # (a status report on reconnect took a number between)
