@@ -44,12 +44,14 @@ class ShoeSession:
         self.gap_deadline = None
         self.gap_tries = 0
         self.gap_checked = False    # asked for a HELLO before giving a gap up
-        self.asked_hello = None     # when we last asked for a HELLO (ID) not yet answered
+        self.asked = False          # an ID sent and its HELLO not yet come
+        self.last_ask = None        # when we last sent ID
+        self.ask_pending = False    # an ID is due once the rate limit allows
         self.claim = None           # (boot, seq) an unbelieved frame claimed, for a HELLO to confirm
         self.last_heard = None
         self.stalled = False
         self.faults = frozenset()
-        self.logged_bad = None
+        self.logged = {}            # log line kind -> when last written (rate limit)
         if resume is not None:  # (boot, last sequence number journaled) from a previous run
             self.boot, self.last = resume
             self.top = self.last
@@ -84,6 +86,8 @@ class ShoeSession:
             self._frame(f, now)
 
     def tick(self, now):
+        if self.ask_pending and now - self.last_ask >= self.resend_timeout:
+            self._ask_hello(now)
         if self.gap_deadline is not None and now >= self.gap_deadline:
             if self.gap_tries < self.resend_tries:
                 self._ask_resend(now)
@@ -102,11 +106,14 @@ class ShoeSession:
                 "reason": f"stalled: nothing from the shoe for {self.stall_timeout:g} s"}))
 
     def _log_bad(self, f, now):
-        # one line per 10 s at most: line noise must not flood the log
-        if self.logged_bad is None or now - self.logged_bad >= 10:
-            self.logged_bad = now
-            log.warning("%s: bad frame dropped (%s): %r; %d so far", self.name, f.reason,
-                        f.data[:40], self.counts["bad_frames"])
+        self._warn(now, "bad", "%s: bad frame dropped (%s): %r; %d so far", self.name, f.reason,
+                   f.data[:40], self.counts["bad_frames"] + self.counts["unexpected"])
+
+    def _warn(self, now, kind, *args):
+        # one line per kind per 10 s at most: line noise or a babbling shoe must not flood the log
+        if now - self.logged.get(kind, -1e9) >= 10:
+            self.logged[kind] = now
+            log.warning(*args)
 
     # -- frames --------------------------------------------------------------------------------
 
@@ -139,9 +146,9 @@ class ShoeSession:
         if self._ahead(s) <= self.max_gap:
             return True
         self.counts["implausible"] += 1
-        log.warning("%s: sequence number %d is %d ahead of %d (more than %d): not believed; "
-                    "asking the shoe for its HELLO", self.name, s, self._ahead(s), self.last,
-                    self.max_gap)
+        self._warn(now, "implausible", "%s: sequence number %d is %d ahead of %d (more than %d): "
+                   "not believed; asking the shoe for its HELLO (%d so far)", self.name, s,
+                   self._ahead(s), self.last, self.max_gap, self.counts["implausible"])
         self.claim = (self.boot, s)
         self._ask_hello(now)
         return False
@@ -154,23 +161,26 @@ class ShoeSession:
 
     def _ask_hello(self, now, force=False):
         """Ask the shoe where it stands; the HELLO that answers is believed (rate-limited)."""
-        if force or self.asked_hello is None or now - self.asked_hello >= self.resend_timeout:
-            self.asked_hello = now
+        if force or self.last_ask is None or now - self.last_ask >= self.resend_timeout:
+            self.last_ask, self.asked, self.ask_pending = now, True, False
             self.write(sp.encode("ID"))
+        else:
+            self.ask_pending = True     # tick asks once the limit allows
 
     def _hello(self, f, now):
         last, model, fw, serial_no, _ = f.fields
         last, boot = f.seq, f.boot
-        asked, self.asked_hello = self.asked_hello is not None, None
+        asked, self.asked = self.asked, False
         restarted = self.boot is not None and boot != self.boot
         if restarted or (self.last is not None and self._ahead(last) > self.max_gap):
             # A restart or a long jump is believed only when the shoe, asked, says it twice.
             if not (asked and self._confirms(boot, last)):
                 self.counts["implausible"] += 1
-                log.warning("%s: HELLO says boot %d, last %d (we are at boot %s, %s): asking "
-                            "again before believing it", self.name, boot, last, self.boot, self.last)
+                self._warn(now, "implausible", "%s: HELLO says boot %d, last %d (we are at boot "
+                           "%s, %s): asking again before believing it", self.name, boot, last,
+                           self.boot, self.last)
                 self.claim = (boot, last)
-                self._ask_hello(now, force=asked)
+                self._ask_hello(now)
                 return
         self.claim = None
         self.emit(ShoeHello(model, fw, serial_no, boot, last))

@@ -52,7 +52,7 @@ class Device:
                 if isinstance(f, sp.Frame):
                     self.commands.append(f.kind)
                     if f.kind == "ID" and self.hello:
-                        self.write(self.hello)
+                        self.write(self.hello() if callable(self.hello) else self.hello)
 
     def write(self, data):
         view = memoryview(data)
@@ -195,6 +195,28 @@ def test_any_well_framed_frames_into_the_shoe_driver(shoe, frames):
     dev, drv, ev = shoe
     feed_shoe(dev, drv, ev, b"".join(frames))
     a_normal_card_still_reads(dev, drv, ev)
+
+
+def test_a_shoe_answering_every_id_with_another_boot_gets_a_rate_limited_question(tmp_path):
+    """Each answer contradicts the last: the host keeps asking, but at its resend pace, not as fast
+    as the shoe answers (an ID/HELLO storm on the line and in the log)."""
+    boots = iter(range(1, 10 ** 6))
+    dev = Device(tmp_path, "shoe", hello=lambda: sp.encode("HELLO", 0, "FZ-1", "1.0", "FZ0001",
+                                                           next(boots)))
+    ev = Events()
+    drv = ShoeDriver(dev.path, resend_timeout=0.1, stall_timeout=60)
+    drv.start(ev.q.put)
+    try:
+        wait_for(lambda: any(isinstance(e, ShoeHello) for e in ev.pull()), what="the first HELLO")
+        dev.write(sp.encode("HELLO", 0, "FZ-1", "1.0", "FZ0001", 999))   # unasked: a question
+        wait_for(lambda: dev.commands.count("ID") >= 3, what="the host asking again")
+        n0, t0 = dev.commands.count("ID"), time.monotonic()
+        time.sleep(1.0)                  # a rate is measured over time: nothing to wait on
+        rate = (dev.commands.count("ID") - n0) / (time.monotonic() - t0)
+        assert rate <= 1 / 0.1 + 2 and errors(drv) == 0
+    finally:
+        drv.close()
+        dev.close()
 
 
 @pytest.fixture
