@@ -63,3 +63,29 @@ def test_an_unreadable_card_is_journaled_with_its_seq_acknowledged_and_not_resen
     got = shoe_inputs(d.journal)
     assert [r[0]["type"] for r in got] == ["card_unreadable", "card"] and got[1][0]["card"] == card
     assert got[1][1] > seq                  # (a status report on reconnect took a number between)
+
+
+def test_a_heartbeat_far_ahead_does_not_blind_a_table_waiting_for_a_card(rig):
+    """Issue 14 item 2 as it was seen: one valid HB 4,000 ahead made thousands of misreads, then
+    every real card was dropped as a duplicate while the table waited for a card."""
+    from drivers import shoe_protocol as sp
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    c = rig.client(b.port)
+    d = rig.daemon(b.port, shoe)
+    wait_for(online(c, 0), what="the daemon online with its shoe")
+    assert c.command({"type": "shoe_loaded"})["status"] == "accepted"   # waiting for the burn card
+    mark = len(shoe.received)
+    shoe._send_raw(sp.encode("HB", (shoe.seq + 4000) % sp.SEQ_MOD))
+    wait_for(lambda: any(f.kind in ("ID", "RSND") for f in shoe.received[mark:]),
+             what="the driver reacting to the heartbeat")
+    # what the driver makes of it settles within its resend tries (4 x 150 ms): watch for longer
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end and not shoe_inputs(d.journal):
+        time.sleep(0.05)
+    assert shoe_inputs(d.journal) == []                     # no misread from a frame nobody sent
+    cards = [shoe.deal() for _ in range(3)]
+    wait_for(lambda: len(shoe_inputs(d.journal)) >= 3, what="three cards journaled")
+    got = shoe_inputs(d.journal)
+    assert [(r[0]["type"], r[0].get("card")) for r in got] == [("card", x) for x in cards]
+    assert not any(m["type"] == "irregularity" for m in c.events.values())
