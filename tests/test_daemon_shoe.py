@@ -89,3 +89,50 @@ def test_a_heartbeat_far_ahead_does_not_blind_a_table_waiting_for_a_card(rig):
     got = shoe_inputs(d.journal)
     assert [(r[0]["type"], r[0].get("card")) for r in got] == [("card", x) for x in cards]
     assert not any(m["type"] == "irregularity" for m in c.events.values())
+
+
+def test_a_driver_error_shows_in_the_status_and_the_shoe_comes_back(rig, tmp_path):
+    """The daemon in this process: a fault in the shoe session (a bug, simulated) makes the
+    status say the shoe is down with the reason, the link reopens, and the card comes through."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    cfg, errors = check_config({
+        "table": {"id": "e1", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": b.port}, "paths": {"journal": str(tmp_path / "j.sqlite")},
+        "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.start()
+    seen = []
+
+    def run_until(pred, what, timeout=10):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            d.run_once(0.05)
+            seen.append(dict(d.status()["devices"]["shoe"]))
+            if pred():
+                return
+        raise AssertionError(f"{what}: not within {timeout} s")
+    try:
+        run_until(lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
+        d.process({"type": "shoe_loaded"}, "test")
+        session = d.shoe.session
+        real = session._frame
+
+        def broken_once(f, now):
+            if f.kind == "CARD" and not getattr(broken_once, "done", False):
+                broken_once.done = True
+                raise RuntimeError("a driver bug")
+            real(f, now)
+        session._frame = broken_once
+        card = shoe.deal()
+        run_until(lambda: any(s["state"] == "disconnected" for s in seen), "the shoe reported down")
+        down = next(s for s in seen if s["state"] == "disconnected")
+        assert down["reason"] == "driver error: RuntimeError: a driver bug"
+        run_until(lambda: shoe_inputs(str(tmp_path / "j.sqlite")), "the card journaled after the reopen")
+        assert d.devices["shoe"]["state"] == "connected" and d.healthy()
+        assert [r[0]["card"] for r in shoe_inputs(str(tmp_path / "j.sqlite"))] == [card]
+    finally:
+        d.close()
