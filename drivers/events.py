@@ -22,6 +22,10 @@ class CardRead:
 class CardUnreadable:
     source: str = "shoe"
     detail: dict = field(default_factory=dict)
+    # The shoe's frame sequence number when this stands for a frame in its sequence (journaled and
+    # acknowledged like a CardRead, so the shoe does not send it again after a restart); None for
+    # line mode, the camera, and reports outside the sequence (a conflict, a previous boot).
+    seq: int | None = None
 
     def as_input(self):
         return {"type": "card_unreadable", "source": self.source, "detail": dict(self.detail)}

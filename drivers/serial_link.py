@@ -7,11 +7,18 @@ from framing). The link calls, from its reader thread only:
     protocol.lost(reason, now)     the port failed; it will be reopened
     protocol.tick(now)             at least every `poll` seconds, for timers
 The protocol turns these into events and calls `emit`; it never blocks.
+
+An exception out of the protocol (a driver bug, or input it failed to reject) must not end the
+reader thread, which would leave the device reported connected and deaf: the link logs it, closes
+the port, reports `lost("driver error: ...")` and reopens it after a backoff, as after a read error.
 """
+import logging
 import threading
 import time
 
 import serial
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SETTINGS = {"baudrate": 115200, "bytesize": 8, "parity": "N", "stopbits": 1,
                     "xonxoff": False, "rtscts": False}
@@ -30,6 +37,8 @@ class SerialLink:
         self.port = None
         self.reconnects = 0
         self.opened = 0
+        self.errors = 0             # exceptions out of the protocol, each one a reopen
+        self._error_delay = backoff
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
@@ -73,29 +82,50 @@ class SerialLink:
     def _run(self):
         delay = self.backoff
         while not self._stop.is_set():
-            if self.port is None:
-                try:
-                    port = self._open()
-                except (serial.SerialException, OSError, ValueError):
-                    self.protocol.tick(time.monotonic())
-                    self._stop.wait(delay)
-                    delay = min(delay * 2, self.backoff_max)
-                    continue
-                with self._lock:
-                    self.port = port
-                if self.opened:
-                    self.reconnects += 1
-                self.opened += 1
-                delay = self.backoff
-                self.protocol.connected(time.monotonic())
             try:
-                data = self.port.read(self.port.in_waiting or 1)
-            except (serial.SerialException, OSError, TypeError, AttributeError) as e:
-                # TypeError/AttributeError: pyserial's posix read after the fd was closed under it
-                self._close_port()
-                self.protocol.lost(str(e) or type(e).__name__, time.monotonic())
-                continue
-            now = time.monotonic()
-            if data:
-                self.protocol.data(data, now)
-            self.protocol.tick(now)
+                delay = self._step(delay)
+            except Exception as e:  # noqa: BLE001 - whatever it was, the thread must go on
+                self._driver_error(e)
+
+    def _step(self, delay):
+        """One read (or one attempt to open); returns the open backoff to use next."""
+        if self.port is None:
+            try:
+                port = self._open()
+            except (serial.SerialException, OSError, ValueError):
+                self.protocol.tick(time.monotonic())
+                self._stop.wait(delay)
+                return min(delay * 2, self.backoff_max)
+            with self._lock:
+                self.port = port
+            if self.opened:
+                self.reconnects += 1
+            self.opened += 1
+            self.protocol.connected(time.monotonic())
+            return self.backoff
+        try:
+            data = self.port.read(self.port.in_waiting or 1)
+        except (serial.SerialException, OSError, TypeError, AttributeError) as e:
+            # TypeError/AttributeError: pyserial's posix read after the fd was closed under it
+            self._close_port()
+            self.protocol.lost(str(e) or type(e).__name__, time.monotonic())
+            return delay
+        now = time.monotonic()
+        if data:
+            self.protocol.data(data, now)
+            self._error_delay = self.backoff   # input handled: the next error starts afresh
+        self.protocol.tick(now)
+        return delay
+
+    def _driver_error(self, e):
+        self.errors += 1
+        reason = f"driver error: {type(e).__name__}: {e}"[:200]
+        log.error("%s: %s; reopening the port", self.name, reason, exc_info=True)
+        self._close_port()
+        try:
+            self.protocol.lost(reason, time.monotonic())
+        except Exception:  # noqa: BLE001
+            log.exception("%s: reporting the error failed too", self.name)
+        # doubling, so a protocol that fails on every call costs a log line every 2 s, not a spin
+        self._stop.wait(self._error_delay)
+        self._error_delay = min(self._error_delay * 2, self.backoff_max)

@@ -1,17 +1,29 @@
 """The smart shoe (protocol v1) and its session: sequence tracking, resend, acknowledgement,
 heartbeat watchdog. Runs in the serial link's reader thread; emits typed events only."""
+import collections
+import logging
+
 from controller.cards import INDEX
 
 from . import shoe_protocol as sp
 from .events import CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello, ShoeStatus
 from .serial_link import SerialLink
 
+log = logging.getLogger(__name__)
+
 
 class ShoeSession:
-    """Frames in, events out. `write` sends a command frame to the shoe."""
+    """Frames in, events out. `write` sends a command frame to the shoe.
+
+    No single frame is trusted about sequence numbers (a corrupt frame can pass a 16-bit CRC):
+    a number more than `max_gap` ahead of the last delivered event is dropped and the shoe is
+    asked for its HELLO; only a HELLO in answer that confirms it moves the session that far, as one
+    reported jump. A frame at or before the last delivered one is dropped only when it is provably
+    the same frame again (same number, same content); otherwise it is a conflict and reported.
+    """
 
     def __init__(self, emit, write, min_confidence=90, resend_timeout=0.25, resend_tries=3,
-                 stall_timeout=3.0, name="shoe", auto_ack=True, resume=None):
+                 stall_timeout=3.0, name="shoe", auto_ack=True, resume=None, max_gap=sp.MAX_GAP):
         self.emit = emit
         # auto_ack False: the owner acknowledges with ack(seq) once it has the event safe (the
         # daemon, after its journal commit), so a crash in between loses nothing: the shoe resends.
@@ -21,22 +33,31 @@ class ShoeSession:
         self.resend_timeout = resend_timeout
         self.resend_tries = resend_tries
         self.stall_timeout = stall_timeout
+        self.max_gap = max_gap
         self.name = name
         self.parser = sp.FrameParser()
         self.boot = None
         self.last = None            # last sequence number delivered (or given up)
         self.top = None             # highest sequence number the shoe says it has sent
         self.held = {}              # seq -> frame, arrived ahead of a gap
+        self.recent = collections.OrderedDict()   # seq -> frame delivered, to prove duplicates
         self.gap_deadline = None
         self.gap_tries = 0
+        self.gap_checked = False    # asked for a HELLO before giving a gap up
+        self.asked = False          # an ID sent and its HELLO not yet come
+        self.last_ask = None        # when we last sent ID
+        self.ask_pending = False    # an ID is due once the rate limit allows
+        self.claim = None           # (boot, seq) an unbelieved frame claimed, for a HELLO to confirm
         self.last_heard = None
         self.stalled = False
         self.faults = frozenset()
+        self.logged = {}            # log line kind -> when last written (rate limit)
         if resume is not None:  # (boot, last sequence number journaled) from a previous run
             self.boot, self.last = resume
             self.top = self.last
         self.counts = {"frames": 0, "bad_frames": 0, "duplicates": 0, "resend_requests": 0,
-                       "lost_frames": 0, "low_confidence": 0}
+                       "lost_frames": 0, "low_confidence": 0, "implausible": 0, "conflicts": 0,
+                       "jumps": 0, "unexpected": 0}
 
     # -- link callbacks ------------------------------------------------------------------------
 
@@ -45,7 +66,7 @@ class ShoeSession:
         self.stalled = False
         self.parser = sp.FrameParser()  # nothing half-read survives a reconnect
         self.emit(DeviceState(self.name, "connected"))
-        self.write(sp.encode("ID"))
+        self._ask_hello(now, force=True)
         self.write(sp.encode("QST"))
 
     def lost(self, reason, now):
@@ -59,14 +80,23 @@ class ShoeSession:
         for f in self.parser.feed(data):
             if isinstance(f, sp.BadFrame):
                 self.counts["bad_frames"] += 1
+                self._log_bad(f, now)
                 continue
             self.counts["frames"] += 1
             self._frame(f, now)
 
     def tick(self, now):
+        if self.ask_pending and now - self.last_ask >= self.resend_timeout:
+            self._ask_hello(now)
         if self.gap_deadline is not None and now >= self.gap_deadline:
             if self.gap_tries < self.resend_tries:
                 self._ask_resend(now)
+            elif not self.gap_checked:
+                # No resend came: before calling the frames lost, ask the shoe where it stands;
+                # its HELLO lowers a top that came from a frame it never sent.
+                self.gap_checked = True
+                self.gap_deadline = now + self.resend_timeout
+                self._ask_hello(now, force=True)
             else:
                 self._give_up(self._missing(), "not resent in time")
         if (self.last_heard is not None and not self.stalled
@@ -75,6 +105,16 @@ class ShoeSession:
             self.emit(DeviceState(self.name, "fault", {
                 "reason": f"stalled: nothing from the shoe for {self.stall_timeout:g} s"}))
 
+    def _log_bad(self, f, now):
+        self._warn(now, "bad", "%s: bad frame dropped (%s): %r; %d so far", self.name, f.reason,
+                   f.data[:40], self.counts["bad_frames"] + self.counts["unexpected"])
+
+    def _warn(self, now, kind, *args):
+        # one line per kind per 10 s at most: line noise or a babbling shoe must not flood the log
+        if now - self.logged.get(kind, -1e9) >= 10:
+            self.logged[kind] = now
+            log.warning(*args)
+
     # -- frames --------------------------------------------------------------------------------
 
     def _frame(self, f, now):
@@ -82,53 +122,151 @@ class ShoeSession:
         if k == "HELLO":
             self._hello(f, now)
         elif k == "HB":
-            self._note_top(f.seq)
-            if self._missing() and self.gap_deadline is None:
-                self._ask_resend(now)  # the shoe sent frames we never saw
+            if self._plausible(f.seq, now):
+                self._note_top(f.seq)
+                if self._missing() and self.gap_deadline is None:
+                    self._ask_resend(now)  # the shoe sent frames we never saw
         elif k == "GONE":
-            try:
-                lo, hi = int(f.fields[0]), int(f.fields[1])
-            except ValueError:
-                return
+            lo, hi = int(f.fields[0]), int(f.fields[1])
             span = set(sp.seq_range((lo - 1) % sp.SEQ_MOD, hi))
             self._give_up([s for s in self._missing() if s in span], "the shoe cannot resend it")
         elif k in sp.EVENT_TYPES:
             self._event(f, now)
+        else:   # a host command echoed back, or a shoe speaking another dialect
+            self.counts["unexpected"] += 1
+            self._log_bad(sp.BadFrame(sp.encode(k, *f.fields), "not a frame a shoe sends"), now)
+
+    def _ahead(self, s):
+        """How far s is after the last delivered number (0 when not after it)."""
+        if self.last is None or not sp.seq_after(self.last, s):
+            return 0
+        return (s - self.last) % sp.SEQ_MOD
+
+    def _plausible(self, s, now):
+        if self._ahead(s) <= self.max_gap:
+            return True
+        self.counts["implausible"] += 1
+        self._warn(now, "implausible", "%s: sequence number %d is %d ahead of %d (more than %d): "
+                   "not believed; asking the shoe for its HELLO (%d so far)", self.name, s,
+                   self._ahead(s), self.last, self.max_gap, self.counts["implausible"])
+        self.claim = (self.boot, s)
+        self._ask_hello(now)
+        return False
+
+    def _confirms(self, boot, last):
+        """This HELLO agrees with the claim that made us ask: same boot, at or a little after."""
+        if self.claim is None or self.claim[0] != boot:
+            return False
+        return last == self.claim[1] or 0 < (last - self.claim[1]) % sp.SEQ_MOD <= self.max_gap
+
+    def _ask_hello(self, now, force=False):
+        """Ask the shoe where it stands; the HELLO that answers is believed (rate-limited)."""
+        if force or self.last_ask is None or now - self.last_ask >= self.resend_timeout:
+            self.last_ask, self.asked, self.ask_pending = now, True, False
+            self.write(sp.encode("ID"))
+        else:
+            self.ask_pending = True     # tick asks once the limit allows
 
     def _hello(self, f, now):
-        last, model, fw, serial_no, boot = f.fields
-        last, boot = int(last), int(boot)
+        last, model, fw, serial_no, _ = f.fields
+        last, boot = f.seq, f.boot
+        asked, self.asked = self.asked, False
+        restarted = self.boot is not None and boot != self.boot
+        if restarted or (self.last is not None and self._ahead(last) > self.max_gap):
+            # A restart or a long jump is believed only when the shoe, asked, says it twice.
+            if not (asked and self._confirms(boot, last)):
+                self.counts["implausible"] += 1
+                self._warn(now, "implausible", "%s: HELLO says boot %d, last %d (we are at boot "
+                           "%s, %s): asking again before believing it", self.name, boot, last,
+                           self.boot, self.last)
+                self.claim = (boot, last)
+                self._ask_hello(now)
+                return
+        self.claim = None
         self.emit(ShoeHello(model, fw, serial_no, boot, last))
-        if self.boot is not None and boot != self.boot:
+        if restarted:
             # The shoe restarted: frames we still waited for are gone for good.
-            self._give_up(self._missing(), "the shoe restarted")
+            self._give_up(self._missing(), "the shoe restarted", previous_boot=True)
             self.last = self.top = last
             self.held = {}
+            self.recent.clear()
         elif self.last is None:
             self.last = self.top = last
+        elif self._ahead(last) > self.max_gap:
+            self._jump(last)     # the shoe confirms, in answer to our question
         else:
+            self._lower_top(last)
             self._note_top(last)
             if self._missing() and self.gap_deadline is None:
                 self._ask_resend(now)   # frames sent while we were away
+            self._drain()
         self.boot = boot
+
+    def _lower_top(self, said):
+        """The shoe's HELLO says it has sent nothing after `said`: a higher top came from a frame
+        it never sent (frames actually received and held stay wanted)."""
+        if self.top is None or not sp.seq_after(said, self.top):
+            return
+        top = said if sp.seq_after(self.last, said) else self.last
+        for s, held in self.held.items():
+            if held is not None and sp.seq_after(top, s):
+                top = s
+        self.top = top
+
+    def _jump(self, to):
+        """A jump past what the shoe can resend, confirmed by its HELLO: one unreadable card for
+        the whole span (the round pauses), then on from the shoe's number."""
+        lo = (self.last + 1) % sp.SEQ_MOD
+        self.counts["jumps"] += 1
+        log.error("%s: the shoe's sequence jumped from %d to %d: frames %d-%d are not accounted "
+                  "for", self.name, self.last, to, lo, to)
+        self.held = {}
+        self.gap_deadline, self.gap_tries, self.gap_checked = None, 0, False
+        self.last = self.top = to
+        self.emit(CardUnreadable("shoe", {"seq": to, "reason": f"shoe sequence jumped: frames "
+                                          f"{lo}-{to} not accounted for"}, seq=to))
 
     def _event(self, f, now):
         s = f.seq
         if self.last is None:
             self.last = (s - 1) % sp.SEQ_MOD
-        self._note_top(s)
         if s == (self.last + 1) % sp.SEQ_MOD:
+            self._note_top(s)
             self._deliver(f)
             self._drain()
         elif sp.seq_after(self.last, s):
+            if not self._plausible(s, now):
+                return                  # if real, the shoe still has it and will resend it
+            self._note_top(s)
             if s in self.held:
-                self.counts["duplicates"] += 1
+                if self.held[s] == f:
+                    self.counts["duplicates"] += 1
+                else:
+                    self._conflict(f, now)
                 return
             self.held[s] = f
             if self.gap_deadline is None:
                 self._ask_resend(now)
+        elif self.recent.get(s) == f:
+            self.counts["duplicates"] += 1  # the very frame already delivered: never twice
         else:
-            self.counts["duplicates"] += 1  # already delivered: never twice
+            self._conflict(f, now)
+
+    def _conflict(self, f, now):
+        """An event under a number already used for another (or one too old to compare): a card
+        may have left the shoe, so it is reported, outside the sequence (not acknowledged)."""
+        self.counts["conflicts"] += 1
+        log.warning("%s: %s,%s conflicts with what was delivered under that number; reported and "
+                    "resynchronising", self.name, f.kind, ",".join(f.fields))
+        if f.kind == "CARD":
+            self.emit(CardUnreadable("shoe", {"seq": f.seq, "read": f.fields[1],
+                                              "reason": "sequence conflict: number already used"}))
+        elif f.kind == "UNRD":
+            self.emit(CardUnreadable("shoe", {"seq": f.seq, "reason":
+                                              f"sequence conflict: number already used ({f.fields[1]})"}))
+        elif f.kind == "CUT":
+            self.emit(CutCard(None))
+        self._ask_hello(now)
 
     def _note_top(self, s):
         if self.top is None or sp.seq_after(self.top, s):
@@ -146,16 +284,20 @@ class ShoeSession:
         self.gap_deadline = now + self.resend_timeout
         self.write(sp.encode("RSND", (self.last + 1) % sp.SEQ_MOD))
 
-    def _give_up(self, seqs, why):
+    def _give_up(self, seqs, why, previous_boot=False):
         """Frames that will never come: each may have been a card, so each is an unreadable card
-        (the round pauses) rather than a silent loss."""
+        (the round pauses) rather than a silent loss. Each carries its number, so the owner
+        journals and acknowledges it like any event, except numbers of a previous boot, which mean
+        nothing to the shoe now."""
         for s in seqs:
             self.counts["lost_frames"] += 1
             self.held[s] = None
         self.gap_deadline = None
         self.gap_tries = 0
+        self.gap_checked = False
         for s in seqs:
-            self.emit(CardUnreadable("shoe", {"seq": s, "reason": f"frame lost: {why}"}))
+            self.emit(CardUnreadable("shoe", {"seq": s, "reason": f"frame lost: {why}"},
+                                     seq=None if previous_boot else s))
         self._drain()
 
     def _drain(self):
@@ -171,26 +313,28 @@ class ShoeSession:
         if not self._missing():
             self.gap_deadline = None
             self.gap_tries = 0
+            self.gap_checked = False
 
     def _deliver(self, f):
         self.last = f.seq
+        self.recent[f.seq] = f
+        while len(self.recent) > 4 * self.max_gap:
+            self.recent.popitem(last=False)
         k = f.kind
         if k == "CARD":
             card, conf = f.fields[1], f.fields[2]
-            try:
-                conf = int(conf)
-            except ValueError:
-                conf = -1
+            conf = int(conf) if conf.isascii() and conf.isdigit() and len(conf) <= 3 else -1
             if card not in INDEX:
-                self.emit(CardUnreadable("shoe", {"seq": f.seq, "reason": f"not a card: {card!r}"}))
+                self.emit(CardUnreadable("shoe", {"seq": f.seq, "reason": f"not a card: {card!r}"},
+                                         seq=f.seq))
             elif not 0 <= conf <= 100 or conf < self.min_confidence:
                 self.counts["low_confidence"] += 1
                 self.emit(CardUnreadable("shoe", {"seq": f.seq, "reason": "low confidence",
-                                                  "read": card, "confidence": conf}))
+                                                  "read": card, "confidence": conf}, seq=f.seq))
             else:
                 self.emit(CardRead(card, "shoe", conf, f.seq))
         elif k == "UNRD":
-            self.emit(CardUnreadable("shoe", {"seq": f.seq, "reason": f.fields[1]}))
+            self.emit(CardUnreadable("shoe", {"seq": f.seq, "reason": f.fields[1]}, seq=f.seq))
         elif k == "CUT":
             self.emit(CutCard(f.seq))
         elif k == "STAT":

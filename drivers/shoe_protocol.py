@@ -16,6 +16,10 @@ INFO_TYPES = {"HB": 0, "HELLO": 4, "GONE": 2}
 # host -> shoe
 COMMANDS = {"ID": 0, "QST": 0, "ACK": 1, "RSND": 1, "LED": 2, "GATE": 1}
 SEQ_MOD = 10000          # sequence numbers 0-9999, wrapping
+# The furthest ahead of the last delivered event a frame's sequence number may be before the host
+# believes it: the shoe keeps at least this many unacknowledged events to resend, so a larger jump
+# cannot be recovered frame by frame and is far more likely a corrupt frame that passed the CRC.
+MAX_GAP = 64
 
 
 def crc16(data: bytes) -> int:
@@ -44,6 +48,11 @@ class Frame:
         if self.kind in EVENT_TYPES or self.kind in ("HB", "HELLO"):
             return int(self.fields[0])
         return None
+
+    @property
+    def boot(self):
+        """HELLO only: the shoe's power-up count."""
+        return int(self.fields[4]) if self.kind == "HELLO" else None
 
 
 @dataclass(frozen=True)
@@ -80,14 +89,20 @@ def decode(line: bytes):
         return BadFrame(line, f"unknown frame type {kind!r}")
     if len(fields) != arity:
         return BadFrame(line, f"{kind} takes {arity} fields, got {len(fields)}")
-    frame = Frame(kind, fields)
-    try:
-        seq = frame.seq
-    except ValueError:
-        return BadFrame(line, f"bad sequence number {fields[0]!r}")
-    if seq is not None and not 0 <= seq < SEQ_MOD:
-        return BadFrame(line, f"sequence number out of range: {seq}")
-    return frame
+    # Every number the host reads is checked here, so the session never meets one it cannot use.
+    numeric = {"HELLO": (0, 4), "GONE": (0, 1)}.get(kind, (0,) if kind in EVENT_TYPES or kind == "HB" else ())
+    for i in numeric:
+        if not _digits(fields[i]):
+            what = "boot count" if kind == "HELLO" and i == 4 else "sequence number"
+            return BadFrame(line, f"bad {what} {fields[i]!r}")
+        if (kind != "HELLO" or i == 0) and int(fields[i]) >= SEQ_MOD:
+            return BadFrame(line, f"sequence number out of range: {fields[i]}")
+    return Frame(kind, fields)
+
+
+def _digits(text):
+    """Plain decimal digits (no sign, space or underscore that int() would accept), bounded."""
+    return 0 < len(text) <= 9 and text.isascii() and text.isdigit()
 
 
 class FrameParser:
@@ -139,6 +154,8 @@ def seq_after(a, b):
 
 def seq_range(a, b):
     """The sequence numbers after a up to b, inclusive."""
+    if not 0 <= b < SEQ_MOD:
+        raise ValueError(f"sequence number out of range: {b}")   # would never be reached
     out = []
     n = (a + 1) % SEQ_MOD
     while True:

@@ -85,3 +85,28 @@ def test_every_frame_example_in_the_protocol_doc_is_valid():
     assert len(examples) >= 6
     for line in examples:
         assert isinstance(sp.decode(line.encode()), sp.Frame), line
+
+
+def framed(body):
+    return b"$" + body + b"*" + f"{sp.crc16(body):04X}".encode()
+
+
+def test_every_number_in_a_frame_is_checked_before_the_session_sees_it():
+    """A valid CRC does not make a field usable: the session must never meet a number it cannot
+    read (a HELLO with boot 'x' used to kill the reader thread; a GONE to 10000 looped forever)."""
+    cases = {
+        b"HELLO,0,VS-1,1.0,VS0001,x": "bad boot count",
+        b"HELLO,0,VS-1,1.0,VS0001,": "bad boot count",
+        b"HELLO,+1,VS-1,1.0,VS0001,1": "bad sequence number",
+        b"HB, 5": "bad sequence number",
+        b"HB,1_0": "bad sequence number",
+        b"CARD,-0,As,9": "bad sequence number",
+        b"GONE,1,x": "bad sequence number",
+        b"GONE,1,10000": "out of range",
+        b"GONE,10000,3": "out of range",
+    }
+    for body, reason in cases.items():
+        f = sp.decode(framed(body))
+        assert isinstance(f, sp.BadFrame) and reason in f.reason, (body, f)
+    assert sp.decode(framed(b"HELLO,12,VS-1,1.0,VS0001,12345")).boot == 12345
+    assert sp.decode(framed(b"GONE,9999,0")) == sp.Frame("GONE", ("9999", "0"))

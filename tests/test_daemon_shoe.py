@@ -1,0 +1,138 @@
+"""The daemon and the shoe link across restarts: what the shoe resends after a restart must be
+exactly what was not journaled (issue 14, item 4). Real daemon, real Mosquitto, virtual shoe."""
+import json
+import sqlite3
+import time
+
+from test_daemon import rig  # noqa: F401 - the fixture
+
+
+def wait_for(pred, timeout=10.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def shoe_inputs(path):
+    """(body, shoe_seq) of every input from the shoe, in order."""
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT body, shoe_seq FROM inputs WHERE origin='shoe' ORDER BY n").fetchall()
+    except sqlite3.OperationalError:     # the daemon has not made its tables yet
+        rows = []
+    db.close()
+    return [(json.loads(b), s) for b, s in rows]
+
+
+def online(c, after):
+    def check():
+        for topic, payload in list(c.all)[after:]:
+            if topic.endswith("/status"):
+                m = json.loads(payload)
+                if m.get("state") == "online" and m.get("devices", {}).get("shoe", {}).get("model"):
+                    return True
+        return False
+    return check
+
+
+def test_an_unreadable_card_is_journaled_with_its_seq_acknowledged_and_not_resent_after_a_restart(rig):
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    c = rig.client(b.port)
+    d = rig.daemon(b.port, shoe)
+    wait_for(online(c, 0), what="the daemon online with its shoe")
+    assert c.command({"type": "shoe_loaded"})["status"] == "accepted"
+    shoe.unreadable_next()
+    shoe.deal()
+    rows = wait_for(lambda: [r for r in shoe_inputs(d.journal) if r[0]["type"] == "card_unreadable"],
+                    what="the unreadable card journaled")
+    seq = rows[0][0]["detail"]["seq"]
+    assert rows[0][1] == seq                                   # journaled with its shoe number
+    wait_for(lambda: seq not in shoe.sent, what="the unreadable card acknowledged to the shoe")
+    d.stop()
+    mark = len(c.all)
+    d.start()
+    wait_for(online(c, mark), what="the daemon back online")
+    card = shoe.deal()         # anything resent would come (and be journaled) before this card
+    wait_for(lambda: any(r[0]["type"] == "card" for r in shoe_inputs(d.journal)),
+             what="the next card journaled")
+    got = shoe_inputs(d.journal)
+    assert [r[0]["type"] for r in got] == ["card_unreadable", "card"] and got[1][0]["card"] == card
+    assert got[1][1] > seq                  # (a status report on reconnect took a number between)
+
+
+def test_a_heartbeat_far_ahead_does_not_blind_a_table_waiting_for_a_card(rig):
+    """Issue 14 item 2 as it was seen: one valid HB 4,000 ahead made thousands of misreads, then
+    every real card was dropped as a duplicate while the table waited for a card."""
+    from drivers import shoe_protocol as sp
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    c = rig.client(b.port)
+    d = rig.daemon(b.port, shoe)
+    wait_for(online(c, 0), what="the daemon online with its shoe")
+    assert c.command({"type": "shoe_loaded"})["status"] == "accepted"   # waiting for the burn card
+    mark = len(shoe.received)
+    shoe._send_raw(sp.encode("HB", (shoe.seq + 4000) % sp.SEQ_MOD))
+    wait_for(lambda: any(f.kind in ("ID", "RSND") for f in shoe.received[mark:]),
+             what="the driver reacting to the heartbeat")
+    # what the driver makes of it settles within its resend tries (4 x 150 ms): watch for longer
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end and not shoe_inputs(d.journal):
+        time.sleep(0.05)
+    assert shoe_inputs(d.journal) == []                     # no misread from a frame nobody sent
+    cards = [shoe.deal() for _ in range(3)]
+    wait_for(lambda: len(shoe_inputs(d.journal)) >= 3, what="three cards journaled")
+    got = shoe_inputs(d.journal)
+    assert [(r[0]["type"], r[0].get("card")) for r in got] == [("card", x) for x in cards]
+    assert not any(m["type"] == "irregularity" for m in c.events.values())
+
+
+def test_a_driver_error_shows_in_the_status_and_the_shoe_comes_back(rig, tmp_path):
+    """The daemon in this process: a fault in the shoe session (a bug, simulated) makes the
+    status say the shoe is down with the reason, the link reopens, and the card comes through."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    cfg, errors = check_config({
+        "table": {"id": "e1", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": b.port}, "paths": {"journal": str(tmp_path / "j.sqlite")},
+        "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.start()
+    seen = []
+
+    def run_until(pred, what, timeout=10):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            d.run_once(0.05)
+            seen.append(dict(d.status()["devices"]["shoe"]))
+            if pred():
+                return
+        raise AssertionError(f"{what}: not within {timeout} s")
+    try:
+        run_until(lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
+        d.process({"type": "shoe_loaded"}, "test")
+        session = d.shoe.session
+        real = session._frame
+
+        def broken_once(f, now):
+            if f.kind == "CARD" and not getattr(broken_once, "done", False):
+                broken_once.done = True
+                raise RuntimeError("a driver bug")
+            real(f, now)
+        session._frame = broken_once
+        card = shoe.deal()
+        run_until(lambda: any(s["state"] == "disconnected" for s in seen), "the shoe reported down")
+        down = next(s for s in seen if s["state"] == "disconnected")
+        assert down["reason"] == "driver error: RuntimeError: a driver bug"
+        run_until(lambda: shoe_inputs(str(tmp_path / "j.sqlite")), "the card journaled after the reopen")
+        assert d.devices["shoe"]["state"] == "connected" and d.healthy()
+        assert [r[0]["card"] for r in shoe_inputs(str(tmp_path / "j.sqlite"))] == [card]
+    finally:
+        d.close()

@@ -1,0 +1,133 @@
+"""The shoe link trusts no single frame: frames that pass the CRC but lie about sequence numbers
+or carry unusable fields, sent over a real pty into the real driver (issue 14, items 2 and 3)."""
+import time
+
+from drivers import shoe_protocol as sp
+from drivers.events import CardRead, CardUnreadable, DeviceState, ShoeHello
+from test_shoe_driver import Rig, reads, rig  # noqa: F401 - the fixture
+
+MOD = sp.SEQ_MOD
+
+
+def inject(r, kind, *fields):
+    r.shoe._send_raw(sp.encode(kind, *fields))
+
+
+def wait_for(pred, timeout=5.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.01)
+    raise AssertionError("condition not met in time")
+
+
+def asked_since(r, n, kinds=("ID", "RSND")):
+    """The driver has written an ID or RSND to the shoe since it had received n commands."""
+    return lambda: any(f.kind in kinds for f in r.shoe.received[n:])
+
+
+def deal_and_read(r, n=3):
+    dealt = [r.shoe.deal() for _ in range(n)]
+    r.wait(lambda e: len(reads(r.events)) >= n)
+    return dealt
+
+
+def unreadable(r):
+    return [e for e in r.events if isinstance(e, CardUnreadable)]
+
+
+def test_a_heartbeat_far_ahead_neither_floods_misreads_nor_blinds_the_shoe(rig):
+    r = rig()
+    n = len(r.shoe.received)
+    inject(r, "HB", (r.base + 4000) % MOD)
+    wait_for(asked_since(r, n))
+    r.settle(0.8)                        # what the driver makes of it (the old code: 4000 misreads)
+    dealt = deal_and_read(r)
+    r.settle(0.3)
+    assert reads(r.events) == dealt and unreadable(r) == []
+    assert r.driver.session.counts["implausible"] >= 1
+
+
+def test_an_unasked_hello_far_ahead_or_from_another_boot_is_checked_not_believed(rig):
+    r = rig()
+    n = len(r.shoe.received)
+    inject(r, "HELLO", (r.base + 4000) % MOD, "VS-1", "1.0", "VS0001", r.shoe.boot)
+    inject(r, "HELLO", 3, "VS-1", "1.0", "VS0001", r.shoe.boot + 7)
+    wait_for(asked_since(r, n, ("ID",)))
+    r.settle(0.8)
+    dealt = deal_and_read(r)
+    r.settle(0.3)
+    assert reads(r.events) == dealt and unreadable(r) == []
+    assert [e.card for e in r.events if isinstance(e, CardRead)] == dealt
+    assert all(e.boot == r.shoe.boot for e in r.events if isinstance(e, ShoeHello))
+
+
+def test_a_small_spurious_gap_is_checked_with_the_shoe_before_any_misread(rig):
+    r = rig()
+    n = len(r.shoe.received)
+    inject(r, "HB", r.base + 10)         # the shoe never sent 1-10: it ignores the RSND
+    wait_for(asked_since(r, n))
+    wait_for(lambda: r.driver.session.gap_deadline is None, timeout=5)
+    r.settle(0.5)
+    dealt = deal_and_read(r)
+    r.settle(0.3)
+    assert reads(r.events) == dealt and unreadable(r) == []
+
+
+def test_a_different_frame_under_a_used_number_is_reported_the_same_frame_is_not(rig):
+    r = rig()
+    card = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead))
+    other = "As" if card != "As" else "Kd"
+    inject(r, "CARD", r.base + 1, card, 97)        # the very frame again: provably a duplicate
+    inject(r, "CARD", r.base + 1, other, 97)       # another card under that number: reported
+    e = r.wait(lambda e: isinstance(e, CardUnreadable))
+    assert e.detail["read"] == other and "conflict" in e.detail["reason"] and e.seq is None
+    r.settle(0.4)
+    assert len(unreadable(r)) == 1 and r.driver.session.counts["duplicates"] == 1
+    nxt = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead) and e.card == nxt and e.seq == r.base + 2)
+
+
+def test_a_genuine_jump_past_the_resend_window_is_one_reported_gap(rig):
+    r = rig()
+    with r.shoe._lock:                   # the shoe sent 500 events the host never saw
+        r.shoe.seq += 500
+        r.shoe.sent.clear()
+    e = r.wait(lambda e: isinstance(e, CardUnreadable))
+    to = r.base + 500
+    assert e.seq == to and e.detail["seq"] == to and "jumped" in e.detail["reason"]
+    card = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead) and e.card == card and e.seq == to + 1)
+    r.settle(0.3)
+    assert len(unreadable(r)) == 1 and r.driver.session.counts["jumps"] == 1
+
+
+def test_a_hello_with_a_bad_boot_is_a_counted_drop_and_the_reader_lives_on(rig):
+    r = rig()
+    bad = b"HELLO,0,VS-1,1.0,VS0001,x"
+    r.shoe._send_raw(b"$" + bad + b"*" + f"{sp.crc16(bad):04X}".encode() + b"\r\n")
+    wait_for(lambda: r.driver.session.counts["bad_frames"] == 1)
+    dealt = deal_and_read(r)
+    assert reads(r.events) == dealt and r.driver.link._thread.is_alive()
+    assert r.driver.link.errors == 0
+
+
+def test_an_exception_in_the_session_marks_the_shoe_down_and_the_link_reopens(rig):
+    r = rig()
+    session = r.driver.session
+    real = session._frame
+
+    def broken_once(f, now):
+        if f.kind == "CARD" and not getattr(broken_once, "done", False):
+            broken_once.done = True
+            raise RuntimeError("a driver bug")
+        real(f, now)
+    session._frame = broken_once
+    card = r.shoe.deal()
+    e = r.wait(lambda e: isinstance(e, DeviceState) and e.state == "disconnected")
+    assert "driver error: RuntimeError: a driver bug" in e.detail["reason"]
+    r.wait(lambda e: isinstance(e, DeviceState) and e.state == "connected" and e is not r.events[0])
+    got = r.wait(lambda e: isinstance(e, CardRead))   # asked again after the reconnect
+    assert got.card == card and r.driver.link.errors == 1 and r.driver.link._thread.is_alive()
