@@ -142,3 +142,43 @@ def test_the_command_archives_and_replay_reads_the_archive(tmp_path):
     p = subprocess.run(cli + ["journal", "archive", "--journal", str(tmp_path / "nope.sqlite"),
                               "--out", str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 1 and "no such journal" in p.stdout
+
+
+def test_recovery_replays_from_the_last_checkpoint_not_the_journal(tmp_path):
+    """A journal of several shoes: a restart replays at most the rounds since the last checkpoint
+    (issue #14 item 5: before, it replayed from the newest shoe start, counting the outbox per
+    input as it went)."""
+    j = tmp_path / "journal.sqlite"
+    d = played(j, shoes=3, rounds=20)
+    total = d.journal.last_input()[0]
+    d.journal.close()
+    d2 = daemon(j)
+    r = d2.recover()
+    d2.journal.close()
+    assert r["from_checkpoint"] > 0 and r["mismatches"] == 0
+    # at most CHECKPOINT_ROUNDS (10) rounds, not the 20-round shoe
+    assert r["inputs_replayed"] < total / 6
+
+
+def test_a_pickled_checkpoint_is_never_loaded(tmp_path):
+    """Checkpoints written by older versions were pickles of engine classes: unpickling one runs
+    whatever it names. It is passed over (with a warning) and recovery replays from further back."""
+    import pickle
+    j = tmp_path / "journal.sqlite"
+    d = played(j, shoes=1, rounds=3)
+    want = checkpoint.encode(d.table.but(round=None))
+    d.journal.close()
+
+    class Boom:
+        def __reduce__(self):
+            return (exec, ("raise SystemExit('unpickled')",))
+    db = sqlite3.connect(j)
+    db.execute("DELETE FROM checkpoints")
+    db.execute("INSERT INTO checkpoints VALUES (?, ?)", (5, pickle.dumps(Boom())))
+    db.commit()
+    db.close()
+    d2 = daemon(j)
+    r = d2.recover()
+    assert r["from_checkpoint"] == 0 and r["mismatches"] == 0
+    assert checkpoint.encode(d2.table.but(round=None)) == want
+    d2.journal.close()
