@@ -30,14 +30,15 @@ def daemon(path):
     return d
 
 
-def played(path, shoes=3, rounds=3):
+def played(path, shoes=3, rounds=3, cut_at=None):
     d = daemon(path)
     d.recover()
     p = get_profile("luxury21")
     for s in range(shoes):
         cards = list(CARDS) * 8
         random.Random(s).shuffle(cards)
-        for ev, _ in play_shoe(p, cards, hit_below_17, max_rounds=rounds, table=d.table):
+        for ev, _ in play_shoe(p, cards, hit_below_17, max_rounds=rounds, table=d.table,
+                               cut_at=cut_at):
             d.process(ev, "test")
     d.process({"type": "betting_closed", "seats": [1]}, "test")    # a round under way
     d.journal.mark_sent([s for s, _ in d.journal.unsent()], force=True)
@@ -149,14 +150,14 @@ def test_recovery_replays_from_the_last_checkpoint_not_the_journal(tmp_path):
     (issue #14 item 5: before, it replayed from the newest shoe start, counting the outbox per
     input as it went)."""
     j = tmp_path / "journal.sqlite"
-    d = played(j, shoes=3, rounds=20)
+    d = played(j, shoes=3, rounds=40, cut_at=400)      # shoes of some 19 rounds
     total = d.journal.last_input()[0]
     d.journal.close()
     d2 = daemon(j)
     r = d2.recover()
     d2.journal.close()
     assert r["from_checkpoint"] > 0 and r["mismatches"] == 0
-    # at most CHECKPOINT_ROUNDS (10) rounds, not the 20-round shoe
+    # at most CHECKPOINT_ROUNDS (10) rounds, not the whole 19-round shoe
     assert r["inputs_replayed"] < total / 6
 
 
