@@ -101,6 +101,13 @@ SCHEMA = {
         "stable_frames": Key(int, 3, lo=1, hi=30),
         "gone_frames": Key(int, 8, lo=1, hi=300),
     },
+    # journal archival (docs/install.md): at each new shoe (roulette: every keep_rounds rounds)
+    "archive": {
+        "enabled": Key(bool, False),
+        "dir": Key(str, "/var/lib/dealer-station/archive"),
+        "keep_shoes": Key(int, 2, lo=1, hi=100),
+        "keep_rounds": Key(int, 1000, lo=10, hi=1_000_000),
+    },
     "metrics": {
         "enabled": Key(bool, True),
         "bind": Key(str, "127.0.0.1"),

@@ -137,6 +137,11 @@ def check_files(cfg):
     _templates(cfg, errors)
     _broker(cfg["broker"], errors)
     _journal(cfg["paths"]["journal"], errors)
+    if cfg["archive"]["enabled"]:
+        # the archive folder: the checks of the journal's folder, named archive.dir
+        more = []
+        _journal(os.path.join(cfg["archive"]["dir"], "archive.jsonl.gz"), more)
+        errors += [e.replace("paths.journal: ", "archive.dir: ") for e in more]
     return errors
 
 

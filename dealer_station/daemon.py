@@ -22,7 +22,8 @@ from .metrics import Metrics
 from .mqtt_link import MqttLink
 from .notify import Notifier
 from .station import Settings, Station
-from .station_types import (AckCommand, AckShoe, BrokerDown, BrokerUp, Clock, Command, Count,
+from .station_types import (AckCommand, AckShoe, Archive, BrokerDown, BrokerUp, Clock, Command,
+                            Count,
                             Log, Published, Record, Refuse, Reply, SetMeta, Status,
                             Stop, Timer, TimerDue, WheelCommand, Lights, MarkSent, Publish)
 
@@ -335,8 +336,26 @@ class Daemon:
             self.journal.refuse(e.origin, e.code, e.reason, e.payload)
         elif t is SetMeta:
             self.journal.set_meta(e.key, e.value)
+        elif t is Archive:
+            self._archive()
         else:
             raise TypeError(f"unknown effect {t.__name__}")
+
+    def _archive(self):
+        """Old shoes to an archive file, then out of the journal. A failure is logged and the
+        table plays on: nothing was pruned (archive.py prunes only what it read back)."""
+        from .archive import ArchiveError, archive
+        a = self.cfg["archive"]
+        t0 = time.perf_counter()
+        try:
+            r = archive(self.journal.path, a["dir"], a["keep_shoes"], a["keep_rounds"])
+        except (ArchiveError, sqlite3.Error, OSError) as e:
+            self.metrics.inc("archive_failures_total")
+            log.error("journal archive failed, nothing pruned: %s", e)
+            return
+        if r:
+            log.info("journal archived to %s: %d inputs, %d outputs (%.2f s)", r["archive"],
+                     r["inputs"], r["outputs"], time.perf_counter() - t0)
 
     def _gauges(self):
         g = self.station.gauges()

@@ -31,7 +31,8 @@ from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCar
 from drivers.panel import panel_view
 
 from . import commands
-from .station_types import (AckCommand, AckShoe, BrokerDown, BrokerUp, Command, Count, LocalInput,
+from .station_types import (AckCommand, AckShoe, Archive, BrokerDown, BrokerUp, Command, Count,
+                            LocalInput,
                             Log, Publish, Published, Record, Refuse, Reply, SetMeta, Status, Stop,
                             Timer, TimerDue, WheelCommand, Lights, MarkSent)
 
@@ -59,7 +60,7 @@ class Settings:
 
     def __init__(self, table_id, profile, version="0", decision_s=0.0, insurance_s=0.0,
                  void_after_outage_s=0.0, inflight=100, wheel_auto_start=False, shoe_acks=False,
-                 panel=False):
+                 panel=False, archive=False, archive_rounds=1000):
         self.table_id = table_id
         self.profile = profile
         self.version = version
@@ -70,6 +71,8 @@ class Settings:
         self.wheel_auto_start = wheel_auto_start
         self.shoe_acks = shoe_acks        # a protocol-v1 shoe keeps each frame until we ACK it
         self.panel = panel
+        self.archive = archive                # archive at each new shoe (roulette: every
+        self.archive_rounds = archive_rounds  # archive_rounds rounds)
 
     @classmethod
     def from_config(cls, cfg, version):
@@ -77,7 +80,8 @@ class Settings:
         return cls(cfg["table"]["id"], cfg["profile"], version, t["decision_s"], t["insurance_s"],
                    t["void_after_outage_s"], cfg["broker"]["inflight"],
                    cfg["wheel"]["enabled"] and cfg["wheel"]["auto_start"],
-                   cfg["shoe"]["protocol"] == "v1", cfg["panel"]["enabled"])
+                   cfg["shoe"]["protocol"] == "v1", cfg["panel"]["enabled"],
+                   cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"])
 
 
 class Station:
@@ -252,6 +256,10 @@ class Station:
             effects.append(Log("info", f"input {body['type']} from {origin} -> {len(messages)} outputs"))
         if kinds & STATUS_CHANGES:
             effects.append(self.status_effect())
+        if self.s.archive and ("shoe_started" in kinds or (
+                t.profile.game == "roulette" and "round_result" in kinds
+                and t.rounds % self.s.archive_rounds == 0)):
+            effects.append(Archive())     # the dealer is shuffling: a quiet moment
         return effects, messages, reply
 
     def _reply_of(self, command_id, outputs, messages):

@@ -127,6 +127,10 @@ class Count(NamedTuple):
     labels: tuple = ()
 
 
+class Archive(NamedTuple):
+    """Archive the journal's old shoes (or rounds) now, and prune them (dealer_station/archive.py)."""
+
+
 class Log(NamedTuple):
     level: str       # debug, info, warning, error
     text: str

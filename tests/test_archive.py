@@ -183,3 +183,33 @@ def test_a_pickled_checkpoint_is_never_loaded(tmp_path):
     assert r["from_checkpoint"] == 0 and r["mismatches"] == 0
     assert checkpoint.encode(d2.table.but(round=None)) == want
     d2.journal.close()
+
+
+def test_the_daemon_archives_at_each_new_shoe_when_configured(tmp_path):
+    cfg, errors = check_config({"table": {"id": "t1", "profile": "luxury21"},
+                                "shoe": {"protocol": "none"}, "metrics": {"enabled": False},
+                                "paths": {"journal": str(tmp_path / "journal.sqlite")},
+                                "archive": {"enabled": True, "dir": str(tmp_path / "arch"),
+                                            "keep_shoes": 1}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.journal.db.execute("PRAGMA synchronous=OFF")
+    d.recover()
+    p = get_profile("luxury21")
+    for s in range(3):
+        cards = list(CARDS) * 8
+        random.Random(s).shuffle(cards)
+        for ev, _ in play_shoe(p, cards, hit_below_17, max_rounds=2, table=d.table):
+            d.process(ev, "test")
+            d.journal.mark_sent([q for q, _ in d.journal.unsent()], force=True)
+    files = sorted((tmp_path / "arch").iterdir())
+    assert len(files) == 2 and all(ar.verify(str(f))["inputs"] > 0 for f in files)
+    first = d.journal.db.execute("SELECT MIN(n) FROM inputs").fetchone()[0]
+    assert d.journal.db.execute("SELECT json_extract(body, '$.type') FROM inputs WHERE n = ?",
+                                (first,)).fetchone()[0] == "shoe_loaded"
+    snap = d.status()["snapshot"]
+    d.journal.close()
+    d2 = Daemon(cfg)
+    d2.recover()
+    assert d2.status()["snapshot"] == snap and d2.recovery["mismatches"] == 0
+    d2.journal.close()
