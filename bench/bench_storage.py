@@ -1,11 +1,13 @@
-"""What the journal writes to the Pi's storage (issue #23): bytes written per round, commits
-(each one an fsync of the WAL under synchronous=FULL) per round, and journal growth per round and
-per gaming day (60 rounds an hour, 20 hours).
+"""What the daemon writes to the Pi's storage (issue #23): bytes written per round, synced
+commits and fsyncs per round, and journal growth per round and per gaming day (60 rounds an
+hour, 20 hours).
 
-The daemon's own journal code, in this process, on rounds played by the engine's autoplay; every
-output is acknowledged by the "broker" in one batch per input, as the loop marks them. Bytes from
-/proc/self/io (write_bytes: what reached the block layer, after fsync). With strace on the machine
-it also counts the fsync/fdatasync calls (`--strace`).
+1. The whole daemon: table-sim runs the real daemon (speed 0, seed 3) for each profile, with and
+   without the camera, and reads the daemon's /proc/PID/io write_bytes (the journal, its WAL and
+   its checkpoints into the database, and the daemon's log file) per round resulted.
+2. The journal alone: its code in this process, on rounds played by the engine's autoplay (all
+   seven seats at blackjack), every output acknowledged as the loop marks them, inputs a second
+   apart; /proc/self/io. With `--strace` it also counts fsync/fdatasync calls.
 """
 import argparse
 import json
@@ -101,16 +103,34 @@ def fsyncs(profile, rounds):
     return round(n / rounds, 1)
 
 
+def through_table_sim(profile, rounds, camera):
+    """The daemon's write_bytes per round, from a table-sim report."""
+    out = os.path.join(tempfile.mkdtemp(prefix="ds-bench-io-"), "report.json")
+    cmd = [sys.executable, "-m", "dealer_station.sim_cli", "--profile", profile, "--rounds",
+           str(rounds), "--seed", "3", "--speed", "0", "--plain", "--report", out]
+    if not camera:
+        cmd.append("--no-camera")
+    p = subprocess.run(cmd, cwd=os.path.join(HERE, ".."), capture_output=True, text=True,
+                       timeout=60 + 10 * rounds)
+    if p.returncode != 0:
+        return None
+    with open(out) as f:
+        return json.load(f).get("daemon_written_bytes_per_round")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--profiles", default="luxury21,punto_banco,roulette")
     ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--sim-rounds", type=int, default=40, help="rounds of each table-sim run")
     ap.add_argument("--strace", action="store_true", help="also count fsync calls (needs strace)")
     ap.add_argument("--json", action="store_true")
     a, _ = ap.parse_known_args()
     rows = []
     for profile in a.profiles.split(","):
         r = measure(profile, a.rounds)
+        r["daemon_bytes_per_round"] = through_table_sim(profile, a.sim_rounds, camera=False)
+        r["daemon_bytes_per_round_camera"] = through_table_sim(profile, a.sim_rounds, camera=True)
         if a.strace:
             r["fsyncs_per_round"] = fsyncs(profile, a.rounds)
         rows.append(r)
@@ -118,11 +138,16 @@ def main():
         print(json.dumps(rows))
         return
     for r in rows:
-        extra = f", {r['fsyncs_per_round']} fsyncs" if "fsyncs_per_round" in r else ""
-        ok = " (target <= 200 KB: " + ("meets)" if r["bytes_per_round"] <= 200_000 else "ABOVE)") \
+        d, dc = r["daemon_bytes_per_round"], r["daemon_bytes_per_round_camera"]
+        ok = " (target <= 200 KB: " + ("meets)" if d is not None and d <= 200_000 else "ABOVE)") \
             if r["profile"] == "luxury21" else ""
-        print(f"storage: {r['profile']}, {r['rounds']} rounds: {r['bytes_per_round'] / 1000:.1f} KB "
-              f"written per round{ok}, {r['inputs_per_round']} inputs (one synced commit each){extra}; journal grows "
+        show = (lambda v: "failed" if v is None else f"{v / 1000:.1f} KB")
+        print(f"storage: {r['profile']}, the daemon under table-sim ({a.sim_rounds} rounds, seed 3): "
+              f"{show(d)} written per round{ok}, {show(dc)} with the camera")
+    for r in rows:
+        extra = f", {r['fsyncs_per_round']} fsyncs" if "fsyncs_per_round" in r else ""
+        print(f"storage: {r['profile']}, the journal alone, {r['rounds']} rounds: "
+              f"{r['bytes_per_round'] / 1000:.1f} KB written per round, {r['inputs_per_round']} inputs (one synced commit each){extra}; journal grows "
               f"{r['journal_bytes_per_round'] / 1000:.1f} KB per round, "
               f"{r['journal_mb_per_day']} MB per 1,200-round day")
 
