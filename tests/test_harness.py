@@ -1,5 +1,7 @@
 """table-sim end to end: the real daemon, a real Mosquitto, the virtual shoe, wheel and camera, the
-panel on bridged mock pins, 200 rounds of every profile with every fault of the scenario files."""
+panel on bridged mock pins, 200 rounds of every profile with every fault of the scenario files
+(without the camera, whose own faults get a short run of their own: the camera costs a table
+simulator most of its time, and the rounds prove the rest)."""
 import json
 import subprocess
 import sys
@@ -26,14 +28,24 @@ def table_sim(tmp, profile, scenario_file, *extra, timeout=1500):
     return p, json.loads(report.read_text())
 
 
+CAMERA_FAULTS = ("camera_disagrees",)
+
+
+def without_camera_faults(tmp):
+    data = json.loads((SCENARIOS / "every-fault.json").read_text())
+    data["faults"] = [f for f in data["faults"] if f["fault"] not in CAMERA_FAULTS]
+    return _write(tmp / "every-fault-no-camera.json", data)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """The five tables, two card tables at a time beside the (idle, wheel-paced) roulette table."""
     tmp = tmp_path_factory.mktemp("table-sim")
+    scen = without_camera_faults(tmp)
     with ThreadPoolExecutor(1) as wheel, ThreadPoolExecutor(2) as cards:
         roulette = wheel.submit(table_sim, tmp, "roulette", SCENARIOS / "wheel-faults.json")
         out = dict(zip(CARD_GAMES, cards.map(
-            lambda p: table_sim(tmp, p, SCENARIOS / "every-fault.json"), CARD_GAMES)))
+            lambda p: table_sim(tmp, p, scen, "--no-camera"), CARD_GAMES)))
         out["roulette"] = roulette.result()
     return out
 
@@ -53,18 +65,33 @@ def assert_sound(p, r, rounds=200):
 def test_200_rounds_with_every_fault_lose_nothing_and_settle_exactly(runs, profile):
     p, r = runs[profile]
     assert_sound(p, r)
-    assert set(r["faults_injected"]) == set(scenario.SHOE_FAULTS + scenario.ANY_TABLE)
+    assert set(r["faults_injected"]) == set(scenario.SHOE_FAULTS + scenario.ANY_TABLE) - set(
+        CAMERA_FAULTS)
     irr = r["irregularities"]
     assert irr.get("misread", 0) >= 1                       # the unreadable card
     assert irr.get("unexpected_card", 0) >= 1               # the card out of turn
-    assert irr.get("source_mismatch", 0) >= 1               # the camera disagreeing
     if profile != "lucky7":     # a fresh shoe every round: a foreign card cannot be counted out
         assert irr.get("foreign_card", 0) == 1 and r["resolutions"]["foreign_card"] == {"voided": 1}
         assert "voided with the pit boss key" in r["void_reasons"]
     assert r["resolutions"]["misread"].get("resumed", 0) >= 1
-    cam = r["camera"]
-    assert cam["shown_differently"] == 2 and cam["cards_confirmed"] >= 0.98 * cam["cards_laid"]
     assert "fault injected: daemon_kill" in p.stdout and "fault injected: broker_restart" in p.stdout
+
+
+@pytest.mark.parametrize("profile", ["luxury21", "punto_banco"])
+def test_the_camera_confirms_what_the_shoe_read_and_catches_a_disagreement(tmp_path, profile):
+    """The short run with the virtual camera: every card laid is confirmed, and the two cards the
+    camera is shown differently are each a source_mismatch, resolved."""
+    scen = _write(tmp_path / "camera.json", {"seed": 11, "rounds": 24, "faults": [
+        {"round": 4, "fault": "camera_disagrees"}, {"round": 9, "fault": "unreadable_card"},
+        {"round": 15, "fault": "camera_disagrees"}]})
+    p, r = table_sim(tmp_path, profile, scen, timeout=900)
+    assert_sound(p, r, rounds=24)
+    assert r["irregularities"].get("source_mismatch", 0) >= 1
+    assert "open at the end" not in r["resolutions"].get("source_mismatch", {})
+    cam = r["camera"]
+    # unconfirmed: at most the two shown differently and the last round's cards (the run may end
+    # before the camera's frames of them come in: up to six at baccarat)
+    assert cam["shown_differently"] == 2 and cam["cards_laid"] - cam["cards_confirmed"] <= 8
 
 
 def test_200_roulette_spins_with_the_wheel_faults(runs):
