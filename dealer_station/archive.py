@@ -8,13 +8,16 @@ needs them: it starts from a checkpoint inside the shoes kept. Only rows already
 archived (an unsent output stays, with everything after it).
 
 The archive is gzip-compressed JSON Lines (docs/architecture.md, "Journal archives"):
-    {"archive": "dealer-station-journal", "format": 1, "table": ..., "profile": ..., ...}
+    {"archive": "dealer-station-journal", "format": 1, "table": ..., "profile": ...,
+     "start": null | CHECKPOINT, ...}
     {"kind": "input", "n": 1, "at": 1764500000.1, "origin": "command", "body": {...}, "shoe_seq": null}
     {"kind": "output", "seq": 1, "input_n": 1, "body": {...}}
     {"kind": "command", "id": "...", "input_n": 1, "reply": {...}}
     {"kind": "refused", "n": 1, "at": ..., "origin": "command", "code": ..., "reason": ..., "payload_hex": "..."}
     {"end": {"inputs": N, "outputs": M, "commands": C, "refused": R, "sha256": HEX of the lines above}}
-`dealer-station replay` reads it (its inputs) like any record of inputs.
+`start` is the table before the archive's first input, as a checkpoint document
+(controller/checkpoint.py; null for a table's first archive): `dealer-station replay` starts from
+it and re-lays the archive's inputs to the very outputs it holds (shoe and round numbers included).
 
 Safe while the daemon runs: SQLite lets one writer at a time, and the daemon only reads what this
 deletes when asked to resend very old events (it then resends what the journal still has).
@@ -25,6 +28,9 @@ import json
 import os
 import sqlite3
 import time
+
+from controller import checkpoint, get_profile, guarded_step, new_table
+from controller.profiles import ProfileError
 
 FORMAT = 1
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
@@ -61,8 +67,21 @@ def _cutoff(db, keep_shoes, keep_rounds):
     return cut
 
 
-def archive(journal, out_dir, keep_shoes=2, keep_rounds=1000):
-    """Archive and prune; returns a summary dict (or None when there is nothing to archive)."""
+def _state_at(db, profile, start, first, cut):
+    """The table before input `cut`, replayed from `start` (a checkpoint, or a new table)."""
+    t = new_table(profile) if start is None else checkpoint.decode(profile, start)
+    for (body,) in db.execute("SELECT body FROM inputs WHERE n >= ? AND n < ? ORDER BY n",
+                              (first, cut)):
+        t, _ = guarded_step(t, json.loads(body))
+    doc = checkpoint.encode(t)
+    if doc is None:
+        raise ArchiveError(f"the table before input {cut} is not between rounds; nothing archived")
+    return doc
+
+
+def archive(journal, out_dir, keep_shoes=2, keep_rounds=1000, profile=None):
+    """Archive and prune; returns a summary dict (or None when there is nothing to archive).
+    `profile`: the table's Profile (default: the built-in one the journal names)."""
     if keep_shoes < 1 or keep_rounds < 1:
         raise ArchiveError("--keep-shoes and --keep-rounds: at least 1 (the shoe under way stays)")
     if not os.path.exists(journal):
@@ -71,11 +90,23 @@ def archive(journal, out_dir, keep_shoes=2, keep_rounds=1000):
     try:
         meta = dict(db.execute("SELECT key, value FROM meta"))
         cut = _cutoff(db, keep_shoes, keep_rounds)
-        if cut is None:
+        first = db.execute("SELECT MIN(n) FROM inputs").fetchone()[0]
+        if cut is None or first is None or cut <= first:
             return None
+        if profile is None:
+            try:
+                profile = get_profile(meta.get("profile"))
+            except ProfileError:
+                raise ArchiveError(f"the journal's profile {meta.get('profile')!r} is not built in: "
+                                   f"give --config (its profile file)") from None
+        start = json.loads(meta["archive_start"]) if "archive_start" in meta else None
+        try:
+            state = _state_at(db, profile, start, first, cut)
+        except checkpoint.CheckpointError as e:
+            raise ArchiveError(f"the archive's starting state: {e}") from None
+        meta["start"] = start
         os.makedirs(out_dir, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        first = db.execute("SELECT MIN(n) FROM inputs").fetchone()[0]
         path = os.path.join(out_dir, f"{meta.get('table', 'table')}-inputs-{first}-{cut - 1}-{stamp}.jsonl.gz")
         cut_at = db.execute("SELECT at FROM inputs WHERE n = ?", (cut,)).fetchone()[0]
         counts = _write(db, path, meta, first, cut, cut_at)
@@ -89,6 +120,7 @@ def archive(journal, out_dir, keep_shoes=2, keep_rounds=1000):
             db.execute("DELETE FROM inputs WHERE n < ?", (cut,))
             db.execute("DELETE FROM checkpoints WHERE input_n < ?", (cut,))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('archived_before_input', ?)", (str(cut),))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('archive_start', ?)", (_dumps(state),))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -110,7 +142,7 @@ def _write(db, path, meta, first, cut, cut_at):
             f.write(b)
         line({"archive": "dealer-station-journal", "format": FORMAT, "table": meta.get("table"),
               "profile": meta.get("profile"), "from_input": first, "to_input": cut - 1,
-              "created": time.time()})
+              "created": time.time(), "start": meta.get("start")})
         for n, at, origin, body, shoe_seq in db.execute(
                 "SELECT n, at, origin, body, shoe_seq FROM inputs WHERE n < ? ORDER BY n", (cut,)):
             line({"kind": "input", "n": n, "at": at, "origin": origin, "body": json.loads(body),
@@ -177,10 +209,11 @@ def archive_inputs(lines):
 
 def _cmd(args):
     from .config import ConfigError, read_config
-    journal = args.journal
+    journal, profile = args.journal, None
     if journal is None:
         try:
-            journal = read_config(args.config)["paths"]["journal"]
+            cfg = read_config(args.config)
+            journal, profile = cfg["paths"]["journal"], cfg["profile"]
         except ConfigError as e:
             for line in e.errors:
                 print(f"dealer-station: {line}")
@@ -189,7 +222,7 @@ def _cmd(args):
         if args.action == "verify":
             print(json.dumps(verify(args.file)))
             return 0
-        r = archive(journal, args.out, args.keep_shoes, args.keep_rounds)
+        r = archive(journal, args.out, args.keep_shoes, args.keep_rounds, profile)
     except (ArchiveError, sqlite3.Error, OSError) as e:
         print(f"dealer-station journal: {e}")
         return 1

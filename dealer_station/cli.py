@@ -8,6 +8,8 @@ from . import __version__
 
 
 def _replay(args):
+    from controller.checkpoint import CheckpointError
+
     from .profiles_file import load_profile
     from .replay import run
 
@@ -24,7 +26,10 @@ def _replay(args):
         except OSError as e:
             raise SystemExit(f"dealer-station replay: {args.file}: {e.strerror}")
         with f:
-            run(profile, f, sys.stdout)
+            try:
+                run(profile, f, sys.stdout)
+            except CheckpointError as e:     # an archive's starting state, for another table
+                raise SystemExit(f"dealer-station replay: {args.file}: {e}")
     return 0
 
 

@@ -49,7 +49,7 @@ SCHEMA = {
         "code_timeout_ms": Key(int, 100, lo=10, hi=2000),            # hid: last key -> suffix
     },
     "broker": {
-        "host": Key(str, "127.0.0.1"),
+        "host": Key(str, "127.0.0.1", pattern=r"^[A-Za-z0-9._:\[\]-]{1,253}$"),
         "port": Key(int, 1883, lo=1, hi=65535),
         "username": Key(str, None),
         "password": Key(str, None, secret=True),
@@ -119,7 +119,8 @@ SCHEMA = {
 def _show(v, secret=False):
     """A value as an error shows it: one line, bounded, and never a secret."""
     if secret:
-        return f"a {type(v).__name__}"
+        name = type(v).__name__
+        return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
     r = repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
 

@@ -348,7 +348,9 @@ class Daemon:
         a = self.cfg["archive"]
         t0 = time.perf_counter()
         try:
-            r = archive(self.journal.path, a["dir"], a["keep_shoes"], a["keep_rounds"])
+            self.journal.mark_sent((), force=True)   # what the broker has is archivable
+            r = archive(self.journal.path, a["dir"], a["keep_shoes"], a["keep_rounds"],
+                        self.profile)
         except (ArchiveError, sqlite3.Error, OSError) as e:
             self.metrics.inc("archive_failures_total")
             log.error("journal archive failed, nothing pruned: %s", e)

@@ -18,6 +18,7 @@ import sys
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 
 class Topics:
@@ -108,7 +109,10 @@ class MqttLink:
             return
         self._failure = None
         self._accepted = True
-        client.subscribe(self.topics.commands, qos=1)
+        # No retained message at subscribe: a command left retained on the topic would otherwise
+        # come again at every restart (with a new session), applied or refused each time.
+        client.subscribe(self.topics.commands, options=SubscribeOptions(
+            qos=1, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND))
         self.enqueue(("mqtt", "connected", bool(flags.session_present)))
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):

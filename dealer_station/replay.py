@@ -6,7 +6,7 @@ A journal archive (`dealer-station journal archive`, gzip or not) is read as its
 """
 import json
 
-from controller import guarded_step, new_table
+from controller import checkpoint, guarded_step, new_table
 
 
 def replay_lines(profile, lines):
@@ -22,6 +22,8 @@ def replay_lines(profile, lines):
                    "reason": f"line {n}: not JSON: {e}"}
             continue
         if isinstance(event, dict) and ("archive" in event or "end" in event or "kind" in event):
+            if event.get("archive") and event.get("start") is not None:
+                table = checkpoint.decode(profile, event["start"])   # where the archive begins
             if event.get("kind") != "input":
                 continue          # an archive's header, outputs, replies, end line
             event = event["body"]

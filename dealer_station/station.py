@@ -48,6 +48,7 @@ PANEL_INPUTS = {"shoe_loaded": {"type": "shoe_loaded"},
                 "resume": {"type": "resume"},
                 "void": {"type": "void_round", "reason": "voided with the pit boss key"}}
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+REFUSED_KEEP = 256     # bytes of a refused payload kept: enough to know it, not a way to fill a card
 
 
 def iso(wall):
@@ -60,7 +61,8 @@ class Settings:
 
     def __init__(self, table_id, profile, version="0", decision_s=0.0, insurance_s=0.0,
                  void_after_outage_s=0.0, inflight=100, wheel_auto_start=False, shoe_acks=False,
-                 panel=False, archive=False, archive_rounds=1000):
+                 panel=False, archive=False, archive_rounds=1000,
+                 replies_topic="dealer-station/v1/t1/replies"):
         self.table_id = table_id
         self.profile = profile
         self.version = version
@@ -73,6 +75,7 @@ class Settings:
         self.panel = panel
         self.archive = archive                # archive at each new shoe (roulette: every
         self.archive_rounds = archive_rounds  # archive_rounds rounds)
+        self.replies_topic = replies_topic    # a response topic must be this or under it
 
     @classmethod
     def from_config(cls, cfg, version):
@@ -81,7 +84,8 @@ class Settings:
                    t["void_after_outage_s"], cfg["broker"]["inflight"],
                    cfg["wheel"]["enabled"] and cfg["wheel"]["auto_start"],
                    cfg["shoe"]["protocol"] == "v1", cfg["panel"]["enabled"],
-                   cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"])
+                   cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"],
+                   f"{cfg['broker']['topic_prefix']}/{cfg['table']['id']}/replies")
 
 
 class Station:
@@ -329,8 +333,23 @@ class Station:
 
     # -- commands -------------------------------------------------------------------------------
 
+    def _response_topic(self, rt):
+        """A v5 response topic must lie in this table's replies tree: elsewhere a client could
+        have the table publish into its own events or status topics (a forged event), or where
+        the broker's ACL drops it unseen."""
+        base = self.s.replies_topic
+        if rt is None or ((rt == base or rt.startswith(base + "/")) and len(rt) <= 256
+                          and not any(c in rt for c in "+#\0")):
+            return None
+        return (f"response topic must be {base} or under {base}/ (a table publishes its replies "
+                f"nowhere else)")
+
     def _command(self, ev, clock, reads):
         try:
+            bad_topic = self._response_topic(ev.response_topic)
+            if bad_topic:
+                ev = ev._replace(response_topic=None)
+                raise commands.CommandError("malformed", bad_topic)
             cmd = commands.parse(ev.payload)
             if cmd["type"] == "resend":
                 effects, reply = self._resend(cmd, reads.get("outbox_rows", ()))
@@ -344,7 +363,7 @@ class Station:
                                                      command_id=cmd["id"])
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
-            effects = [Refuse("command", e.code, e.reason, bytes(ev.payload)),
+            effects = [Refuse("command", e.code, e.reason, bytes(ev.payload[:REFUSED_KEEP])),
                        Count("commands_refused_total", (("code", e.code),))]
             reply = {"type": "reply", "id": e.id, "status": "rejected", "code": e.code,
                      "reason": e.reason}

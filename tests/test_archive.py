@@ -213,3 +213,22 @@ def test_the_daemon_archives_at_each_new_shoe_when_configured(tmp_path):
     d2.recover()
     assert d2.status()["snapshot"] == snap and d2.recovery["mismatches"] == 0
     d2.journal.close()
+
+
+def test_a_later_archive_replays_to_exactly_what_it_holds(tmp_path):
+    """Each archive starts where the previous one ended: its header carries the table before its
+    first input, so a dispute over shoe 3 needs only shoe 3's file."""
+    j = tmp_path / "journal.sqlite"
+    played(j, shoes=4, rounds=3).journal.close()
+    a1 = ar.archive(str(j), str(tmp_path / "a"), keep_shoes=3)
+    a2 = ar.archive(str(j), str(tmp_path / "a"), keep_shoes=1)
+    assert a1 and a2 and a1["archive"] != a2["archive"]
+    assert ar.archive(str(j), str(tmp_path / "a"), keep_shoes=1) is None   # nothing more: no file
+    assert len(list((tmp_path / "a").iterdir())) == 2
+    for a in (a1, a2):
+        with gzip.open(a["archive"], "rt") as f:
+            lines = f.read().splitlines()
+        held = [json.loads(x)["body"] for x in lines if '"kind":"output"' in x]
+        got = list(replay_lines(get_profile("luxury21"), lines))
+        assert strip(got) == strip(held) and held
+    assert json.loads(gzip.open(a2["archive"], "rt").readline())["start"]["shoes"] == 1
