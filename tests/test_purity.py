@@ -107,23 +107,20 @@ def test_the_station_core_does_no_io():
     assert not bad, "the station core must stay pure: " + "; ".join(bad)
 
 
-def test_the_station_core_loads_no_device_library():
+def loaded_by(imports, watch):
+    """Which of `watch` a fresh interpreter has loaded after `imports` (a module list)."""
     import subprocess
     import sys
-    code = ("import sys, dealer_station.station, drivers.events, drivers.panel;"
-            "print(sorted(m for m in ('serial', 'cv2', 'gpiozero', 'paho', 'sqlite3', 'numpy')"
-            " if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT.parent, check=True).stdout
-    assert out.strip() == "[]"
+    code = (f"import sys, {imports}; print(sorted(m for m in {watch!r} if m in sys.modules))")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT.parent, check=True).stdout.strip()
+
+
+def test_the_station_core_loads_no_device_library():
+    assert loaded_by("dealer_station.station, drivers.events, drivers.panel",
+                     ("serial", "cv2", "gpiozero", "paho", "sqlite3", "numpy")) == "[]"
 
 
 def test_a_table_without_camera_or_panel_never_imports_opencv_or_gpiozero():
-    import subprocess
-    import sys
-    code = ("import sys, dealer_station.daemon, dealer_station.cli;"
-            "print(sorted(m for m in ('cv2', 'gpiozero', 'numpy', 'zxingcpp', 'pyzbar')"
-            " if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT.parent, check=True).stdout
-    assert out.strip() == "[]"
+    assert loaded_by("dealer_station.daemon, dealer_station.cli",
+                     ("cv2", "gpiozero", "numpy", "zxingcpp", "pyzbar")) == "[]"
