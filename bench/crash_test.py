@@ -88,7 +88,9 @@ def card_table(name, kills, seed):
     d = workdir()
     broker = Broker(d)
     broker.start()
-    shoe = VirtualShoe(heartbeat=0.2, decks=get_profile(name).decks, seed=seed)
+    profile = get_profile(name)
+    shoe = VirtualShoe(heartbeat=0.2, decks=profile.decks, seed=seed,
+                       cut_from_back=profile.cut_card_from_back)
     shoe.start()
     c = Client(broker.port)
     daemon = DaemonProc(d, broker.port, shoe.path, profile=name)
@@ -105,10 +107,13 @@ def card_table(name, kills, seed):
             points.append(at)
         done = []
         loads = [1]
+        seen_due = [0]          # a shuffle_due published again after a kill is the same one
 
         def hook(x, e):
-            if e["type"] == "shuffle_due":        # a new shoe, so the table goes on
+            if e["type"] == "shuffle_due" and e["seq"] > seen_due[0]:   # a new shoe: go on
+                seen_due[0] = e["seq"]
                 loads[0] += 1
+                x.shoe.reload(seed + loads[0], cut_from_back=profile.cut_card_from_back)
                 x.c.command({"type": "shoe_loaded", "id": f"load-{loads[0]}"}, wait=False)
             while points and x.events >= points[0]:
                 points.pop(0)
