@@ -183,17 +183,20 @@ class Journal:
         return json.loads(row[0]) if row else None
 
     MARK_EVERY_S = 5.0
+    MARK_EVERY_EVENTS = 50     # or sooner, so a restart republishes at most about this many
 
     def mark_sent(self, seqs, now=None, force=False):
         """The broker acknowledged these events. Moves the mark below which all are; writes it
-        without a sync, at most once per MARK_EVERY_S (`now`: time.monotonic())."""
+        without a sync, once MARK_EVERY_S have passed (`now`: time.monotonic()) or it moved
+        MARK_EVERY_EVENTS on: each restart republishes what is above the written mark."""
         self.acked_above.update(seqs)
         while self.acked_through + 1 in self.acked_above:
             self.acked_through += 1
             self.acked_above.discard(self.acked_through)
         now = time.monotonic() if now is None else now
         if self.acked_through != self.acked_written and (
-                force or now - self.acked_at >= self.MARK_EVERY_S):
+                force or now - self.acked_at >= self.MARK_EVERY_S
+                or self.acked_through - self.acked_written >= self.MARK_EVERY_EVENTS):
             self.acked_at = now
             self.acked_written = self.acked_through
             self.db.execute("PRAGMA synchronous=NORMAL")   # losing it costs only repeats
