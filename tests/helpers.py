@@ -26,9 +26,7 @@ class Run:
         return self.feed({"type": "shoe_loaded"}, *burn)
 
     def close(self, *seats):
-        if self.profile.game == "baccarat":
-            return self.feed({"type": "betting_closed"})
-        return self.feed({"type": "betting_closed", "seats": list(seats)})
+        return self.feed(self.table.game.betting_closed(list(seats)))
 
     def decide(self, seat, action, hand=0):
         return self.feed({"type": "decision", "seat": seat, "hand": hand, "action": action})

@@ -1,0 +1,148 @@
+"""The games behind one interface: one `Game` per game, chosen once from the profile
+(`game_of`). The table, the camera cross-check, the snapshot, the settlement and autoplay ask
+the game; nothing else switches on the game's name.
+
+A game's rules stay in its own module (`blackjack.py`, `baccarat.py`, `roulette.py`, pay in
+`pay.py`); a Game only says which of them apply. Adding a game is one module and one class here.
+"""
+from . import baccarat, blackjack, pay, roulette
+from .protocol import Rejected
+
+
+class Game:
+    name = None
+    uses_cards = True          # a shoe and cards (roulette: a wheel)
+    takes_seats = False        # betting_closed names the seats in play
+    inputs = frozenset()       # the inputs only some games take, that this one does
+    bet_kinds = ()
+    rules = None               # the module with expect / announce / on_card
+
+    def check_input(self, kind):
+        """Refuse an input that has no meaning in this game (before any other check)."""
+        if kind not in self.inputs:
+            raise Rejected("not_allowed", f"{kind} has no meaning in {self.name}")
+
+    def start(self, profile, number, seats):
+        """Betting closed: the new round and its first outputs. Rejected for a bad seat list."""
+        if seats is not None:
+            raise Rejected("malformed", f"betting_closed.seats: {self.name} takes no seats")
+        return self.rules.start(profile, number)
+
+    def betting_closed(self, seats):
+        """The betting_closed input for `seats` (ignored where the game has none)."""
+        return {"type": "betting_closed"}
+
+    def expect(self, rnd):
+        return self.rules.expect(rnd)
+
+    def announce(self, rnd):
+        return self.rules.announce(rnd)
+
+    def on_card(self, rnd, card):
+        return self.rules.on_card(rnd, card)
+
+    def over(self, rnd):
+        return rnd.over
+
+    def zones(self, rnd):
+        """{camera zone: [cards placed there]} as far as a camera may see them."""
+        return {}
+
+    def public_view(self, rnd):
+        """The round as a player may see it (the status snapshot)."""
+        return {"round": rnd.number}
+
+    def settle(self, profile, result, bets):
+        """The settled bets (`pay._Bet`) of a round_result of this game."""
+        raise NotImplementedError
+
+
+class Blackjack(Game):
+    name = "blackjack"
+    takes_seats = True
+    inputs = frozenset(("decision", "decision_timeout", "insurance_closed"))
+    bet_kinds = pay.BLACKJACK_KINDS
+    rules = blackjack
+
+    def start(self, profile, number, seats):
+        if seats is None:
+            raise Rejected("malformed", "betting_closed.seats: missing (the seats in play)")
+        bad = [s for s in seats if not 1 <= s <= profile.seats]
+        if bad:
+            raise Rejected("malformed", f"betting_closed.seats: no seat {bad[0]} at this table "
+                                        f"(1-{profile.seats})")
+        return blackjack.start(profile, number, seats)
+
+    def betting_closed(self, seats):
+        return {"type": "betting_closed", "seats": seats}
+
+    def on_decision(self, rnd, seat, hand, action):
+        return blackjack.on_decision(rnd, seat, hand, action)
+
+    def on_timeout(self, rnd, seat, hand):
+        return blackjack.on_timeout(rnd, seat, hand)
+
+    def on_insurance_closed(self, rnd):
+        return blackjack.on_insurance_closed(rnd)
+
+    def over(self, rnd):
+        return rnd.phase == "over"
+
+    def zones(self, rnd):
+        out = {f"seat_{s.seat}": list(s.dealt) for s in rnd.seats}
+        dealer = list(rnd.dealer)
+        if not rnd.revealed and len(dealer) > rnd.hole_index:
+            del dealer[rnd.hole_index]            # face down: not for the camera to confirm yet
+        out["dealer"] = dealer
+        return out
+
+    def public_view(self, rnd):
+        dealer = list(rnd.dealer)
+        if not rnd.revealed and len(dealer) > rnd.hole_index:
+            dealer[rnd.hole_index] = None
+        return {"round": rnd.number, "dealer": dealer,
+                "seats": [{"seat": s.seat, "hands": [
+                    {"cards": list(h.cards), "total": h.total, "soft": h.soft,
+                     "doubled": h.doubled, "done": h.done and not h.needs_card}
+                    for h in s.hands]} for s in rnd.seats]}
+
+    def settle(self, profile, result, bets):
+        seats = {s["seat"]: s for s in result["seats"]}
+        return [pay.blackjack(profile, result, seats, b) for b in bets]
+
+
+class Baccarat(Game):
+    name = "baccarat"
+    bet_kinds = pay.BACCARAT_KINDS
+    rules = baccarat
+
+    def zones(self, rnd):
+        return {"player": list(rnd.player), "banker": list(rnd.banker)}
+
+    def public_view(self, rnd):
+        return {"round": rnd.number, "player": list(rnd.player), "banker": list(rnd.banker)}
+
+    def settle(self, profile, result, bets):
+        return [pay.baccarat(profile, result, b) for b in bets]
+
+
+class Roulette(Game):
+    name = "roulette"
+    uses_cards = False
+    inputs = frozenset(("winning_number", "miss_spin"))
+    bet_kinds = pay.ROULETTE_KINDS
+    rules = roulette
+
+    def on_number(self, rnd, number, spin):
+        return roulette.on_number(rnd, number, spin)
+
+    def settle(self, profile, result, bets):
+        return [pay.roulette(profile, result, b) for b in bets]
+
+
+GAMES = {g.name: g for g in (Blackjack(), Baccarat(), Roulette())}
+
+
+def game_of(profile):
+    """The Game a profile plays (`Profile.game` is validated against GAMES' names)."""
+    return GAMES[profile.game]
