@@ -16,6 +16,13 @@ class Game:
     inputs = frozenset()       # the inputs only some games take, that this one does
     bet_kinds = ()
     rules = None               # the module with expect / announce / on_card
+    payouts = ()               # the pay-table keys a profile of this game must give
+
+    def profile_problem(self, p):
+        """(key, why) where profile `p` does not fit this game, else None."""
+        if self.uses_cards != (p.decks != 0):
+            return "decks", "roulette uses no cards (0 decks), card games 1-8"
+        return None
 
     def check_input(self, kind):
         """Refuse an input that has no meaning in this game (before any other check)."""
@@ -63,6 +70,11 @@ class Blackjack(Game):
     inputs = frozenset(("decision", "decision_timeout", "insurance_closed"))
     bet_kinds = pay.BLACKJACK_KINDS
     rules = blackjack
+    payouts = ("blackjack", "win")
+
+    def profile_problem(self, p):
+        return super().profile_problem(p) or (
+            ("seats", "a blackjack profile needs 1-7 seats") if p.seats < 1 else None)
 
     def start(self, profile, number, seats):
         if seats is None:
@@ -115,6 +127,11 @@ class Baccarat(Game):
     name = "baccarat"
     bet_kinds = pay.BACCARAT_KINDS
     rules = baccarat
+    payouts = ("player", "banker", "banker_commission", "tie")
+
+    def profile_problem(self, p):
+        return super().profile_problem(p) or (
+            ("seats", "baccarat takes no seats, set 0") if p.seats != 0 else None)
 
     def zones(self, rnd):
         return {"player": list(rnd.player), "banker": list(rnd.banker)}
@@ -132,6 +149,7 @@ class Roulette(Game):
     inputs = frozenset(("winning_number", "miss_spin"))
     bet_kinds = pay.ROULETTE_KINDS
     rules = roulette
+    payouts = ("straight", "split", "street", "corner", "six_line", "column", "dozen", "even_chance")
 
     def on_number(self, rnd, number, spin):
         return roulette.on_number(rnd, number, spin)
