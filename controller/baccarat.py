@@ -62,10 +62,13 @@ class Round:
         return tuple(BAC_VALUE[c] for c in self.player), tuple(BAC_VALUE[c] for c in self.banker)
 
 
+_AWAIT = {to: Expect.card(to) for to in ("player", "banker")}
+
+
 def expect(rnd):
     if rnd.over:
         return None
-    return Expect.card(next_hand(*rnd.values()))
+    return _AWAIT[next_hand(*rnd.values())]
 
 
 def announce(rnd):

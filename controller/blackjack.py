@@ -125,6 +125,9 @@ def _awaiting_card(rnd, to, seat, hand, face):
 
 # -- what the round waits for -------------------------------------------------------------------
 
+_DEALER_UP, _DEALER_DOWN = Expect.card("dealer", face="up"), Expect.card("dealer", face="down")
+
+
 def expect(rnd):
     """An AwaitCard, AwaitDecision or AwaitInsurance (`expectation.py`), or None."""
     ph = rnd.phase
@@ -132,7 +135,7 @@ def expect(rnd):
         dest = rnd.order[rnd.deal_i]
         if dest == DEALER:
             face = "down" if len(rnd.dealer) == rnd.hole_index else "up"
-            return Expect.card("dealer", None, None, face)
+            return _DEALER_DOWN if face == "down" else _DEALER_UP
         return Expect.card("seat", rnd.seats[dest].seat, 0, "up")
     if ph == "play":
         s = rnd.seats[rnd.cur_s]
@@ -141,7 +144,7 @@ def expect(rnd):
             return Expect.card("seat", s.seat, rnd.cur_h, "up")
         return Expect.decision(s.seat, rnd.cur_h)
     if ph == "dealer":
-        return Expect.card("dealer", None, None, "up")
+        return _DEALER_UP
     if ph == "insurance":
         return Expect.INSURANCE
     return None

@@ -55,6 +55,9 @@ class AwaitResult(NamedTuple):
         return "the winning number"
 
 
+_new = tuple.__new__     # one C call where NamedTuple's generated __new__ would add a frame
+
+
 class Expect:
     """Constructors: the kind is filled in, so it cannot be misspelt."""
     INSURANCE = AwaitInsurance("insurance")
@@ -62,11 +65,11 @@ class Expect:
 
     @staticmethod
     def card(to, seat=None, hand=None, face="up"):
-        return AwaitCard("card", to, seat, hand, face)
+        return _new(AwaitCard, ("card", to, seat, hand, face))
 
     @staticmethod
     def decision(seat, hand):
-        return AwaitDecision("decision", seat, hand)
+        return _new(AwaitDecision, ("decision", seat, hand))
 
 
 def describe(e):

@@ -39,14 +39,8 @@ class Game:
         """The betting_closed input for `seats` (ignored where the game has none)."""
         return {"type": "betting_closed"}
 
-    def expect(self, rnd):
-        return self.rules.expect(rnd)
-
-    def announce(self, rnd):
-        return self.rules.announce(rnd)
-
-    def on_card(self, rnd, card):
-        return self.rules.on_card(rnd, card)
+    # expect(rnd), announce(rnd), on_card(rnd, card): each game binds its rules module's own
+    # functions (no extra call on the engine's hot path)
 
     def over(self, rnd):
         return rnd.over
@@ -70,6 +64,8 @@ class Blackjack(Game):
     inputs = frozenset(("decision", "decision_timeout", "insurance_closed"))
     bet_kinds = pay.BLACKJACK_KINDS
     rules = blackjack
+    expect, announce, on_card = (staticmethod(f) for f in (blackjack.expect, blackjack.announce,
+                                                           blackjack.on_card))
     payouts = ("blackjack", "win")
 
     def profile_problem(self, p):
@@ -88,14 +84,9 @@ class Blackjack(Game):
     def betting_closed(self, seats):
         return {"type": "betting_closed", "seats": seats}
 
-    def on_decision(self, rnd, seat, hand, action):
-        return blackjack.on_decision(rnd, seat, hand, action)
-
-    def on_timeout(self, rnd, seat, hand):
-        return blackjack.on_timeout(rnd, seat, hand)
-
-    def on_insurance_closed(self, rnd):
-        return blackjack.on_insurance_closed(rnd)
+    on_decision = staticmethod(blackjack.on_decision)
+    on_timeout = staticmethod(blackjack.on_timeout)
+    on_insurance_closed = staticmethod(blackjack.on_insurance_closed)
 
     def over(self, rnd):
         return rnd.phase == "over"
@@ -127,6 +118,8 @@ class Baccarat(Game):
     name = "baccarat"
     bet_kinds = pay.BACCARAT_KINDS
     rules = baccarat
+    expect, announce, on_card = (staticmethod(f) for f in (baccarat.expect, baccarat.announce,
+                                                           baccarat.on_card))
     payouts = ("player", "banker", "banker_commission", "tie")
 
     def profile_problem(self, p):
@@ -149,6 +142,7 @@ class Roulette(Game):
     inputs = frozenset(("winning_number", "miss_spin"))
     bet_kinds = pay.ROULETTE_KINDS
     rules = roulette
+    expect, announce = staticmethod(roulette.expect), staticmethod(roulette.announce)
     payouts = ("straight", "split", "street", "corner", "six_line", "column", "dozen", "even_chance")
 
     def on_number(self, rnd, number, spin):
