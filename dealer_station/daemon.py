@@ -389,10 +389,10 @@ class Daemon:
 
     def _arm(self, e, since):
         t = self.cfg["timers"]
-        if e is not None and e[0] == "decision" and t["decision_s"] > 0:
+        if e is not None and e.what == "decision" and t["decision_s"] > 0:
             self.timer = (since + t["decision_s"], e,
-                          {"type": "decision_timeout", "seat": e[1], "hand": e[2]})
-        elif e is not None and e[0] == "insurance" and t["insurance_s"] > 0:
+                          {"type": "decision_timeout", "seat": e.seat, "hand": e.hand})
+        elif e is not None and e.what == "insurance" and t["insurance_s"] > 0:
             self.timer = (since + t["insurance_s"], e, {"type": "insurance_closed"})
         else:
             self.timer = None
