@@ -86,11 +86,11 @@ def _shoe(d):
     log = None
     entries = d["log"]
     _need(isinstance(entries, list), "shoe.log must be a list")
-    for i, e in enumerate(entries, 1):
-        _need(isinstance(e, list) and len(e) == 4 and e[0] == i and isinstance(e[2], str)
-              and isinstance(e[3], str), f"shoe.log[{i - 1}] must be [{i}, card, source, dest]")
-        _card_or_none(e[1], f"shoe.log[{i - 1}]")
-        log = ((e[0], e[1], e[2], e[3]), log)
+    for i, row in enumerate(entries, 1):
+        _need(isinstance(row, list) and len(row) == 4 and row[0] == i and isinstance(row[2], str)
+              and isinstance(row[3], str), f"shoe.log[{i - 1}] must be [{i}, card, source, dest]")
+        _card_or_none(row[1], f"shoe.log[{i - 1}]")
+        log = (tuple(row), log)
     return Shoe(_count(d["number"], "shoe.number"), _count(d["decks"], "shoe.decks"),
                 tuple(_count(c, "shoe.counts[]") for c in counts), _count(d["drawn"], "shoe.drawn"),
                 _count(d["unknown"], "shoe.unknown"), log, len(entries),

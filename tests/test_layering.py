@@ -75,6 +75,16 @@ def test_the_switch_pattern_catches_the_old_forms():
     assert not SWITCH.search('snap = {"game": t.profile.game}')
 
 
+def test_no_positional_reads_of_an_expectation():
+    """What the table waits for is read by field name (e.seat, e.face), never as e[1], e[4]."""
+    files = [*ROOT.glob("*.py"), REPO / "drivers" / "panel.py", REPO / "dealer_station" / "daemon.py"]
+    pattern = re.compile(r"\b(e|was|expectation)\[\d|expect\([^()]*\)\[\d")
+    bad = [f"{f.relative_to(REPO)}:{i}: {line.strip()}"
+           for f in files for i, line in enumerate(f.read_text().splitlines(), 1)
+           if pattern.search(line)]
+    assert not bad, "\n".join(bad)
+
+
 def test_every_profile_has_its_game_chosen_once():
     for name in ("luxury21", "european", "lucky7", "punto_banco", "roulette"):
         p = get_profile(name)
