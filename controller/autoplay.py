@@ -4,7 +4,11 @@ Pure (the caller supplies the shuffled cards and the decision function), so the 
 property tests and the game-math simulation all play through the very engine that runs the table.
 """
 from .blackjack import allowed
+from .expectation import Expect
 from .table import expect, new_table, step
+
+
+_ANY_CARD = Expect.card(None)     # a card is awaited (where does not matter to the dealer here)
 
 
 class AutoplayError(RuntimeError):
@@ -21,7 +25,8 @@ def play_shoe(profile, cards, decide, seats=None, cut_at=None, max_rounds=None, 
     cards run out (a round may then stop half dealt).
     """
     t = table if table is not None else new_table(profile)
-    if seats is None and profile.game == "blackjack":
+    game = t.game
+    if seats is None and game.takes_seats:
         seats = list(range(1, profile.seats + 1))
     if cut_at is None and profile.cut_card_from_back is not None:
         cut_at = len(cards) - profile.cut_card_from_back
@@ -37,20 +42,19 @@ def play_shoe(profile, cards, decide, seats=None, cut_at=None, max_rounds=None, 
         kind = last["type"] if last else None
         # the last output announces what the table waits for (cheaper than asking it again)
         if kind == "awaiting_card":
-            e = ("card",)
+            e = _ANY_CARD
         elif kind == "awaiting_decision":
-            e = ("decision", last["seat"], last["hand"])
+            e = Expect.decision(last["seat"], last["hand"])
         elif kind == "insurance_offered":
-            e = ("insurance",)
+            e = Expect.INSURANCE
         else:
             e = expect(t)
         if e is None:
             if t.phase != "ready" or (max_rounds is not None and rounds >= max_rounds):
                 return
             rounds += 1
-            ev = ({"type": "betting_closed"} if profile.game == "baccarat"
-                  else {"type": "betting_closed", "seats": seats})
-        elif e[0] == "card":
+            ev = game.betting_closed(seats)
+        elif e.what == "card":
             if i == cut_at:
                 ev = {"type": "cut_card"}
                 cut_at = None
@@ -59,10 +63,10 @@ def play_shoe(profile, cards, decide, seats=None, cut_at=None, max_rounds=None, 
             else:
                 ev = {"type": "card", "card": cards[i]}
                 i += 1
-        elif e[0] == "decision":
+        elif e.what == "decision":
             allowed_now = last["allowed"] if kind == "awaiting_decision" else _allowed(t, e)
-            ev = {"type": "decision", "seat": e[1], "hand": e[2],
-                  "action": decide(t.round, e[1], e[2], allowed_now)}
+            ev = {"type": "decision", "seat": e.seat, "hand": e.hand,
+                  "action": decide(t.round, e.seat, e.hand, allowed_now)}
         else:
             ev = {"type": "insurance_closed"}
 
@@ -70,7 +74,7 @@ def play_shoe(profile, cards, decide, seats=None, cut_at=None, max_rounds=None, 
 def _allowed(t, e):
     rnd = t.round
     s = rnd.seats[rnd.cur_s]
-    return allowed(rnd, s, s.hands[e[2]])
+    return allowed(rnd, s, s.hands[e.hand])
 
 
 def hit_below_17(rnd, seat, hand, allowed):

@@ -1,6 +1,7 @@
 """A punto banco round (RULES.md, "Baccarat"). The drawing rules live here once: the engine and
 the exact analysis (`analysis.py`) both call `next_hand`."""
 from .cards import BAC_VALUE
+from .expectation import Expect
 
 # Banker total -> the Player third-card values on which the Banker draws (RULES.md table).
 BANKER_DRAWS_ON = {
@@ -61,18 +62,20 @@ class Round:
         return tuple(BAC_VALUE[c] for c in self.player), tuple(BAC_VALUE[c] for c in self.banker)
 
 
+_AWAIT = {to: Expect.card(to) for to in ("player", "banker")}
+
+
 def expect(rnd):
     if rnd.over:
         return None
-    to = next_hand(*rnd.values())
-    return ("card", to, None, None, "up")
+    return _AWAIT[next_hand(*rnd.values())]
 
 
 def announce(rnd):
     e = expect(rnd)
     if e is None:
         return []
-    return [{"type": "awaiting_card", "round": rnd.number, "to": e[1], "seat": None, "hand": None,
+    return [{"type": "awaiting_card", "round": rnd.number, "to": e.to, "seat": None, "hand": None,
              "face": "up"}]
 
 

@@ -4,6 +4,7 @@ Pure and immutable: every function takes a round and returns a new round plus th
 causes. What the round waits for next is derived from its data by `expect`, never stored twice.
 """
 from .cards import BJ_VALUE, RED, hand_total
+from .expectation import Expect, describe
 from .protocol import Rejected
 
 DEALER = -1
@@ -124,25 +125,28 @@ def _awaiting_card(rnd, to, seat, hand, face):
 
 # -- what the round waits for -------------------------------------------------------------------
 
+_DEALER_UP, _DEALER_DOWN = Expect.card("dealer", face="up"), Expect.card("dealer", face="down")
+
+
 def expect(rnd):
-    """('card', to, seat, hand, face) | ('decision', seat, hand) | ('insurance',) | None."""
+    """An AwaitCard, AwaitDecision or AwaitInsurance (`expectation.py`), or None."""
     ph = rnd.phase
     if ph == "deal":
         dest = rnd.order[rnd.deal_i]
         if dest == DEALER:
             face = "down" if len(rnd.dealer) == rnd.hole_index else "up"
-            return ("card", "dealer", None, None, face)
-        return ("card", "seat", rnd.seats[dest].seat, 0, "up")
+            return _DEALER_DOWN if face == "down" else _DEALER_UP
+        return Expect.card("seat", rnd.seats[dest].seat, 0, "up")
     if ph == "play":
         s = rnd.seats[rnd.cur_s]
         h = s.hands[rnd.cur_h]
         if h.needs_card:
-            return ("card", "seat", s.seat, rnd.cur_h, "up")
-        return ("decision", s.seat, rnd.cur_h)
+            return Expect.card("seat", s.seat, rnd.cur_h, "up")
+        return Expect.decision(s.seat, rnd.cur_h)
     if ph == "dealer":
-        return ("card", "dealer", None, None, "up")
+        return _DEALER_UP
     if ph == "insurance":
-        return ("insurance",)
+        return Expect.INSURANCE
     return None
 
 
@@ -151,12 +155,12 @@ def announce(rnd):
     e = expect(rnd)
     if e is None:
         return []
-    if e[0] == "card":
-        return [_awaiting_card(rnd, *e[1:])]
-    if e[0] == "decision":
+    if e.what == "card":
+        return [_awaiting_card(rnd, e.to, e.seat, e.hand, e.face)]
+    if e.what == "decision":
         s = rnd.seats[rnd.cur_s]
-        return [{"type": "awaiting_decision", "round": rnd.number, "seat": e[1], "hand": e[2],
-                 "allowed": allowed(rnd, s, s.hands[e[2]])}]
+        return [{"type": "awaiting_decision", "round": rnd.number, "seat": e.seat, "hand": e.hand,
+                 "allowed": allowed(rnd, s, s.hands[e.hand])}]
     return [_insurance_offered(rnd)]
 
 
@@ -232,10 +236,10 @@ def on_card(rnd, card):
 
 def on_decision(rnd, seat, hand, action):
     e = expect(rnd)
-    if e is None or e[0] != "decision":
-        raise Rejected("not_awaiting_decision", f"no decision is awaited now (waiting for {_what(e)})")
-    if (seat, hand) != (e[1], e[2]):
-        raise Rejected("out_of_turn", f"it is seat {e[1]} hand {e[2]}'s turn, not seat {seat} hand {hand}")
+    if e is None or e.what != "decision":
+        raise Rejected("not_awaiting_decision", f"no decision is awaited now (waiting for {describe(e)})")
+    if (seat, hand) != (e.seat, e.hand):
+        raise Rejected("out_of_turn", f"it is seat {e.seat} hand {e.hand}'s turn, not seat {seat} hand {hand}")
     s = rnd.seats[rnd.cur_s]
     h = s.hands[hand]
     acts = allowed(rnd, s, h)
@@ -261,9 +265,9 @@ def on_decision(rnd, seat, hand, action):
 
 def on_timeout(rnd, seat, hand):
     e = expect(rnd)
-    if e is None or e[0] != "decision" or (seat, hand) != (e[1], e[2]):
+    if e is None or e.what != "decision" or (seat, hand) != (e.seat, e.hand):
         raise Rejected("out_of_turn", f"no decision of seat {seat} hand {hand} is awaited "
-                                      f"(waiting for {_what(e)})")
+                                      f"(waiting for {describe(e)})")
     s = rnd.seats[rnd.cur_s]
     h = s.hands[hand]
     h = h.but(auto=True) if rnd.profile.timeout_play == "hit_to_12" else h.but(stood=True)
@@ -273,18 +277,8 @@ def on_timeout(rnd, seat, hand):
 
 def on_insurance_closed(rnd):
     if rnd.phase != "insurance":
-        raise Rejected("not_awaiting_insurance", f"insurance is not open (waiting for {_what(expect(rnd))})")
+        raise Rejected("not_awaiting_insurance", f"insurance is not open (waiting for {describe(expect(rnd))})")
     return _peek(rnd.but(phase="play"), [])
-
-
-def _what(e):
-    if e is None:
-        return "nothing"
-    if e[0] == "card":
-        return f"a card to {e[1]}" + (f" seat {e[2]} hand {e[3]}" if e[1] == "seat" else "")
-    if e[0] == "decision":
-        return f"a decision of seat {e[1]} hand {e[2]}"
-    return "insurance to close"
 
 
 def _put(tup, i, v):

@@ -17,6 +17,7 @@ A reader refuses a format it does not know, a profile or deck count other than i
 field it does not expect (CheckpointError): the caller then replays from further back.
 """
 from .cards import INDEX
+from .expectation import Finished, Sighting
 from .shoe import Shoe
 from .table import Table, new_table
 
@@ -75,7 +76,7 @@ def _pairs(v, what):
     _need(isinstance(v, list) and all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], str)
                                       and isinstance(x[1], str) and x[1] in INDEX for x in v),
           f"{what} must be a list of [zone, card]")
-    return tuple((x[0], x[1]) for x in v)
+    return tuple(Sighting(x[0], x[1]) for x in v)
 
 
 def _shoe(d):
@@ -85,11 +86,11 @@ def _shoe(d):
     log = None
     entries = d["log"]
     _need(isinstance(entries, list), "shoe.log must be a list")
-    for i, e in enumerate(entries, 1):
-        _need(isinstance(e, list) and len(e) == 4 and e[0] == i and isinstance(e[2], str)
-              and isinstance(e[3], str), f"shoe.log[{i - 1}] must be [{i}, card, source, dest]")
-        _card_or_none(e[1], f"shoe.log[{i - 1}]")
-        log = ((e[0], e[1], e[2], e[3]), log)
+    for i, row in enumerate(entries, 1):
+        _need(isinstance(row, list) and len(row) == 4 and row[0] == i and isinstance(row[2], str)
+              and isinstance(row[3], str), f"shoe.log[{i - 1}] must be [{i}, card, source, dest]")
+        _card_or_none(row[1], f"shoe.log[{i - 1}]")
+        log = (tuple(row), log)
     return Shoe(_count(d["number"], "shoe.number"), _count(d["decks"], "shoe.decks"),
                 tuple(_count(c, "shoe.counts[]") for c in counts), _count(d["drawn"], "shoe.drawn"),
                 _count(d["unknown"], "shoe.unknown"), log, len(entries),
@@ -117,12 +118,12 @@ def decode(profile, d):
                       and isinstance(z[1], list) and all(c in INDEX for c in z[1] if isinstance(c, str))
                       and all(isinstance(c, str) for c in z[1]) for z in fin[1]),
               "finished must be [round, [[zone, [cards]]...], [[zone, card]...]]")
-        fin = (_count(fin[0], "finished[0]"), tuple((z, tuple(c)) for z, c in fin[1]),
+        fin = Finished(_count(fin[0], "finished[0]"), tuple((z, tuple(c)) for z, c in fin[1]),
                _pairs(fin[2], "finished[2]"))
     shoe = None if d["shoe"] is None else _shoe(d["shoe"])
-    _need((shoe is None) == (d["phase"] == "no_shoe" or profile.game == "roulette"),
-          "a shoe must be there exactly when the phase has one")
     t = new_table(profile)
+    _need((shoe is None) == (d["phase"] == "no_shoe" or not t.game.uses_cards),
+          "a shoe must be there exactly when the phase has one")
     return t.but(phase=d["phase"], shoe=shoe, rounds=_count(d["rounds"], "rounds"),
                  shoes=_count(d["shoes"], "shoes"), last_round=d["last_round"],
                  seen=_pairs(d["seen"], "seen"), early=_pairs(d["early"], "early"), finished=fin)

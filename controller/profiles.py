@@ -7,6 +7,8 @@ error naming the key. Reading the file is the shell's job; this module only sees
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 
+from .games import GAMES as _GAMES, Baccarat, Roulette
+
 
 class FrozenMap(dict):
     """A read-only dict (the pay table of a frozen profile) that still pickles, so a profile can
@@ -23,7 +25,7 @@ class FrozenMap(dict):
     def __reduce__(self):
         return (FrozenMap, (dict(self),))
 
-GAMES = ("blackjack", "baccarat", "roulette")
+GAMES = tuple(_GAMES)            # the games the engine plays (games.py)
 DEALER_ORDERS = ("up_hole", "hole_up")
 PEEK_CARDS = ("ace", "ten")
 TIMEOUT_PLAYS = ("hit_to_12", "stand")
@@ -31,8 +33,8 @@ TIMEOUT_PLAYS = ("hit_to_12", "stand")
 BLACKJACK_PAYOUTS = ("blackjack", "win", "insurance", "even_money")
 PAIRS_PAYOUTS = ("pairs_mixed", "pairs_coloured", "pairs_perfect", "pairs_suited_trips")
 LUCKY7_PAYOUTS = ("lucky7_1", "lucky7_2", "lucky7_3")
-BACCARAT_PAYOUTS = ("player", "banker", "banker_commission", "tie")
-ROULETTE_PAYOUTS = ("straight", "split", "street", "corner", "six_line", "column", "dozen", "even_chance")
+BACCARAT_PAYOUTS = Baccarat.payouts
+ROULETTE_PAYOUTS = Roulette.payouts
 
 
 class ProfileError(ValueError):
@@ -223,12 +225,10 @@ def profile_from_mapping(data, where="profile"):
 
 
 def _consistent(p, where):
-    if (p.game == "roulette") != (p.decks == 0):
-        raise ProfileError(f"{where}.decks: roulette uses no cards (0 decks), card games 1-8")
-    if p.game == "blackjack" and p.seats < 1:
-        raise ProfileError(f"{where}.seats: a blackjack profile needs 1-7 seats")
-    if p.game == "baccarat" and p.seats != 0:
-        raise ProfileError(f"{where}.seats: baccarat takes no seats, set 0")
+    game = _GAMES[p.game]
+    problem = game.profile_problem(p)
+    if problem:
+        raise ProfileError(f"{where}.{problem[0]}: {problem[1]}")
     if p.cut_card_from_back is not None and p.cut_card_from_back >= p.cards:
         raise ProfileError(f"{where}.cut_card_from_back: {p.cut_card_from_back} is not inside a "
                            f"{p.decks}-deck shoe")
@@ -236,8 +236,7 @@ def _consistent(p, where):
         raise ProfileError(f"{where}.even_money: even money is offered with insurance; set insurance")
     if p.insurance and "ace" not in p.peek:
         raise ProfileError(f"{where}.insurance: insurance needs the dealer to peek on an ace")
-    need = {"baccarat": BACCARAT_PAYOUTS, "roulette": ROULETTE_PAYOUTS}.get(p.game, ("blackjack", "win"))
-    for k in need:
+    for k in game.payouts:
         if k not in p.payouts:
             raise ProfileError(f"{where}.payouts.{k}: missing")
 

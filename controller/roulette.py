@@ -2,6 +2,7 @@
 from the wheel or the betting system), the wheel's winning number ends the round, a miss-spin
 voids it. Also the layout: which numbers each bet covers, written once for the engine, the
 settlement and the analysis."""
+from .expectation import Expect
 
 RED = frozenset({1, 3, 5, 7, 9, 12, 14, 16, 18, 19, 21, 23, 25, 27, 30, 32, 34, 36})
 
@@ -71,7 +72,7 @@ class Round:
 
 
 def expect(rnd):
-    return None if rnd.over else ("result",)
+    return None if rnd.over else Expect.RESULT
 
 
 def announce(rnd):

@@ -12,33 +12,18 @@ def public_snapshot(t):
         snap["shoe"] = {"shoe": s.number, "cards": s.total, "drawn": s.drawn,
                         "remaining": s.remaining, "burn_complete": s.burn_required is not None
                         and s.burned >= s.burn_required, "cut_card_out": s.cut_at is not None}
-    r = t.round
-    if r is not None:
-        if t.profile.game == "roulette":
-            snap["round"] = {"round": r.number}
-        elif t.profile.game == "baccarat":
-            snap["round"] = {"round": r.number, "player": list(r.player), "banker": list(r.banker)}
-        else:
-            dealer = list(r.dealer)
-            if not r.revealed and len(dealer) > r.hole_index:
-                dealer[r.hole_index] = None
-            snap["round"] = {
-                "round": r.number, "dealer": dealer,
-                "seats": [{"seat": s.seat, "hands": [
-                    {"cards": list(h.cards), "total": h.total, "soft": h.soft, "doubled": h.doubled,
-                     "done": h.done and not h.needs_card} for h in s.hands]} for s in r.seats]}
+    if t.round is not None:
+        snap["round"] = t.game.public_view(t.round)     # the game hides what is face down
     return snap
 
 
 def _waiting(e):
     if e is None:
         return None
-    if e[0] == "card":
-        return {"what": "card", "to": e[1], "seat": e[2], "hand": e[3], "face": e[4]}
-    if e[0] == "decision":
-        return {"what": "decision", "seat": e[1], "hand": e[2]}
-    if e[0] == "result":
+    if e.what == "card":
+        return {"what": "card", "to": e.to, "seat": e.seat, "hand": e.hand, "face": e.face}
+    if e.what == "decision":
+        return {"what": "decision", "seat": e.seat, "hand": e.hand}
+    if e.what == "result":
         return {"what": "winning_number"}
     return {"what": "insurance"}
-
-

@@ -5,8 +5,10 @@ rounds of each game, irregularities and pause / resume / void. Pure: no I/O, no 
 randomness; a Table is never changed in place, so an old state stays valid (replay, audit).
 An input that is malformed or not allowed now gives one `rejected` output and the same Table.
 """
-from . import baccarat, blackjack, roulette
+from . import camera_check
 from .cards import BJ_VALUE
+from .expectation import Expect, Finished, Pending, Sighting, describe
+from .games import game_of
 from .protocol import Rejected, validate
 from .shoe import Shoe
 
@@ -15,12 +17,13 @@ ANNOUNCEMENTS = frozenset(("awaiting_card", "awaiting_decision", "insurance_offe
 
 
 class Table:
-    __slots__ = ("profile", "phase", "shoe", "round", "rounds", "shoes", "last_round", "paused",
+    __slots__ = ("profile", "game", "phase", "shoe", "round", "rounds", "shoes", "last_round", "paused",
                  "pending", "seen", "finished", "early")
 
     def but(self, **kw):
         t = Table.__new__(Table)
         t.profile = self.profile
+        t.game = self.game
         t.phase = self.phase
         t.shoe = self.shoe
         t.round = self.round
@@ -36,40 +39,36 @@ class Table:
             setattr(t, k, v)
         return t
 
-    @property
-    def game(self):
-        return {"baccarat": baccarat, "roulette": roulette}.get(self.profile.game, blackjack)
-
 
 def new_table(profile):
     t = Table.__new__(Table)
     t.profile = profile
+    t.game = game_of(profile)  # the Game (games.py), chosen once
     # no_shoe | burn | ready | round | shuffle_due; a wheel needs no shoe
-    t.phase = "ready" if profile.game == "roulette" else "no_shoe"
+    t.phase = "no_shoe" if t.game.uses_cards else "ready"
     t.shoe = None
     t.round = None           # the round under way (in phase burn only after burn_incomplete)
     t.rounds = 0             # rounds started at this table: the next round's number - 1
     t.shoes = 0
     t.last_round = False     # the cut card came out: the round under way (or next) is the last
     t.paused = None          # the reason, while paused
-    t.pending = ()           # irregular reads awaiting resume or void: (kind, card, expectation)
-    t.seen = ()              # (zone, card) the camera confirmed in the round under way
-    # (round, ((zone, cards), ...), seen) of the round that just ended with a result: the camera
-    # may confirm its last cards after the result (it sees a card some frames after the shoe)
+    t.pending = ()           # irregular reads awaiting resume or void: Pending, ...
+    t.seen = ()              # Sighting(zone, card), ... the camera confirmed in the round under way
+    # Finished(round, ((zone, cards), ...), seen) of the round that just ended with a result: the
+    # camera may confirm its last cards after the result (it sees a card some frames after the shoe)
     t.finished = None
-    # (zone, card) the camera saw where the table waits for a card, before the shoe's read came
-    # (a resend, a replugged cable): checked when the shoe's card for that place arrives
+    # Sighting(zone, card), ... the camera saw where the table waits for a card, before the shoe's
+    # read came (a resend, a replugged cable): checked when the shoe's card for that place arrives
     t.early = ()
     return t
 
 
 def expect(t):
-    """What the table waits for: ('card', to, seat, hand, face), ('decision', seat, hand),
-    ('insurance',) or None. Nothing while paused."""
+    """What the table waits for (an `expectation.Await*`), or None. Nothing while paused."""
     if t.paused:
         return None
     if t.phase == "burn":
-        return ("card", "burn", None, None, "up" if t.shoe.exposed is None else "down")
+        return Expect.card("burn", None, None, "up" if t.shoe.exposed is None else "down")
     if t.phase == "round":
         return t.game.expect(t.round)
     return None
@@ -81,7 +80,7 @@ def announce(t):
     if t.phase == "burn":
         e = expect(t)
         return [{"type": "awaiting_card", "round": None, "to": "burn", "seat": None,
-                 "hand": None, "face": e[4]}]
+                 "hand": None, "face": e.face}]
     if t.phase == "round":
         return t.game.announce(t.round)
     return []
@@ -113,8 +112,8 @@ def step(t, event):
 # -- inputs -------------------------------------------------------------------------------------
 
 def _no_cards(t, kind):
-    if t.profile.game == "roulette":
-        raise Rejected("not_allowed", f"{kind} has no meaning at a roulette table")
+    if not t.game.uses_cards:
+        raise Rejected("not_allowed", f"{kind} has no meaning at a {t.game.name} table")
 
 
 def _shoe_loaded(t, ev):
@@ -138,47 +137,50 @@ def _card(t, ev):
     shoe = t.shoe
     if shoe is None:
         return _irregular(t, "unexpected_card", {"card": card, "source": source,
-                                                 "why": "no shoe is loaded"}, ("unexpected", card, None))
-    if t.paused and source != "shoe" and any(p[0] == "misread" for p in t.pending):
+                                                 "why": "no shoe is loaded"}, Pending("unexpected", card, None))
+    if t.paused and source != "shoe" and any(p.kind == "misread" for p in t.pending):
         return _identify(t, card, source)
     if shoe.is_foreign(card):
         t = t.but(shoe=shoe.record(card, source, "foreign"))
         return _irregular(t, "foreign_card", {"card": card, "source": source,
                                               "read": shoe.count(card) + 1, "decks": shoe.decks},
-                          ("foreign", card, None))
+                          Pending("foreign", card, None))
     if t.paused:
         t = t.but(shoe=shoe.read(card, source, "unexpected"))
         return _irregular(t, "unexpected_card", {"card": card, "source": source,
                                                  "why": f"the table is paused ({t.paused})"},
-                          ("unexpected", card, None))
+                          Pending("unexpected", card, None))
     e = expect(t)
-    if e is not None and e[0] == "card":
+    if e is not None and e.what == "card":
         return _deliver(t, card, source, e)
     if t.phase == "shuffle_due":
         t = t.but(shoe=shoe.read(card, source, "after_end"))
         return _irregular(t, "card_after_shoe_end", {"card": card, "source": source},
-                          ("unexpected", card, None))
+                          Pending("unexpected", card, None))
     why = ("no round is under way (betting not closed)" if t.round is None
-           else f"the table waits for {blackjack._what(e)}")
+           else f"the table waits for {describe(e)}")
     t = t.but(shoe=shoe.read(card, source, "unexpected"))
     return _irregular(t, "unexpected_card", {"card": card, "source": source, "why": why},
-                      ("unexpected", card, None))
-
-
-def _dest(e):
-    return f"seat:{e[2]}:{e[3]}" if e[1] == "seat" else e[1]
+                      Pending("unexpected", card, None))
 
 
 def _deliver(t, card, source, e, logged=False):
     """Give `card` to the place the table expects (`e`), logging the read unless it is."""
-    shoe = t.shoe if logged else t.shoe.read(card, source, _dest(e))
-    if e[1] == "burn":
+    shoe = t.shoe if logged else t.shoe.read(card, source, e.dest)
+    if e.to == "burn":
         return _burn(t.but(shoe=shoe), card)
     rnd, out = t.game.on_card(t.round, card)
     t = t.but(shoe=shoe, round=rnd)
-    if t.early:
-        return camera_check.dealt_after_seen(t, card, e, out)
-    return _after_round_step(t, out)
+    if not t.early:
+        return _after_round_step(t, out)
+    t, out, mismatch = camera_check.match_early(t, card, e, out)
+    t, out = _after_round_step(t, out)
+    if mismatch is None:
+        return t, out
+    if t.round is None:      # that card ended the round: the result stands, reported for review
+        return t, out + [camera_check.after_result("source_mismatch", rnd.number, mismatch)]
+    t, more = _irregular(t, "source_mismatch", mismatch, Pending("seen", mismatch["seen"], None))
+    return t, out + more
 
 
 def _burn(t, card):
@@ -202,9 +204,9 @@ def _burn(t, card):
 
 def _after_round_step(t, out):
     rnd = t.round
-    if not (rnd.phase == "over" if t.profile.game == "blackjack" else rnd.over):
+    if not t.game.over(rnd):
         return t, out
-    done = (rnd.number, tuple((z, tuple(c)) for z, c in zone_cards(t).items()), t.seen)
+    done = Finished(rnd.number, tuple((z, tuple(c)) for z, c in t.game.zones(rnd).items()), t.seen)
     return _round_ended(t.but(round=None, finished=done), out)
 
 
@@ -225,8 +227,8 @@ def _irregular(t, code, detail, item):
 
 def _identify(t, card, source):
     """A card entered by hand (or read by the camera) for the oldest unreadable card."""
-    i = next(i for i, p in enumerate(t.pending) if p[0] == "misread")
-    was = t.pending[i][2]
+    i = next(i for i, p in enumerate(t.pending) if p.kind == "misread")
+    was = t.pending[i].expect
     pending = t.pending[:i] + t.pending[i + 1:]
     shoe = t.shoe
     if shoe.is_foreign(card):
@@ -237,8 +239,8 @@ def _identify(t, card, source):
     e = expect(live)
     out = [{"type": "card_identified", "card": card, "source": source,
             "round": t.round.number if t.round is not None else None}]
-    if was is not None and was[0] == "card" and e == was:
-        shoe = shoe.identify(card, source, _dest(e))
+    if was is not None and was.what == "card" and e == was:
+        shoe = shoe.identify(card, source, e.dest)
         t2, more = _deliver(live.but(shoe=shoe), card, source, e, logged=True)
         return t2.but(paused=t.paused, pending=pending), out + more
     shoe = shoe.identify(card, source, "burn")
@@ -254,7 +256,7 @@ def _card_unreadable(t, ev):
         detail["detail"] = ev["detail"]
     if shoe is not None:
         t = t.but(shoe=shoe.record(None, source, "unreadable"))
-    return _irregular(t, "misread", detail, ("misread", None, expect(t)))
+    return _irregular(t, "misread", detail, Pending("misread", None, expect(t)))
 
 
 def _cut_card(t, ev):
@@ -286,24 +288,13 @@ def _betting_closed(t, ev):
         raise Rejected("no_shoe", "no shoe is loaded")
     if t.phase == "shuffle_due":
         raise Rejected("shuffle_due", "the last round of this shoe is over: shuffle and load a new shoe")
-    seats = ev.get("seats")
-    if p.game in ("baccarat", "roulette"):
-        if seats is not None:
-            raise Rejected("malformed", f"betting_closed.seats: {p.game} takes no seats")
-        rnd, out = t.game.start(p, t.rounds + 1)
-    else:
-        if seats is None:
-            raise Rejected("malformed", "betting_closed.seats: missing (the seats in play)")
-        bad = [s for s in seats if not 1 <= s <= p.seats]
-        if bad:
-            raise Rejected("malformed", f"betting_closed.seats: no seat {bad[0]} at this table (1-{p.seats})")
-        rnd, out = blackjack.start(p, t.rounds + 1, seats)
+    rnd, out = t.game.start(p, t.rounds + 1, ev.get("seats"))
     if t.phase == "burn":  # the round may not be dealt before the burn is complete
         t = t.but(round=rnd, rounds=rnd.number, seen=(), finished=None, early=())
         t2, more = _irregular(t, "burn_incomplete", {"required": t.shoe.burn_required,
                                                      "burned": t.shoe.burned,
                                                      "exposed": t.shoe.exposed},
-                              ("burn_incomplete", None, None))
+                              Pending("burn_incomplete", None, None))
         return t2, out + more
     t = t.but(round=rnd, rounds=rnd.number, phase="round", seen=(), finished=None, early=())
     return t, out
@@ -314,25 +305,24 @@ def _round_input(t, kind):
         raise Rejected("paused", f"the table is paused ({t.paused})")
     if t.round is None or t.phase != "round":
         raise Rejected("no_round", "no round is being played")
-    if t.profile.game != "blackjack":
-        raise Rejected("not_allowed", f"{kind} has no meaning in {t.profile.game}")
+    t.game.check_input(kind)
 
 
 def _decision(t, ev):
     _round_input(t, "decision")
-    rnd, out = blackjack.on_decision(t.round, ev["seat"], ev["hand"], ev["action"])
+    rnd, out = t.game.on_decision(t.round, ev["seat"], ev["hand"], ev["action"])
     return _after_round_step(t.but(round=rnd), out)
 
 
 def _decision_timeout(t, ev):
     _round_input(t, "decision_timeout")
-    rnd, out = blackjack.on_timeout(t.round, ev["seat"], ev["hand"])
+    rnd, out = t.game.on_timeout(t.round, ev["seat"], ev["hand"])
     return _after_round_step(t.but(round=rnd), out)
 
 
 def _insurance_closed(t, ev):
     _round_input(t, "insurance_closed")
-    rnd, out = blackjack.on_insurance_closed(t.round)
+    rnd, out = t.game.on_insurance_closed(t.round)
     return _after_round_step(t.but(round=rnd), out)
 
 
@@ -344,9 +334,9 @@ def _pause(t, ev):
 
 
 def _pending_summary(pending):
-    return {"burned": [p[1] for p in pending if p[0] == "unexpected"],
-            "removed": [p[1] for p in pending if p[0] == "foreign"],
-            "unidentified": sum(1 for p in pending if p[0] == "misread")}
+    return {"burned": [p.card for p in pending if p.kind == "unexpected"],
+            "removed": [p.card for p in pending if p.kind == "foreign"],
+            "unidentified": sum(1 for p in pending if p.kind == "misread")}
 
 
 def _resume(t, ev):
@@ -373,22 +363,20 @@ def _void_round(t, ev):
 
 
 def _winning_number(t, ev):
-    if t.profile.game != "roulette":
-        raise Rejected("not_allowed", f"winning_number has no meaning in {t.profile.game}")
+    t.game.check_input("winning_number")
     if t.paused:
         raise Rejected("paused", f"the table is paused ({t.paused})")
     if t.round is None:
         # The ball landed but betting was never closed: the bets were open during the spin.
         return _irregular(t, "unexpected_result", {"number": ev["number"], "spin": ev.get("spin"),
                                                    "why": "no round: betting was not closed"},
-                          ("result", ev["number"], None))
-    rnd, out = roulette.on_number(t.round, ev["number"], ev.get("spin"))
+                          Pending("result", ev["number"], None))
+    rnd, out = t.game.on_number(t.round, ev["number"], ev.get("spin"))
     return _after_round_step(t.but(round=rnd), out)
 
 
 def _miss_spin(t, ev):
-    if t.profile.game != "roulette":
-        raise Rejected("not_allowed", f"miss_spin has no meaning in {t.profile.game}")
+    t.game.check_input("miss_spin")
     if t.round is None:
         raise Rejected("no_round", "no spin is under way")
     spin = ev.get("spin")
@@ -396,13 +384,24 @@ def _miss_spin(t, ev):
                            + (f" (spin {spin})" if spin is not None else "")})
 
 
-from . import camera_check  # noqa: E402  (it calls back into this module's helpers)
-from .camera_check import zone_cards  # noqa: E402
+def _card_seen(t, ev):
+    """The camera saw a card: camera_check decides, the table applies its verdict."""
+    _no_cards(t, "card_seen")
+    v = camera_check.card_seen(t, ev, expect(t))
+    if isinstance(v, camera_check.Done):
+        return v.table, v.out
+    if isinstance(v, camera_check.Identify):
+        return _identify(t, v.card, "camera")
+    if isinstance(v, camera_check.Deal):
+        t2, out = _card(t, {"type": "card", "card": v.card, "source": "camera"})
+        return t2.but(seen=t2.seen + (Sighting(v.zone, v.card),)), out
+    return _irregular(t, v.code, v.detail, v.item)
+
 
 _HANDLERS = {
     "shoe_loaded": _shoe_loaded, "card": _card, "card_unreadable": _card_unreadable,
     "cut_card": _cut_card, "betting_closed": _betting_closed, "decision": _decision,
     "insurance_closed": _insurance_closed, "decision_timeout": _decision_timeout,
     "pause": _pause, "resume": _resume, "void_round": _void_round,
-    "winning_number": _winning_number, "miss_spin": _miss_spin, "card_seen": camera_check.card_seen,
+    "winning_number": _winning_number, "miss_spin": _miss_spin, "card_seen": _card_seen,
 }

@@ -13,6 +13,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 from controller import get_profile
+from controller.games import Blackjack, game_of
 from controller.analysis import (PATTERNS, Tally, baccarat_exact, pairs_exact, roulette_exact,
                                  simulate)
 from controller.cards import CARDS
@@ -158,7 +159,7 @@ def run(args):
         return 0
     from .profiles_file import load_profile
     profile = load_profile(args.profile_file) if args.profile_file else get_profile(name)
-    if profile.game != "blackjack":
+    if not isinstance(game_of(profile), Blackjack):
         raise SystemExit(f"dealer-station analyze: {name} is not a blackjack profile")
     show = sys.stderr.isatty() and not args.json
 

@@ -313,10 +313,10 @@ class Station:
     def _arm(self, since):
         e = expect(self.table)
         s = self.s
-        if e is not None and e[0] == "decision" and s.decision_s > 0:
+        if e is not None and e.what == "decision" and s.decision_s > 0:
             self.timer = (since + s.decision_s, e,
-                          {"type": "decision_timeout", "seat": e[1], "hand": e[2]})
-        elif e is not None and e[0] == "insurance" and s.insurance_s > 0:
+                          {"type": "decision_timeout", "seat": e.seat, "hand": e.hand})
+        elif e is not None and e.what == "insurance" and s.insurance_s > 0:
             self.timer = (since + s.insurance_s, e, {"type": "insurance_closed"})
         else:
             self.timer = None

@@ -96,11 +96,9 @@ class Panel:
 
 def panel_view(expectation, table):
     """What the lights show for the table's state (a pure function of it)."""
-    deal = None
-    if expectation is not None and expectation[0] == "card":
-        to, seat = expectation[1], expectation[2]
-        deal = f"seat_{seat}" if to == "seat" else to
-    return {"deal": deal, "decision": expectation is not None and expectation[0] in ("decision", "insurance"),
+    e = expectation
+    return {"deal": e.zone if e is not None and e.what == "card" else None,
+            "decision": e is not None and e.what in ("decision", "insurance"),
             "last_round": table.last_round, "shuffle_due": table.phase == "shuffle_due",
             "paused": bool(table.paused)}
 

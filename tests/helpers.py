@@ -1,5 +1,9 @@
 """Small helpers to drive the engine in tests."""
-from controller import get_profile, new_table, step
+import random
+
+from controller import expect, get_profile, new_table, step
+from controller.blackjack import allowed
+from controller.cards import CARDS
 
 
 class Run:
@@ -26,9 +30,7 @@ class Run:
         return self.feed({"type": "shoe_loaded"}, *burn)
 
     def close(self, *seats):
-        if self.profile.game == "baccarat":
-            return self.feed({"type": "betting_closed"})
-        return self.feed({"type": "betting_closed", "seats": list(seats)})
+        return self.feed(self.table.game.betting_closed(list(seats)))
 
     def decide(self, seat, action, hand=0):
         return self.feed({"type": "decision", "seat": seat, "hand": hand, "action": action})
@@ -53,3 +55,68 @@ def ready(profile, burn=("As", "2c")):
     r = Run(profile)
     r.load(*(burn if r.profile.burn else ()))
     return r
+
+
+def shoe(profile, seed):
+    """The cards of `profile`'s shoe, shuffled by `seed`."""
+    cards = list(CARDS) * profile.decks
+    random.Random(seed).shuffle(cards)
+    return cards
+
+
+def drive(profile, cards, rng, max_rounds=8, mischief=0.0):
+    """Play rounds from `cards` with random legal decisions and random seat sets. With
+    probability `mischief` per step, inject an irregular event (a card out of turn, an
+    unreadable card, a pause) and then resume or void. Returns (table, [(input, outputs)])."""
+    t = new_table(profile)
+    log = []
+    i = 0
+    rounds = 0
+
+    def feed(ev):
+        nonlocal t
+        t, out = step(t, ev)
+        log.append((ev, out))
+        return out
+
+    feed({"type": "shoe_loaded"})
+    while i < len(cards):
+        e = expect(t)
+        if t.paused:
+            feed({"type": "resume"} if rng.random() < 0.7 else {"type": "void_round", "reason": "test"}
+                 if t.round is not None else {"type": "resume"})
+            continue
+        if e is not None and rng.random() < mischief:
+            kind = rng.choice(["card", "unreadable", "pause"])
+            if kind == "card" and e.what != "card":
+                feed({"type": "card", "card": cards[i]})
+                i += 1
+            elif kind == "unreadable":
+                feed({"type": "card_unreadable"})
+                i += 1  # that card left the shoe unread
+                if rng.random() < 0.5 and i < len(cards):
+                    feed({"type": "card", "card": cards[i - 1], "source": "manual"})
+            else:
+                feed({"type": "pause", "reason": "test"})
+            continue
+        if e is None:
+            if t.phase != "ready" or rounds >= max_rounds:
+                break
+            rounds += 1
+            seats = (sorted(rng.sample(range(1, profile.seats + 1), rng.randint(1, profile.seats)))
+                     if t.game.takes_seats else None)
+            feed(t.game.betting_closed(seats))
+        elif e.what == "card":
+            feed({"type": "card", "card": cards[i]})
+            i += 1
+        elif e.what == "decision":
+            rnd = t.round
+            s = rnd.seats[rnd.cur_s]
+            if rng.random() < 0.1:
+                feed({"type": "decision_timeout", "seat": e.seat, "hand": e.hand})
+            else:
+                feed({"type": "decision", "seat": e.seat, "hand": e.hand,
+                      "action": rng.choice(allowed(rnd, s, s.hands[e.hand]))})
+        else:
+            feed({"type": "insurance_closed"})
+    return t, log

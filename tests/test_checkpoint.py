@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from controller import get_profile, new_table, step
 from controller import checkpoint as cp
-from test_properties import drive, shoe
+from helpers import drive, shoe
 
 PROFILES = ["luxury21", "european", "lucky7", "punto_banco"]
 

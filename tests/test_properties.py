@@ -1,101 +1,389 @@
-"""Property-based tests over random shoes and random legal decisions, for every profile:
-every card read goes to exactly one place or raises an irregularity, rounds obey the rules,
-and the hole card never shows before it is revealed."""
-import random
+"""The engine as a Hypothesis state machine over its inputs, for every profile: cards (the one
+expected, one out of turn, a foreign one), unreadable cards and their manual identification,
+decisions legal and illegal, timeouts, pause / resume / void, betting_closed, shoe_loaded,
+the cut card, the wheel's numbers, and camera sightings (in the right zone, in another zone,
+before the shoe's read). Hypothesis draws every input, so a failure shrinks to a short story.
+
+After every step: a rejected input changes nothing (the same table object), every card read is
+placed once or raises an irregularity, nothing is announced while paused, and no output mentions
+the face-down hole card before it is revealed. At the end of a run: every round's result follows
+from the cards it was dealt and the rules.
+"""
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import (RuleBasedStateMachine, invariant, rule,
+                                 run_state_machine_as_test)
 
 from controller import expect, get_profile, new_table, step
 from controller.blackjack import allowed
+from controller.camera_check import zone_cards
 from controller.cards import BJ_VALUE, CARDS, hand_total
+from controller.expectation import AwaitCard, AwaitDecision, AwaitInsurance, AwaitResult
+from controller.profiles import with_changes
+from controller.protocol import ACTIONS
+from controller.table import ANNOUNCEMENTS
+from helpers import ready
 
-PROFILES = ["luxury21", "european", "lucky7", "punto_banco"]
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Issue #16: the hole card leaks before its reveal through a camera sighting at the hole's
+# place ahead of the shoe's read (card_confirmed for the dealer zone, or source_mismatch's
+# `read`), through the identification of an unreadable hole card (card_identified), through
+# a camera sighting of the hole card's code in any zone (source_mismatch's `seen`, at once or,
+# for a sighting ahead of a seat's card, when the shoe's read disagrees), and through the
+# shoe's own detail on an unreadable hole card (misread's `detail`). Until that is fixed the
+# machine does not send those inputs (`_leak_path`); test_known_hole_card_leaks pins each one.
+# When #16 is fixed, those tests XPASS (strict: they fail): set this to True and delete them.
+HOLE_LEAKS_FIXED = False
+
+PROFILES = ["luxury21", "european", "lucky7", "punto_banco", "roulette"]
+MACHINE = settings(max_examples=30, stateful_step_count=60, deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
-def drive(profile, cards, rng, max_rounds=8, mischief=0.0):
-    """Play rounds from `cards` with random legal decisions and random seat sets. With
-    probability `mischief` per step, inject an irregular event (a card out of turn, an
-    unreadable card, a pause) and then resume or void. Returns [(input, outputs)]."""
-    t = new_table(profile)
-    log = []
-    i = 0
-    rounds = 0
+def one_deck(profile):
+    """A one-deck copy, so that a foreign card (a read beyond the shoe's copies) and the end of
+    the shoe are reachable within a short run."""
+    if profile.decks == 0:
+        return profile
+    cut = profile.cut_card_from_back
+    return with_changes(profile, decks=1, cut_card_from_back=None if cut is None else min(cut, 15),
+                        cut_card_tolerance=min(profile.cut_card_tolerance, 5))
 
-    def feed(ev):
-        nonlocal t
-        t, out = step(t, ev)
-        log.append((ev, out))
+
+def hidden_hole(t):
+    """(round, card) of the dealer's face-down card while it is not revealed, else None."""
+    r = t.round
+    if r is None or not hasattr(r, "hole_index") or r.revealed or len(r.dealer) <= r.hole_index:
+        return None
+    return r.number, r.dealer[r.hole_index]
+
+
+class EngineMachine(RuleBasedStateMachine):
+    profile = None      # set per profile (machine_for)
+
+    def __init__(self):
+        super().__init__()
+        self.t = new_table(self.profile)
+        self.log = []
+        self.next_card = None       # the camera saw this card land before the shoe read it
+
+    # -- feeding and the per-step checks ---------------------------------------------------
+
+    def feed(self, ev):
+        before = self.t
+        t, out = step(before, ev)
+        self.log.append((ev, out))
+        self.t = t
+        rejected = [o for o in out if o["type"] == "rejected"]
+        if rejected:
+            assert len(out) == 1 and t is before, (ev, out)     # rejection changes nothing
+            return out
+        if t.paused:
+            assert not any(o["type"] in ANNOUNCEMENTS for o in out), (ev, out)
+        self.check_card_placed(before, ev, t, out)
+        self.check_hole_secret(before, ev, t, out)
         return out
 
-    feed({"type": "shoe_loaded"})
-    while i < len(cards):
-        e = expect(t)
+    def check_card_placed(self, before, ev, t, out):
+        """A card read leaves the shoe once and goes to exactly one place in its log; the
+        identification of an unreadable card takes nothing more from the shoe and logs where
+        that card went. Either way something is published about it."""
+        kind = ev["type"]
+        if kind == "card_seen" and self.profile.card_source == "camera":
+            kind = "card" if t.shoe is not before.shoe else None
+        if kind not in ("card", "card_unreadable") or before.shoe is None:
+            return
+        kinds = [o["type"] for o in out]
+        identified = "card_identified" in kinds
+        if identified:
+            assert kind == "card" and ev.get("source", "camera") != "shoe"
+            assert t.shoe.drawn == before.shoe.drawn and t.shoe.unknown == before.shoe.unknown - 1
+            assert t.shoe.log_len == before.shoe.log_len + 1
+            assert sum(p.kind == "misread" for p in t.pending) == \
+                sum(p.kind == "misread" for p in before.pending) - 1
+        else:
+            assert t.shoe.log_len == before.shoe.log_len + 1, (ev, out)
+            assert t.shoe.drawn == before.shoe.drawn + 1, (ev, out)
+            assert "card_dealt" in kinds or "irregularity" in kinds, (ev, out)
+
+    def check_hole_secret(self, before, ev, t, out):
+        """Nothing published before the reveal mentions the face-down card. Its code may appear
+        for the face-up copies of it, and as the echo of the input's own card (another copy,
+        read for another place), but never from the input that placed the hole card, nor from a
+        camera report of the dealer's zone."""
+        hole = hidden_hole(before) or hidden_hole(t)
+        if hole is None:
+            return
+        number, card = hole
+        placed_now = hidden_hole(before) is None
+        echo = (ev.get("card") == card and not placed_now
+                and not (ev["type"] == "card_seen" and ev["zone"] == "dealer"))
+        code = json.dumps(card)
+        # Other copies of that card may be public (several decks): face up on the table, or read
+        # out of turn and held for resume (its summary lists them). The code may appear as often
+        # as they do, and once more as the echo.
+        visible = max(sum(cards.count(card) for cards in zone_cards(x).values())
+                      + sum(p.card == card for p in x.pending if p.kind in ("unexpected", "foreign"))
+                      for x in (before, t))
+        for o in out:
+            if o["type"] == "hole_card_revealed" and o["round"] == number:
+                return
+            if json.dumps(o).count(code) > visible + echo:
+                raise AssertionError(f"the hole card {card} of round {number} leaked before its "
+                                     f"reveal: input {ev} published {o}")
+
+    @invariant()
+    def expectation_is_typed(self):
+        e = expect(self.t)
+        assert e is None or isinstance(e, (AwaitCard, AwaitDecision, AwaitInsurance, AwaitResult))
+        if self.t.paused:
+            assert e is None
+
+    def teardown(self):
+        check_rounds(self.profile, self.log)
+        if self.t.shoe is not None:
+            for _, card, source, dest in self.t.shoe.entries():
+                assert dest in ("burn", "dealer", "player", "banker", "unexpected", "foreign",
+                                "unreadable", "after_end") or dest.startswith("seat:"), dest
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    @property
+    def cards(self):
+        return self.profile.decks > 0
+
+    def available(self):
+        """Cards the shoe may still hold (not foreign)."""
+        s = self.t.shoe
+        return [c for c in CARDS if s is None or not s.is_foreign(c)]
+
+    def zones(self):
+        if self.profile.seats:
+            return ["dealer"] + [f"seat_{i}" for i in range(1, self.profile.seats + 1)]
+        return ["player", "banker"]
+
+    def expected_card(self):
+        e = expect(self.t)
+        return e if e is not None and e.what == "card" else None
+
+    def _leak_path(self, ev):
+        """The inputs that reach a known hole-card leak (issue #16), while it is open."""
+        if HOLE_LEAKS_FIXED or not self.profile.seats:
+            return False
+        t = self.t
+        e = self.expected_card()
+        hole = hidden_hole(t)
+        oldest = next((p for p in t.pending if p.kind == "misread"), None)
+        hole_misread = (oldest is not None and oldest.expect is not None
+                        and oldest.expect.what == "card" and oldest.expect.face == "down")
+        if ev["type"] == "card_seen" and hole is not None and ev["card"] == hole[1]:
+            return True         # echoed in source_mismatch's `seen`, at once or on the shoe's read
+        if ev["type"] == "card_seen" and ev["zone"] == "dealer":
+            return (e is not None and e.to == "dealer" and e.face == "down") or (t.paused and hole_misread)
+        if ev["type"] == "card" and ev.get("source") in ("manual", "camera"):
+            return t.paused and hole_misread
+        return False
+
+    def feed_unless_leak(self, ev):
+        if not self._leak_path(ev):
+            self.feed(ev)
+
+    # -- the rules: the table's natural course, and mischief ------------------------------------
+    # Hypothesis picks among enabled rules evenly; `advance` plays up to ten inputs of the natural
+    # course per call, so rounds get played between the irregular inputs.
+
+    @rule(data=st.data())
+    def advance(self, data):
+        for _ in range(data.draw(st.integers(1, 10), label="steps")):
+            ev = self.natural(data)
+            if ev is None:
+                return
+            self.feed(ev)
+
+    def natural(self, data):
+        """The input a dealer, pit boss and players would give next, or None."""
+        t = self.t
         if t.paused:
-            feed({"type": "resume"} if rng.random() < 0.7 else {"type": "void_round", "reason": "test"}
-                 if t.round is not None else {"type": "resume"})
-            continue
-        if e is not None and rng.random() < mischief:
-            kind = rng.choice(["card", "unreadable", "pause"])
-            if kind == "card" and e[0] != "card":
-                feed({"type": "card", "card": cards[i]})
-                i += 1
-            elif kind == "unreadable":
-                feed({"type": "card_unreadable"})
-                i += 1  # that card left the shoe unread
-                if rng.random() < 0.5 and i < len(cards):
-                    feed({"type": "card", "card": cards[i - 1], "source": "manual"})
-            else:
-                feed({"type": "pause", "reason": "test"})
-            continue
+            misread = next((p for p in t.pending if p.kind == "misread"), None)
+            how = data.draw(st.sampled_from(["resume", "void", "identify", "camera"]), label="boss")
+            if how == "void" and t.round is not None:
+                return {"type": "void_round", "reason": "pit boss"}
+            avail = self.available()
+            if how in ("identify", "camera") and misread is not None and avail:
+                card = data.draw(st.sampled_from(avail), label="identified")
+                where = misread.expect
+                ev = ({"type": "card", "card": card, "source": "manual"} if how == "identify"
+                      or where is None or where.what != "card" or where.to == "burn"
+                      else {"type": "card_seen", "card": card, "zone": where.zone})
+                if not self._leak_path(ev):
+                    return ev
+            return {"type": "resume"}
+        if self.cards and (t.shoe is None or t.phase == "shuffle_due"):
+            self.next_card = None
+            return {"type": "shoe_loaded"}
+        e = expect(t)
         if e is None:
-            if t.phase != "ready" or rounds >= max_rounds:
-                break
-            rounds += 1
-            if profile.game == "baccarat":
-                feed({"type": "betting_closed"})
-            else:
-                seats = sorted(rng.sample(range(1, profile.seats + 1), rng.randint(1, profile.seats)))
-                feed({"type": "betting_closed", "seats": seats})
-        elif e[0] == "card":
-            feed({"type": "card", "card": cards[i]})
-            i += 1
-        elif e[0] == "decision":
+            if t.round is not None or t.phase not in ("ready",):
+                return None
+            return self.closing(data, valid=True)
+        if e.what == "card":
+            avail = self.available()
+            if not avail:
+                return None
+            card = (self.next_card if self.next_card in avail
+                    else data.draw(st.sampled_from(avail), label="card"))
+            self.next_card = None
+            return {"type": "card", "card": card}
+        if e.what == "decision":
             rnd = t.round
             s = rnd.seats[rnd.cur_s]
-            if rng.random() < 0.1:
-                feed({"type": "decision_timeout", "seat": e[1], "hand": e[2]})
-            else:
-                feed({"type": "decision", "seat": e[1], "hand": e[2],
-                      "action": rng.choice(allowed(rnd, s, s.hands[e[2]]))})
+            if data.draw(st.integers(0, 9), label="timeout?") == 0:
+                return {"type": "decision_timeout", "seat": e.seat, "hand": e.hand}
+            return {"type": "decision", "seat": e.seat, "hand": e.hand,
+                    "action": data.draw(st.sampled_from(allowed(rnd, s, s.hands[e.hand])),
+                                        label="action")}
+        if e.what == "insurance":
+            return {"type": "insurance_closed"}
+        return {"type": "winning_number", "number": data.draw(st.integers(0, 36), label="number")}
+
+    def closing(self, data, valid):
+        p = self.profile
+        if not p.seats:
+            return {"type": "betting_closed"}
+        seats = st.lists(st.integers(1, p.seats), min_size=1, max_size=p.seats, unique=True)
+        if not valid:
+            seats = seats | st.just([0]) | st.just([p.seats + 1])
+        return {"type": "betting_closed", "seats": sorted(data.draw(seats, label="seats"))}
+
+    @rule(data=st.data())
+    def mischief(self, data):
+        kinds = ["betting_closed", "decision", "decision_timeout", "insurance_closed", "pause",
+                 "resume", "void_round"]
+        if self.cards:
+            kinds += ["shoe_loaded", "cut_card", "card_out_of_turn", "card_unreadable",
+                      "manual_identification", "seen_anywhere"]
+            if self.t.shoe is not None and any(self.t.shoe.is_foreign(c) for c in CARDS):
+                kinds.append("foreign_card")
+            if self.placed():
+                kinds += ["seen_where_placed", "seen_in_another_zone"]
+            e = self.expected_card()
+            if e is not None and e.to != "burn":
+                kinds.append("seen_before_the_shoe_read")
         else:
-            feed({"type": "insurance_closed"})
-    return t, log
+            kinds += ["winning_number", "miss_spin"]
+        kind = data.draw(st.sampled_from(kinds), label="mischief")
+        ev = getattr(self, "m_" + kind)(data)
+        if ev is not None and not self._leak_path(ev):
+            self.feed(ev)
+            if kind == "seen_before_the_shoe_read" and data.draw(st.booleans(), label="same?"):
+                self.next_card = ev["card"]     # the shoe then reads the card the camera saw
+
+    # each m_* returns one input (any may be rejected: that is checked too)
+
+    def m_shoe_loaded(self, data):
+        self.next_card = None
+        return {"type": "shoe_loaded"}
+
+    def m_cut_card(self, data):
+        return {"type": "cut_card"}
+
+    def m_card_out_of_turn(self, data):
+        """A card whenever: out of turn when nothing (or a decision) is awaited."""
+        avail = self.available()
+        return {"type": "card", "card": data.draw(st.sampled_from(avail))} if avail else None
+
+    def m_foreign_card(self, data):
+        foreign = [c for c in CARDS if self.t.shoe.is_foreign(c)]
+        return {"type": "card", "card": data.draw(st.sampled_from(foreign))}
+
+    def m_card_unreadable(self, data):
+        return {"type": "card_unreadable"}
+
+    def m_manual_identification(self, data):
+        avail = self.available() or list(CARDS)
+        return {"type": "card", "card": data.draw(st.sampled_from(avail)), "source": "manual"}
+
+    def m_betting_closed(self, data):
+        return self.closing(data, valid=False)
+
+    def m_decision(self, data):
+        """Any decision: mostly illegal (out of turn, not allowed, no decision awaited)."""
+        return {"type": "decision", "seat": data.draw(st.integers(0, 8)),
+                "hand": data.draw(st.integers(0, 3)), "action": data.draw(st.sampled_from(ACTIONS))}
+
+    def m_decision_timeout(self, data):
+        return {"type": "decision_timeout", "seat": data.draw(st.integers(0, 8)),
+                "hand": data.draw(st.integers(0, 3))}
+
+    def m_insurance_closed(self, data):
+        return {"type": "insurance_closed"}
+
+    def m_pause(self, data):
+        return {"type": "pause", "reason": "pit boss"}
+
+    def m_resume(self, data):
+        return {"type": "resume"}
+
+    def m_void_round(self, data):
+        return {"type": "void_round", "reason": "pit boss"}
+
+    def m_winning_number(self, data):
+        spin = data.draw(st.none() | st.integers(0, 999))
+        return {"type": "winning_number", "number": data.draw(st.integers(0, 36)),
+                **({} if spin is None else {"spin": spin})}
+
+    def m_miss_spin(self, data):
+        return {"type": "miss_spin"}
+
+    def placed(self):
+        t = self.t
+        zc = zone_cards(t) if t.round is not None else dict(t.finished[1]) if t.finished else {}
+        return [(z, c) for z, cards in zc.items() for c in cards]
+
+    def m_seen_where_placed(self, data):
+        zone, card = data.draw(st.sampled_from(self.placed()))
+        return {"type": "card_seen", "card": card, "zone": zone}
+
+    def m_seen_in_another_zone(self, data):
+        zone, card = data.draw(st.sampled_from(self.placed()))
+        other = data.draw(st.sampled_from([z for z in self.zones() if z != zone]))
+        return {"type": "card_seen", "card": card, "zone": other}
+
+    def m_seen_before_the_shoe_read(self, data):
+        """The camera sees the card land before the shoe's read arrives; the shoe then reads
+        the same card, or (a fault) another."""
+        avail = self.available()
+        if not avail:
+            return None
+        return {"type": "card_seen", "card": data.draw(st.sampled_from(avail)),
+                "zone": self.expected_card().zone}
+
+    def m_seen_anywhere(self, data):
+        return {"type": "card_seen", "card": data.draw(st.sampled_from(CARDS)),
+                "zone": data.draw(st.sampled_from(self.zones()))}
 
 
-def shoe(profile, seed):
-    cards = list(CARDS) * profile.decks
-    random.Random(seed).shuffle(cards)
-    return cards
+def machine_for(profile):
+    return type(f"Machine_{profile.name}_{profile.decks}", (EngineMachine,), {"profile": profile})
 
 
-def check_every_card_accounted(t, log):
-    reads = 0
-    placed = 0
-    for ev, out in log:
-        assert sum(o["type"] == "rejected" for o in out) == 0, (ev, out)
-        if ev["type"] in ("card", "card_unreadable"):
-            reads += 1
-            n = sum(o["type"] in ("card_dealt", "irregularity", "card_identified") for o in out)
-            assert n >= 1, (ev, out)
-            placed += 1
-    assert t.shoe.log_len == reads
-    for seq, card, source, dest in t.shoe.entries():
-        assert dest in ("burn", "dealer", "player", "banker", "unexpected", "foreign", "unreadable",
-                        "after_end") or dest.startswith("seat:"), dest
+CASES = [(n, 1) for n in PROFILES] + [("luxury21", None), ("punto_banco", None)]
 
+
+@pytest.mark.parametrize("name,decks", CASES)
+def test_engine_state_machine(name, decks):
+    p = get_profile(name)
+    run_state_machine_as_test(machine_for(one_deck(p) if decks == 1 else p), settings=MACHINE)
+
+
+def test_engine_state_machine_camera_as_card_source():
+    p = with_changes(one_deck(get_profile("luxury21")), card_source="camera")
+    run_state_machine_as_test(machine_for(p), settings=MACHINE)
+
+
+# -- the rules a finished round must obey -----------------------------------------------------
 
 def check_rounds(profile, log):
     outs = [o for _, out in log for o in out]
@@ -106,10 +394,13 @@ def check_rounds(profile, log):
             dealt.setdefault(o["round"], []).append(o)
         if o["type"] == "hole_card_revealed":
             hole[o["round"]] = o["card"]
-    results = [o for o in outs if o["type"] == "round_result"]
-    for res in results:
+    voided = {o["round"] for o in outs if o["type"] == "round_voided"}
+    for res in (o for o in outs if o["type"] == "round_result"):
+        assert res["round"] not in voided
+        if res["game"] == "roulette":
+            continue
         cards = dealt[res["round"]]
-        if profile.game == "baccarat":
+        if res["game"] == "baccarat":
             assert [c["card"] for c in cards if c["to"] == "player"] == res["player"]["cards"]
             assert [c["card"] for c in cards if c["to"] == "banker"] == res["banker"]["cards"]
             continue
@@ -157,51 +448,27 @@ def _outcome(h, dealer):
     return "push" if h["total"] == dealer["total"] else "lose"
 
 
-@pytest.mark.parametrize("name", PROFILES)
-@SETTINGS
-@given(seed=st.integers(0, 2**32 - 1))
-def test_random_shoes_and_decisions_obey_the_rules(name, seed):
-    profile = get_profile(name)
-    rng = random.Random(seed)
-    t, log = drive(profile, shoe(profile, seed), rng)
-    check_every_card_accounted(t, log)
-    check_rounds(profile, log)
-
-
-@pytest.mark.parametrize("name", PROFILES)
-@SETTINGS
-@given(seed=st.integers(0, 2**32 - 1))
-def test_irregularities_never_lose_a_card_or_break_a_round(name, seed):
-    profile = get_profile(name)
-    rng = random.Random(seed)
-    t, log = drive(profile, shoe(profile, seed), rng, mischief=0.08)
-    kinds = {o["type"] for _, out in log for o in out}
-    assert "round_started" in kinds
-    check_every_card_accounted(t, log)
-    check_rounds(profile, log)
-    assert not any(o["type"] == "round_result" and o["round"] in
-                   {x["round"] for _, out in log for x in out if x["type"] == "round_voided"}
-                   for _, out in log for o in out)
-
+# -- the hole card, by difference ----------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["luxury21", "european", "lucky7"])
-@SETTINGS
-@given(seed=st.integers(0, 2**32 - 1), other=st.sampled_from(CARDS))
-def test_the_hole_card_cannot_be_learned_before_it_is_revealed(name, seed, other):
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rng=st.randoms(use_true_random=False), other=st.sampled_from(CARDS))
+def test_the_hole_card_cannot_be_learned_before_it_is_revealed(name, rng, other):
     """Two shoes that differ only in the first round's hole card publish the same outputs up to
-    the reveal: nothing published before it depends on the hole card."""
+    the reveal: nothing published before it depends on the hole card. (Hypothesis' random
+    shrinks, unlike a drawn seed.)"""
     profile = get_profile(name)
-    cards = shoe(profile, seed)
-    burn = 0
-    if profile.burn:
-        burn = 1 + BJ_VALUE[cards[0]]
+    cards = list(CARDS) * profile.decks
+    rng.shuffle(cards)
+    state = rng.getstate()
+    burn = 1 + BJ_VALUE[cards[0]] if profile.burn else 0
     seats = 7
     hole = burn + (seats * 2 + 1 if profile.dealer_order == "up_hole" else seats)
     changed = list(cards)
     changed[hole] = other
     runs = []
     for c in (cards, changed):
-        rng = random.Random(seed)
+        rng.setstate(state)
         t = new_table(profile)
         seen = []
         i = 0
@@ -216,14 +483,14 @@ def test_the_hole_card_cannot_be_learned_before_it_is_revealed(name, seed, other
             e = expect(t)
             if e is None:
                 ev = {"type": "betting_closed", "seats": list(range(1, 8))}
-            elif e[0] == "card":
+            elif e.what == "card":
                 ev = {"type": "card", "card": c[i]}
                 i += 1
-            elif e[0] == "decision":
+            elif e.what == "decision":
                 rnd = t.round
                 s = rnd.seats[rnd.cur_s]
-                ev = {"type": "decision", "seat": e[1], "hand": e[2],
-                      "action": rng.choice(allowed(rnd, s, s.hands[e[2]]))}
+                ev = {"type": "decision", "seat": e.seat, "hand": e.hand,
+                      "action": rng.choice(allowed(rnd, s, s.hands[e.hand]))}
             else:
                 ev = {"type": "insurance_closed"}
         runs.append(seen)
@@ -232,3 +499,67 @@ def test_the_hole_card_cannot_be_learned_before_it_is_revealed(name, seed, other
     a, b = runs
     n = min(len(a), len(b))
     assert n > 0 and a[:n] == b[:n]
+
+
+# -- the known leaks (issue #16), pinned -----------------------------------------------------------
+
+def _to_the_hole(*extra):
+    """luxury21, seat 1 in play, dealt up to the hole card (face down, dealt next)."""
+    r = ready("luxury21")
+    r.close(1)
+    r.feed("9c", "5d", "8h", *extra)
+    assert expect(r.table) == ("card", "dealer", None, None, "down") or extra
+    return r
+
+
+def _published(outputs, card):
+    return [o for o in outputs if json.dumps(card) in json.dumps(o)]
+
+
+LEAK = pytest.mark.xfail(strict=True, reason="issue #16: the hole card leaks before its reveal; "
+                                             "when this passes, set HOLE_LEAKS_FIXED = True")
+
+
+@LEAK
+def test_known_leak_camera_sees_the_hole_place_first_and_the_shoe_confirms():
+    r = _to_the_hole()
+    r.feed({"type": "card_seen", "zone": "dealer", "card": "Ks"})
+    assert not _published(r.feed("Ks"), "Ks")           # card_confirmed, zone dealer, Ks
+
+
+@LEAK
+def test_known_leak_camera_sees_the_hole_place_first_and_the_shoe_disagrees():
+    r = _to_the_hole()
+    r.feed({"type": "card_seen", "zone": "dealer", "card": "2h"})
+    assert not _published(r.feed("Ks"), "Ks")           # source_mismatch, read: [Ks]
+
+
+@LEAK
+def test_known_leak_camera_reports_the_hole_card_in_the_dealer_zone():
+    r = _to_the_hole("Ks")
+    assert not _published(r.feed({"type": "card_seen", "zone": "dealer", "card": "Ks"}), "Ks")
+
+
+@LEAK
+def test_known_leak_an_unreadable_hole_card_identified_by_hand():
+    r = _to_the_hole({"type": "card_unreadable"})
+    assert not _published(r.feed({"type": "card", "card": "Ks", "source": "manual"}), "Ks")
+
+
+@LEAK
+def test_known_leak_the_shoe_s_detail_on_an_unreadable_hole_card():
+    r = _to_the_hole()
+    assert not _published(r.feed({"type": "card_unreadable", "detail": {"partial": "Ks"}}), "Ks")
+
+
+@LEAK
+def test_known_leak_a_camera_sighting_of_the_hole_code_ahead_of_a_seat_card():
+    """Found by the state machine (lucky7: the hole card is dealt before the seats' second
+    cards): the camera reports the hole card's code at a seat before the shoe's read there; the
+    shoe reads another card and the source_mismatch publishes what the camera saw."""
+    r = ready("lucky7")
+    r.close(6)
+    r.feed("7c", "4d")                                   # seat 6, then the hole card
+    assert expect(r.table) == ("card", "seat", 6, 0, "up")
+    r.feed({"type": "card_seen", "zone": "seat_6", "card": "4d"})
+    assert not _published(r.feed("7s"), "4d")            # source_mismatch, seen: 4d
