@@ -261,7 +261,7 @@ class Station:
         if kinds & STATUS_CHANGES:
             effects.append(self.status_effect())
         if self.s.archive and ("shoe_started" in kinds or (
-                t.profile.game == "roulette" and "round_result" in kinds
+                not t.game.uses_cards and "round_result" in kinds
                 and t.rounds % self.s.archive_rounds == 0)):
             effects.append(Archive())     # the dealer is shuffling: a quiet moment
         return effects, messages, reply
