@@ -62,6 +62,11 @@ def card_seen(t, ev, e):
             {"type": "card_confirmed", "round": t.round.number, "card": card, "zone": zone}])
     if confirmed:
         return Done(t, [])  # seen again (a hand hid it a while, the daemon restarted): nothing new
+    hidden = t.game.hidden(t.round) if t.round is not None else None
+    if hidden == (zone, card):
+        # the hole card seen face up where it lies: exposed (RULES.md, dealer errors); its code
+        # goes nowhere, the journal keeps the sighting
+        return Irregular("exposed_hole_card", {"zone": zone}, Pending("seen", None, None))
     if (e is not None and e.what == "card" and e.to != "burn" and e.zone == zone
             and not any(z == zone for z, _ in t.early)):
         return Done(t.but(early=t.early + (Sighting(zone, card),)), [])  # ahead of the shoe's read
@@ -74,8 +79,14 @@ def card_seen(t, ev, e):
     for z, c in t.seen:
         if z == zone and c in unconfirmed:
             unconfirmed.remove(c)
-    return Irregular("source_mismatch", {"zone": zone, "seen": card, "read": unconfirmed},
-                     Pending("seen", card, None))
+    return Irregular("source_mismatch", {"zone": zone, "seen": withheld(t, card),
+                                         "read": unconfirmed}, Pending("seen", card, None))
+
+
+def withheld(t, card):
+    """What the camera saw, as an output may name it: nothing while a hole card lies unrevealed
+    (the camera's card might be it, and naming it only when it is not would tell as much)."""
+    return None if t.round is not None and t.game.hidden(t.round) else card
 
 
 def seen_after_result(t, card, zone):
@@ -107,16 +118,22 @@ def after_result(code, number, detail):
 
 def match_early(t, card, e, out):
     """The shoe's card for place `e` arrived; the camera may have seen a card there first (held
-    in `t.early`). Returns (table, outputs, mismatch): the same card is confirmed (a
-    card_confirmed right after its card_dealt); another card gives the source_mismatch detail
-    for the table to raise."""
+    in `t.early`). Returns (table, outputs, irregularity): the same card is confirmed (a
+    card_confirmed right after its card_dealt); another card gives a source_mismatch, as
+    (code, detail) for the table to raise. At the hole card's place nothing names a card: the
+    camera seeing the hole card there is an exposed hole card, another card a mismatch."""
     zone = e.zone
     early = next((x for x in t.early if x[0] == zone), None)
     if early is None:
         return t, out, None
     t = t.but(early=tuple(x for x in t.early if x is not early))
+    if e.face == "down":
+        if early[1] == card:
+            return t, out, ("exposed_hole_card", {"zone": zone})
+        return t, out, ("source_mismatch", {"zone": zone, "seen": None, "read": []})
     if early[1] != card:
-        return t, out, {"zone": zone, "seen": early[1], "read": [card]}
+        return t, out, ("source_mismatch", {"zone": zone, "seen": withheld(t, early[1]),
+                                            "read": [card]})
     i = next(i for i, o in enumerate(out) if o["type"] == "card_dealt") + 1
     out = out[:i] + [{"type": "card_confirmed", "round": t.round.number, "card": card,
                       "zone": zone}] + out[i:]

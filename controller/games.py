@@ -18,6 +18,11 @@ class Game:
     rules = None               # the module with expect / announce / on_card
     payouts = ()               # the pay-table keys a profile of this game must give
 
+    def hidden(self, rnd):
+        """(zone, card) of a card dealt face down and not yet revealed (the hole card), or
+        None. No output may name it before its reveal (issue #16)."""
+        return None
+
     def profile_problem(self, p):
         """(key, why) where profile `p` does not fit this game, else None."""
         if self.uses_cards != (p.decks != 0):
@@ -90,6 +95,11 @@ class Blackjack(Game):
 
     def over(self, rnd):
         return rnd.phase == "over"
+
+    def hidden(self, rnd):
+        if rnd is not None and not rnd.revealed and len(rnd.dealer) > rnd.hole_index:
+            return "dealer", rnd.dealer[rnd.hole_index]
+        return None
 
     def zones(self, rnd):
         out = {f"seat_{s.seat}": list(s.dealt) for s in rnd.seats}

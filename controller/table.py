@@ -173,13 +173,14 @@ def _deliver(t, card, source, e, logged=False):
     t = t.but(shoe=shoe, round=rnd)
     if not t.early:
         return _after_round_step(t, out)
-    t, out, mismatch = camera_check.match_early(t, card, e, out)
+    t, out, irregular = camera_check.match_early(t, card, e, out)
     t, out = _after_round_step(t, out)
-    if mismatch is None:
+    if irregular is None:
         return t, out
+    code, detail = irregular
     if t.round is None:      # that card ended the round: the result stands, reported for review
-        return t, out + [camera_check.after_result("source_mismatch", rnd.number, mismatch)]
-    t, more = _irregular(t, "source_mismatch", mismatch, Pending("seen", mismatch["seen"], None))
+        return t, out + [camera_check.after_result(code, rnd.number, detail)]
+    t, more = _irregular(t, code, detail, Pending("seen", detail.get("seen"), None))
     return t, out + more
 
 
@@ -237,7 +238,9 @@ def _identify(t, card, source):
     # The unreadable card is delivered where the table then expected a card, if it still does.
     live = t.but(paused=None)
     e = expect(live)
-    out = [{"type": "card_identified", "card": card, "source": source,
+    # the hole card identified is the hole card still: not named until its reveal
+    hole = was is not None and was.what == "card" and was.face == "down"
+    out = [{"type": "card_identified", "card": None if hole else card, "source": source,
             "round": t.round.number if t.round is not None else None}]
     if was is not None and was.what == "card" and e == was:
         shoe = shoe.identify(card, source, e.dest)
@@ -252,8 +255,9 @@ def _card_unreadable(t, ev):
     source = ev["source"]
     shoe = t.shoe
     detail = {"source": source}
-    if "detail" in ev:
-        detail["detail"] = ev["detail"]
+    e = expect(t)
+    if "detail" in ev and not (e is not None and e.what == "card" and e.face == "down"):
+        detail["detail"] = ev["detail"]   # never for the hole card: a reader's detail may name it
     if shoe is not None:
         t = t.but(shoe=shoe.record(None, source, "unreadable"))
     return _irregular(t, "misread", detail, Pending("misread", None, expect(t)))

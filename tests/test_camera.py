@@ -1,6 +1,7 @@
 """Camera recognition on rendered frames: barcodes (both decoders) and visual rank/suit under every
 condition, tracking, a whole dealt round through the virtual camera, and the engine's
 cross-check of the camera against the shoe."""
+import json
 import queue
 
 import cv2
@@ -163,14 +164,17 @@ def test_right_card_wrong_zone_is_a_misplaced_card():
     assert one(out, "irregularity")["detail"]["expected_zone"] == "seat_2"
 
 
-def test_a_different_card_is_a_source_mismatch_and_the_hole_card_cannot_be_confirmed():
+def test_a_different_card_is_a_source_mismatch_and_the_hole_card_seen_is_an_exposure():
     r = dealt()
     out = r.feed({"type": "card_seen", "card": "Qs", "zone": "seat_2"})
     irr = one(out, "irregularity")
     assert irr["code"] == "source_mismatch" and irr["detail"]["read"] == ["9d", "Kh"]
+    assert irr["detail"]["seen"] is None      # withheld while the hole card lies unrevealed
     r.feed({"type": "resume"})
     out = r.feed({"type": "card_seen", "card": "2c", "zone": "dealer"})   # the face-down card
-    assert one(out, "irregularity")["code"] == "source_mismatch"
+    irr = one(out, "irregularity")
+    assert irr["code"] == "exposed_hole_card" and irr["detail"] == {"zone": "dealer"}
+    assert "2c" not in json.dumps(out)
 
 
 def test_the_camera_resolves_an_unreadable_card():

@@ -27,15 +27,11 @@ from controller.protocol import ACTIONS
 from controller.table import ANNOUNCEMENTS
 from helpers import ready
 
-# Issue #16: the hole card leaks before its reveal through a camera sighting at the hole's
-# place ahead of the shoe's read (card_confirmed for the dealer zone, or source_mismatch's
-# `read`), through the identification of an unreadable hole card (card_identified), through
-# a camera sighting of the hole card's code in any zone (source_mismatch's `seen`, at once or,
-# for a sighting ahead of a seat's card, when the shoe's read disagrees), and through the
-# shoe's own detail on an unreadable hole card (misread's `detail`). Until that is fixed the
-# machine does not send those inputs (`_leak_path`); test_known_hole_card_leaks pins each one.
-# When #16 is fixed, those tests XPASS (strict: they fail): set this to True and delete them.
-HOLE_LEAKS_FIXED = False
+# Issue #16: the hole card once leaked before its reveal through a camera sighting at the hole's
+# place ahead of the shoe's read, the identification of an unreadable hole card, a camera
+# sighting of the hole card's code in any zone, and the shoe's own detail on an unreadable hole
+# card. All closed (test_no_leak_*); the machine sends those inputs too.
+HOLE_LEAKS_FIXED = True
 
 PROFILES = ["luxury21", "european", "lucky7", "punto_banco", "roulette"]
 MACHINE = settings(max_examples=30, stateful_step_count=60, deadline=None,
@@ -501,7 +497,7 @@ def test_the_hole_card_cannot_be_learned_before_it_is_revealed(name, rng, other)
     assert n > 0 and a[:n] == b[:n]
 
 
-# -- the known leaks (issue #16), pinned -----------------------------------------------------------
+# -- the paths the hole card once leaked by (issue #16), each closed -----------------------------------------------------------
 
 def _to_the_hole(*extra):
     """luxury21, seat 1 in play, dealt up to the hole card (face down, dealt next)."""
@@ -516,44 +512,34 @@ def _published(outputs, card):
     return [o for o in outputs if json.dumps(card) in json.dumps(o)]
 
 
-LEAK = pytest.mark.xfail(strict=True, reason="issue #16: the hole card leaks before its reveal; "
-                                             "when this passes, set HOLE_LEAKS_FIXED = True")
-
-
-@LEAK
-def test_known_leak_camera_sees_the_hole_place_first_and_the_shoe_confirms():
+def test_no_leak_camera_sees_the_hole_place_first_and_the_shoe_confirms():
     r = _to_the_hole()
     r.feed({"type": "card_seen", "zone": "dealer", "card": "Ks"})
     assert not _published(r.feed("Ks"), "Ks")           # card_confirmed, zone dealer, Ks
 
 
-@LEAK
-def test_known_leak_camera_sees_the_hole_place_first_and_the_shoe_disagrees():
+def test_no_leak_camera_sees_the_hole_place_first_and_the_shoe_disagrees():
     r = _to_the_hole()
     r.feed({"type": "card_seen", "zone": "dealer", "card": "2h"})
     assert not _published(r.feed("Ks"), "Ks")           # source_mismatch, read: [Ks]
 
 
-@LEAK
-def test_known_leak_camera_reports_the_hole_card_in_the_dealer_zone():
+def test_no_leak_camera_reports_the_hole_card_in_the_dealer_zone():
     r = _to_the_hole("Ks")
     assert not _published(r.feed({"type": "card_seen", "zone": "dealer", "card": "Ks"}), "Ks")
 
 
-@LEAK
-def test_known_leak_an_unreadable_hole_card_identified_by_hand():
+def test_no_leak_an_unreadable_hole_card_identified_by_hand():
     r = _to_the_hole({"type": "card_unreadable"})
     assert not _published(r.feed({"type": "card", "card": "Ks", "source": "manual"}), "Ks")
 
 
-@LEAK
-def test_known_leak_the_shoe_s_detail_on_an_unreadable_hole_card():
+def test_no_leak_the_shoe_s_detail_on_an_unreadable_hole_card():
     r = _to_the_hole()
     assert not _published(r.feed({"type": "card_unreadable", "detail": {"partial": "Ks"}}), "Ks")
 
 
-@LEAK
-def test_known_leak_a_camera_sighting_of_the_hole_code_ahead_of_a_seat_card():
+def test_no_leak_a_camera_sighting_of_the_hole_code_ahead_of_a_seat_card():
     """Found by the state machine (lucky7: the hole card is dealt before the seats' second
     cards): the camera reports the hole card's code at a seat before the shoe's read there; the
     shoe reads another card and the source_mismatch publishes what the camera saw."""
