@@ -79,9 +79,13 @@ def test_visual_recognition_refuses_rather_than_guesses(templates, cond):
 def test_templates_save_and_load(templates, tmp_path):
     templates.save(tmp_path)
     t2 = Templates.load(tmp_path)
-    assert set(t2.ranks) == set("A23456789TJQK") and set(t2.suits) == set("shdc")
-    (tmp_path / "rank_A.png").unlink()
-    with pytest.raises(ValueError, match="missing template rank_A.png"):
+    assert set(t2.patches) == set(CARDS) and t2.box == templates.box
+    assert t2.card_size == pytest.approx(templates.card_size)
+    (tmp_path / "index_As.png").unlink()
+    with pytest.raises(ValueError, match="missing template index_As.png"):
+        Templates.load(tmp_path)
+    (tmp_path / "deck.json").unlink()
+    with pytest.raises(ValueError, match="no deck.json"):
         Templates.load(tmp_path)
 
 

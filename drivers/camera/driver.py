@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 
 from ..events import DeviceState
-from .recognize import find_cards, read_codes, rectify
+from .recognize import read_codes
 from .tracker import ZoneTracker
 from .video import Capture, open_source
 
@@ -82,6 +82,8 @@ class CameraDriver:
         self.codebook = codebook
         self.recognizer = recognizer
         self.tracker = ZoneTracker(stable, gone)
+        # a card turned any way whose centre lies in the zone reaches half its diagonal beyond it
+        self.margin = (int(np.hypot(*recognizer.t.card_size) / 2) + 4) if mode == "visual" else 8
         self.stats = {"frames": 0, "decode_s": 0.0, "unknown_codes": 0, "refused": 0}
         self._last = {}
         self._stop = threading.Event()
@@ -94,20 +96,13 @@ class CameraDriver:
                                         self.codebook, inside)
             self.stats["unknown_codes"] += len(unknown)
             return cards
-        cards = []
-        for q in find_cards(crop):
-            if inside is not None and not inside(*q.mean(axis=0)):
-                continue
-            card, _ = self.recognizer.read(rectify(crop, q))
-            if card is None:
-                self.stats["refused"] += 1
-            else:
-                cards.append(card)
+        cards = [c for c, _ in self.recognizer.read_image(crop, inside)]
+        self.stats["refused"] += self.recognizer.refused
         return cards
 
     def process(self, frame, emit):
         t0 = time.perf_counter()
-        for name, crop, inside in self.zones.crops(frame):
+        for name, crop, inside in self.zones.crops(frame, self.margin):
             # a zone that has not changed and whose cards are all reported needs no new read
             thumb = cv2.resize(crop, (24, 32), interpolation=cv2.INTER_AREA).astype(np.int16)
             prev = self._last.get(name)

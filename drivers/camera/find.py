@@ -1,0 +1,150 @@
+"""Finding card faces in an image whatever the table: green, blue or red felt, grey, white or wood,
+under uneven light; at any angle; their size from the calibration, not constants.
+
+A card face is the whitest thing on a table: its darkest colour channel is high where a felt,
+wood or a tinted laminate has one channel low, and a white table is still a little darker than
+card stock. The image's min-channel is thresholded at a few levels below its brightest pixels;
+a blob that is card-shaped at some level (a filled rectangle of the card's proportions and, when
+known, its measured size) is a card. Overlapping cards merge into one blob that is not
+card-shaped: its right-angled convex corners are where single cards' corners show (find_corners).
+"""
+import math
+
+import cv2
+import numpy as np
+
+LEVELS = (18, 36, 60, 90, 125, 160)   # below the brightest pixels: stock under glare, in shadow
+
+
+def whiteness(bgr):
+    b, g, r = cv2.split(bgr)
+    return cv2.min(cv2.min(b, g), r)
+
+
+def _masks(bgr, card_size):
+    w = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0)
+    top = float(np.percentile(w[::2, ::2], 99.5))
+    floor = float(np.median(w[::2, ::2]))
+    for d in LEVELS:
+        level = top - d
+        if level <= floor + 12 and d != LEVELS[0]:
+            break            # below the table itself: the table would join every card
+        yield "level", cv2.threshold(w, level, 255, cv2.THRESH_BINARY)[1]
+    # A white or unevenly lit table: a card is brighter than the table around it, not than the
+    # whole image. The white top-hat (the image less its opening by a square larger than a
+    # card, at an eighth of the resolution: a square is separable, fast) takes the table's own
+    # light away.
+    h, wd = w.shape
+    small = cv2.resize(w, (max(wd // 8, 4), max(h // 8, 4)), interpolation=cv2.INTER_AREA)
+    k = int(1.05 * math.hypot(*card_size) / 8) if card_size else int(0.8 * min(small.shape))
+    k = max(3, min(k, min(small.shape) - 1)) | 1
+    bg = cv2.morphologyEx(small, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
+    bg = cv2.resize(cv2.GaussianBlur(bg, (0, 0), 1), (wd, h), interpolation=cv2.INTER_LINEAR)
+    hat = cv2.subtract(w, bg)
+    # A shadow across a card: its outline is still a sharp edge where the shadow's is soft.
+    # Used only where no threshold found the card (its outline lies a pixel or two off).
+    yield "edges", cv2.morphologyEx(cv2.Canny(w, 20, 45), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    peak = float(np.percentile(hat[::2, ::2], 99.5))
+    for f in (0.6, 0.4):
+        if peak * f > 10:
+            yield "tophat", cv2.threshold(hat, peak * f, 255, cv2.THRESH_BINARY)[1]
+
+
+def _size_ok(area, card_size, shape):
+    if card_size:
+        expect = card_size[0] * card_size[1]
+        return 0.6 * expect <= area <= 1.45 * expect
+    return 0.01 * shape[0] * shape[1] <= area <= 0.9 * shape[0] * shape[1]
+
+
+def find_cards(bgr, card_size=None, with_blobs=False):
+    """Quadrilaterals of whole card faces (4x2 float32, tl tr br bl, the long side from tl to bl).
+    `card_size` (w, h) in pixels narrows the search to cards of that size; with `with_blobs`,
+    also the contours that were too big to be one card (overlapping cards), for find_corners."""
+    found, blobs = [], []
+    for kind, mask in _masks(bgr, card_size):
+        contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+        for c in contours:
+            if len(c) < 8:
+                continue
+            # the hull: a court card's picture may cut its white frame open at one point
+            c = cv2.convexHull(c)
+            area = cv2.contourArea(c)
+            if area < 200:
+                continue
+            (cx, cy), (rw, rh), _ = rect = cv2.minAreaRect(c)
+            if not rw or not rh:
+                continue
+            aspect = max(rw, rh) / min(rw, rh)
+            if area >= 0.9 * rw * rh and 1.22 <= aspect <= 1.75 and _size_ok(area, card_size, mask.shape):
+                approx = cv2.approxPolyDP(c, 0.04 * cv2.arcLength(c, True), True)
+                quad = approx if len(approx) == 4 and cv2.isContourConvex(approx) else cv2.boxPoints(rect)
+                found.append((kind == "edges", -area, _order(np.float32(quad).reshape(4, 2))))
+            elif kind != "edges" and card_size and area > 0.8 * card_size[0] * card_size[1]:
+                blobs.append(c)
+    quads = []
+    # thresholds before edges, and the largest first: the least eroded outline
+    for _, _, q in sorted(found, key=lambda x: x[:2]):
+        c = q.mean(axis=0)
+        if all(np.linalg.norm(c - p.mean(axis=0)) > 0.3 * _short(p) for p in quads):
+            quads.append(q)
+    return (quads, blobs) if with_blobs else quads
+
+
+def find_corners(blob, card_size, quads=()):
+    """Index-corner hypotheses in a blob of overlapping cards: at each convex corner of about 90
+    degrees, a card of the measured size is laid in each of the ways that corner can belong to
+    it. Returns 4x2 quads (tl tr br bl) whose tl or br is that corner; those coinciding with a
+    whole card already found are left out. Reading decides which hypotheses hold: a corner
+    with no clear index is refused, never guessed."""
+    w, h = card_size
+    poly = cv2.approxPolyDP(blob, 0.012 * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
+    if cv2.contourArea(poly, oriented=True) > 0:
+        poly = poly[::-1]          # clockwise in image coordinates (y down)
+    out = []
+    n = len(poly)
+    for i in range(n):
+        p, prev, nxt = poly[i], poly[i - 1], poly[(i + 1) % n]
+        a, b = nxt - p, prev - p   # along the outline clockwise, and back
+        la, lb = np.linalg.norm(a), np.linalg.norm(b)
+        if la < 0.12 * w or lb < 0.12 * w:
+            continue
+        a, b = a / la, b / lb
+        if a[0] * b[1] - a[1] * b[0] <= 0:       # a concave corner: another card's edge
+            continue
+        if abs(float(a @ b)) > math.cos(math.radians(70)):
+            continue
+        # p is the tl of a card whose top edge runs along a and left edge along b, or its br
+        # (the card turned half round: the same picture); or tr / bl, whose index corners lie
+        # one card width / height away along the edges.
+        for q in (np.float32([p, p + w * a, p + w * a + h * b, p + h * b]),
+                  np.float32([p + w * b, p, p + h * a, p + w * b + h * a])):
+            q = _order(q)
+            inner = q.mean(axis=0) * 0.7 + q * 0.3     # a card lies on the blob, not off it
+            if min(cv2.pointPolygonTest(blob, (float(x), float(y)), True) for x, y in inner) < -2:
+                continue
+            if all(np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) > 0.3 * w for k in list(quads) + out):
+                out.append(q)
+    return out
+
+
+def _short(q):
+    return float(np.linalg.norm(q[0] - q[1]))
+
+
+def _order(pts):
+    c = pts.mean(axis=0)
+    ang = np.arctan2(pts[:, 1] - c[1], pts[:, 0] - c[0])
+    pts = pts[np.argsort(ang)]          # clockwise from the top-left quadrant, image coordinates
+    start = int(np.argmin(pts.sum(axis=1)))
+    pts = np.roll(pts, -start, axis=0)
+    if np.linalg.norm(pts[0] - pts[1]) > np.linalg.norm(pts[1] - pts[2]):
+        pts = np.roll(pts, -1, axis=0)  # the short side on top: portrait
+    return np.float32(pts)
+
+
+def card_size_of(quads):
+    """The median (width, height) in pixels of card quads: the measured card size."""
+    ws = [np.linalg.norm(q[0] - q[1]) / 2 + np.linalg.norm(q[3] - q[2]) / 2 for q in quads]
+    hs = [np.linalg.norm(q[0] - q[3]) / 2 + np.linalg.norm(q[1] - q[2]) / 2 for q in quads]
+    return float(np.median(ws)), float(np.median(hs))
