@@ -134,17 +134,20 @@ def webcam_photo(deck, card, table, rng, cond="clean", size=(800, 600), width=30
     return camera(frame, rng, cond), quad
 
 
-def hand(frame, deck, cards, corner, width, angle, rng, offset=(0.3, 0.22)):
-    """A blackjack hand: `cards` dealt one over the other, each shifted by `offset` (fractions of
-    the card's width and height) so that the index corner of every card below stays visible.
-    Returns the quads, bottom card first."""
+def hand(frame, deck, cards, centre, width, angle, rng, offset=(0.3, 0.22)):
+    """A blackjack hand centred at `centre`: `cards` dealt one over the other, each shifted by
+    `offset` (fractions of the card's width and height) so that the index corner of every card
+    below stays visible. Returns the quads, bottom card first."""
     faces = load_deck(deck)
     quads = []
     a = math.radians(angle)
     ux, uy = np.float32([math.cos(a), math.sin(a)]), np.float32([-math.sin(a), math.cos(a)])
+    aspect = faces[cards[0]].shape[0] / faces[cards[0]].shape[1]
+    n = len(cards) - 1
+    corner = (np.float32(centre) - (n * offset[0] + 1) * width / 2 * ux
+              - (n * offset[1] + 1) * width * aspect / 2 * uy)
     for i, c in enumerate(cards):
         face = faces[c]
-        aspect = face.shape[0] / face.shape[1]
         tl = np.float32(corner) + i * (offset[0] * width * ux + offset[1] * width * aspect * uy)
         centre = tl + width / 2 * ux + width * aspect / 2 * uy + rng.uniform(-2, 2, 2)
         q = card_quad(centre, width, angle + rng.uniform(-3, 3), 0.0, aspect)

@@ -110,7 +110,7 @@ def find_corners(blob, card_size, quads=()):
     with no clear index is refused, never guessed."""
     w, h = card_size
     poly = cv2.approxPolyDP(blob, 0.012 * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
-    if cv2.contourArea(poly, oriented=True) > 0:
+    if cv2.contourArea(poly, oriented=True) < 0:
         poly = poly[::-1]          # clockwise in image coordinates (y down)
     out = []
     n = len(poly)
