@@ -72,8 +72,9 @@ def templates_from_labels(csv_path, out_dir):
     samples = []
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
-    if not rows or set(rows[0]) != {"image", "rank", "suit"}:
-        raise ToolError(f"{csv_path}: expected the columns image,rank,suit")
+    if not rows or not {"image", "rank", "suit"} <= set(rows[0]):
+        raise ToolError(f"{csv_path}: expected the columns image,rank,suit (deck and condition "
+                        f"are optional)")
     for n, row in enumerate(rows, 2):
         card = row["rank"].strip() + row["suit"].strip()
         if card not in INDEX:

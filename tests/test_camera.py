@@ -29,6 +29,8 @@ def templates():
 
 
 def read_scene(driver, frame):
+    if driver.mode == "visual":
+        return driver.read_frame(frame)      # as process() reads: the whole frame once
     got = {}
     for name, crop, inside in driver.zones.crops(frame):
         got[name] = driver.read_zone(crop, inside)
@@ -73,7 +75,7 @@ def test_visual_recognition_refuses_rather_than_guesses(templates, cond):
             assert v in ([cards[z]], []), (cond, z, v, cards[z])     # zero wrong reads
             right += v == [cards[z]]
             total += 1
-    assert right / total >= (0.6 if cond == "rotation" else 0.9), (cond, right, total)
+    assert right / total >= 0.9, (cond, right, total)
 
 
 def test_templates_save_and_load(templates, tmp_path):

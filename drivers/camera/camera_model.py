@@ -113,12 +113,13 @@ def camera(frame, rng, cond="clean"):
     return cv2.imdecode(cv2.imencode(".jpg", f, [cv2.IMWRITE_JPEG_QUALITY, q])[1], cv2.IMREAD_COLOR)
 
 
-def pose(rng, cond, centre, width):
+def pose(rng, cond, centre, width, aspect=1.4):
     """A card's place under `cond`: any angle for 'rotation', a tilt for 'perspective', else the
     few degrees of a card dealt square to its box."""
     angle = rng.uniform(0, 360) if cond == "rotation" else rng.uniform(-6, 6) + 180 * rng.integers(2)
     tilt = rng.uniform(0.1, 0.18) if cond == "perspective" else rng.uniform(0, 0.03)
-    return card_quad(np.float32(centre) + rng.uniform(-5, 5, 2), width * rng.uniform(0.95, 1.05), angle, tilt)
+    return card_quad(np.float32(centre) + rng.uniform(-5, 5, 2), width * rng.uniform(0.95, 1.05), angle, tilt,
+                     aspect)
 
 
 def webcam_photo(deck, card, table, rng, cond="clean", size=(800, 600), width=300):
@@ -154,3 +155,37 @@ def hand(frame, deck, cards, centre, width, angle, rng, offset=(0.3, 0.22)):
         lay(frame, face, q)
         quads.append(q)
     return quads
+
+
+def table_frame(deck, cards, zones, table, cond, rng, size=(1280, 720), width=125):
+    """A frame of the table camera: `cards` ({zone: card}) each laid at its zone's centre in a
+    pose drawn for `cond`, photographed. Returns (frame, {zone: quad})."""
+    frame = surface(table, *size, rng)
+    faces = load_deck(deck)
+    where = {}
+    for zone, card in cards.items():
+        face = faces[card]
+        q = pose(rng, cond, np.float32(zones[zone]).mean(axis=0), width, face.shape[0] / face.shape[1])
+        lay(frame, face, q)
+        where[zone] = q
+    return camera(frame, rng, cond), where
+
+
+def reference_templates(deck, seed=0, size=(1280, 720), width=125):
+    """Templates as the technician captures them: one photo per card by the table's camera,
+    each on a table surface in turn, any position near the middle, straight."""
+    from controller.cards import CARDS
+    from .find import find_cards
+    from .visual import Templates
+    rng = np.random.default_rng(seed)
+    samples = []
+    for i, c in enumerate(CARDS):
+        frame = surface(SURFACES[i % len(SURFACES)], *size, rng)
+        face = load_deck(deck)[c]
+        lay(frame, face, pose(rng, "clean", (size[0] / 2, size[1] / 2), width, face.shape[0] / face.shape[1]))
+        frame = camera(frame, rng)
+        quads = find_cards(frame)
+        if len(quads) != 1:
+            raise ValueError(f"{deck} {c}: expected one card in the reference photo, found {len(quads)}")
+        samples.append((frame, quads[0], c))
+    return Templates.capture(samples)

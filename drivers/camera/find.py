@@ -84,6 +84,9 @@ def find_cards(bgr, card_size=None, with_blobs=False):
             if not rw or not rh:
                 continue
             aspect = max(rw, rh) / min(rw, rh)
+            bx, by, bw, bh = cv2.boundingRect(c)
+            if bx <= 1 or by <= 1 or bx + bw >= mask.shape[1] - 1 or by + bh >= mask.shape[0] - 1:
+                continue     # cut by the image's edge: a lit patch of table, or half a card
             if area >= 0.9 * rw * rh and 1.22 <= aspect <= 1.75 and _size_ok(area, card_size, mask.shape):
                 approx = cv2.approxPolyDP(c, 0.04 * cv2.arcLength(c, True), True)
                 quad = approx if len(approx) == 4 and cv2.isContourConvex(approx) else cv2.boxPoints(rect)
@@ -94,8 +97,13 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     # thresholds before edges, and the largest first: the least eroded outline
     for _, _, q, raw in sorted(found, key=lambda x: x[:2]):
         c = q.mean(axis=0)
-        if all(np.linalg.norm(c - p.mean(axis=0)) > 0.3 * _short(p) for p in quads):
+        # not again, and not a rectangle printed on a card found already (a court card's frame)
+        if all(cv2.pointPolygonTest(p, (float(c[0]), float(c[1])), False) < 0 for p in quads):
             quads.append(_fit_sides(raw.reshape(-1, 2).astype(np.float32), q))
+    # a white area printed on a card, found at a level where the card's outline was not
+    quads = [q for q in quads if not any(
+        cv2.contourArea(p) > cv2.contourArea(q) and cv2.pointPolygonTest(
+            p, tuple(float(v) for v in q.mean(axis=0)), False) >= 0 for p in quads)]
     if f > 1:     # back to the image's pixels (a reduced pixel's centre)
         quads = [(q + 0.5) * f - 0.5 for q in quads]
         blobs = [np.float32((b + 0.5) * f - 0.5) for b in blobs]

@@ -188,8 +188,9 @@ class VisualRecognizer:
         self.threshold = threshold
         self.margin = margin
 
-    def read_corner(self, bgr, quad):
-        """(card or None, confidence) from the index at the tl corner of `quad`."""
+    def read_corner(self, bgr, quad, strict=False):
+        """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
+        corner that alone will decide (a covered card): a higher score and twice the margin."""
         # the colour from the full-size patch (thin strokes shrunk lose their colour), the
         # comparison at half size (fast)
         patch = corner(bgr, quad, self.t.box, SEARCH)
@@ -212,7 +213,8 @@ class VisualRecognizer:
         (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
         (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
         conf = min(r1, s1)
-        if conf < self.threshold or r1 - r2 < self.margin or s1 - s2 < self.margin:
+        threshold, margin = (max(self.threshold, 0.93), 2 * self.margin) if strict else (self.threshold, self.margin)
+        if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
             return None, conf
         return k1 + j1, conf
 
@@ -220,7 +222,7 @@ class VisualRecognizer:
         """(card or None, confidence): both index corners must read the same card; with
         `need_both` False (a card partly covered in a hand) one is enough if the other reads
         nothing."""
-        (a, ca), (b, cb) = (self.read_corner(bgr, q) for q in both_corners(quad))
+        (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both) for q in both_corners(quad))
         if a and b and a != b:
             return None, 0.0
         if need_both and not (a and b):
