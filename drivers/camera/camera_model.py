@@ -173,19 +173,30 @@ def table_frame(deck, cards, zones, table, cond, rng, size=(1280, 720), width=12
 
 def reference_templates(deck, seed=0, size=(1280, 720), width=125):
     """Templates as the technician captures them: one photo per card by the table's camera,
-    each on a table surface in turn, any position near the middle, straight."""
+    each on a table surface in turn, near the middle, straight; a photo the tool rejects is
+    taken again (another surface and pose), as on site."""
     from controller.cards import CARDS
     from .find import find_cards
-    from .visual import Templates
+    from .visual import BadReference, Templates
     rng = np.random.default_rng(seed)
-    samples = []
-    for i, c in enumerate(CARDS):
-        frame = surface(SURFACES[i % len(SURFACES)], *size, rng)
-        face = load_deck(deck)[c]
-        lay(frame, face, pose(rng, "clean", (size[0] / 2, size[1] / 2), width, face.shape[0] / face.shape[1]))
-        frame = camera(frame, rng)
-        quads = find_cards(frame)
-        if len(quads) != 1:
-            raise ValueError(f"{deck} {c}: expected one card in the reference photo, found {len(quads)}")
-        samples.append((frame, quads[0], c))
+
+    def photo(i, c):
+        for attempt in range(6):
+            frame = surface(SURFACES[(i + attempt) % len(SURFACES)], *size, rng)
+            face = load_deck(deck)[c]
+            lay(frame, face, pose(rng, "clean", (size[0] / 2, size[1] / 2), width,
+                                  face.shape[0] / face.shape[1]))
+            frame = camera(frame, rng)
+            quads = find_cards(frame)
+            if len(quads) == 1:
+                return frame, quads[0], c
+        raise ValueError(f"{deck} {c}: no single card found in six reference photos")
+
+    samples = [photo(i, c) for i, c in enumerate(CARDS)]
+    for _ in range(6):
+        try:
+            return Templates.capture(samples)
+        except BadReference as e:
+            samples = [photo(i + 1, c) if c in e.cards else (img, q, c)
+                       for i, (img, q, c) in enumerate(samples)]
     return Templates.capture(samples)

@@ -97,6 +97,28 @@ def learn_box(patches):
     return box, int(np.median(splits))
 
 
+class BadReference(ValueError):
+    """Reference images to take again: `cards`."""
+
+    def __init__(self, cards, message):
+        super().__init__(message)
+        self.cards = cards
+
+
+def index_patch(img, quad, box):
+    """The index of a reference card, checked: the two index corners of a card show the same
+    index, so a wrong outline (a white area inside the card, a card turned a quarter) or a
+    smudged corner gives None instead of a template that would misread every card after it."""
+    a = _ink(corner(img, quad, box, 0))
+    far = corner(img, both_corners(quad)[1], box, SEARCH)
+    b = _ink(far)
+    if a[2] is None or a[2] != _ink(far[SEARCH:-SEARCH, SEARCH:-SEARCH])[2] or a[1].mean() < 0.03:
+        return None
+    shape = a[0].shape
+    same = _best_over_shifts(b[0], shape, np.ascontiguousarray(_unit(a[0][None]).T))[0]
+    return np.float32(a[0]) if same >= 0.7 else None
+
+
 def _unit(stack):
     """Rows of zero mean and unit length: their dot products are normalised correlations."""
     m = stack.reshape(len(stack), -1).astype(np.float32)
@@ -138,13 +160,41 @@ class Templates:
             raise ValueError(f"templates missing for {', '.join(missing)}")
         region = (0, 0) + REGION
         box, split = learn_box([corner(img, q, region, 0) for img, q, _ in samples])
-        patches = {}
+        patches, failed = {}, []
         for img, q, card in samples:
-            reads = [_ink(corner(img, qq, box, 0)) for qq in both_corners(q)]
-            if all(r[2] is None for r in reads):
-                raise ValueError(f"no clear index on the reference image of {card}")
-            patches.setdefault(card, np.float32(reads[0][0]))
-        return cls(card_size_of([q for _, q, _ in samples]), box, split, patches)
+            if card in patches:
+                continue
+            patch = index_patch(img, q, box)
+            if patch is None:
+                failed.append(card)
+            else:
+                patches[card] = patch
+        if failed:
+            raise BadReference(failed, f"no index found at both corners of the reference images of "
+                               f"{', '.join(failed)} (is the card whole in the picture, flat and sharp?)")
+        t = cls(card_size_of([q for _, q, _ in samples]), box, split, patches)
+        bad = t.inconsistent()
+        if bad:
+            raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
+                               f"the other cards' (a wrong outline?): take them again")
+        return t
+
+    def inconsistent(self):
+        """Cards whose learned index disagrees with the deck: a suit glyph is the same on every
+        card of the suit, a rank glyph the same in every suit. A template learned from a wrong
+        outline (a white area inside the card) matches neither."""
+        shapes = self.part_shapes
+        pad = lambda x: np.pad(x, 3, mode="edge")     # noqa: E731  (slack for the outline)
+        bad = []
+        for i, c in enumerate(self.cards):
+            r, u = self.rank_m[:, i].reshape(shapes[0]), self.suit_m[:, i].reshape(shapes[1])
+            rs = _best_over_shifts(pad(r), shapes[0], self.rank_m)
+            us = _best_over_shifts(pad(u), shapes[1], self.suit_m)
+            same_rank = [rs[j] for j, d in enumerate(self.cards) if d[0] == c[0] and d != c]
+            same_suit = [us[j] for j, d in enumerate(self.cards) if d[1] == c[1] and d != c]
+            if max(same_rank) < 0.75 or float(np.median(same_suit)) < 0.75:
+                bad.append(c)
+        return bad
 
     def save(self, folder):
         os.makedirs(folder, exist_ok=True)
