@@ -89,3 +89,24 @@ def test_overlapping_hand_reads_the_covered_cards_by_their_index_corner():
         assert set(got) <= set(cards), (cards, got)              # never a card that is not there
         read += len(set(got))
     assert read > 6, read             # the top cards alone would be 6
+
+
+def test_a_reference_photo_that_shows_no_proper_index_is_refused():
+    """A template learned from a wrong outline or a mislabelled photo would misread other cards
+    with high confidence (it did: 22 wrong reads in the svg-cards sweep before this check):
+    every card's rank glyph must match its rank in other suits, its suit glyph its suit."""
+    from drivers.camera.find import find_cards
+    from drivers.camera.visual import BadReference, Templates
+    rng = np.random.default_rng(4)
+    samples = []
+    for c in CARDS:
+        frame = cm.surface("green_felt", 480, 320, rng)
+        cm.lay(frame, cm.load_deck("cardsjs")[c], cm.pose(rng, "clean", (240, 160), 125, 1.4))
+        samples.append((frame, find_cards(frame)[0], c))
+    Templates.capture(samples)                                     # the deck as photographed
+    i, j = CARDS.index("4h"), CARDS.index("5h")
+    swapped = list(samples)
+    swapped[i], swapped[j] = (samples[j][0], samples[j][1], "4h"), (samples[i][0], samples[i][1], "5h")
+    with pytest.raises(BadReference) as e:
+        Templates.capture(swapped)
+    assert set(e.value.cards) == {"4h", "5h"}
