@@ -263,7 +263,9 @@ class VisualRecognizer:
         (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
         (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
         conf = min(r1, s1)
-        threshold, margin = (max(self.threshold, 0.93), 2 * self.margin) if strict else (self.threshold, self.margin)
+        threshold, margin = self.threshold, self.margin
+        if strict:
+            threshold, margin = max(threshold, 0.93), 2 * margin
         if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
             return None, conf
         return k1 + j1, conf
