@@ -9,7 +9,10 @@ import numpy as np
 
 from controller.cards import INDEX
 from drivers.camera.driver import Zones
-from drivers.camera.recognize import Templates, VisualRecognizer, find_cards, rectify
+from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
+from drivers.camera.visual import CH, CW
+
+CANON = (CW, CH)
 
 from .shoe_tools import ToolError
 
@@ -69,8 +72,9 @@ def templates_from_labels(csv_path, out_dir):
     samples = []
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
-    if not rows or set(rows[0]) != {"image", "rank", "suit"}:
-        raise ToolError(f"{csv_path}: expected the columns image,rank,suit")
+    if not rows or not {"image", "rank", "suit"} <= set(rows[0]):
+        raise ToolError(f"{csv_path}: expected the columns image,rank,suit (deck and condition "
+                        f"are optional)")
     for n, row in enumerate(rows, 2):
         card = row["rank"].strip() + row["suit"].strip()
         if card not in INDEX:
@@ -81,7 +85,7 @@ def templates_from_labels(csv_path, out_dir):
         quads = find_cards(img)
         if len(quads) != 1:
             raise ToolError(f"{row['image']}: expected one card in the photo, found {len(quads)}")
-        samples.append((rectify(img, quads[0]), card))
+        samples.append((img, quads[0], card))
     return _save_templates(samples, out_dir)
 
 
@@ -107,7 +111,7 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
         if len(quads) != 1 or not armed:
             continue                   # two cards, or the same card still lying there
         armed = False
-        samples.append((rectify(crop, quads[0]), order[len(samples)]))
+        samples.append((crop, quads[0], order[len(samples)]))
     if len(samples) < len(order):
         raise ToolError(f"captured {len(samples)} of {len(order)} cards: the source ended first")
     return _save_templates(samples, out_dir)
@@ -120,8 +124,8 @@ def recognize(images, templates_dir):
     for path in images:
         img = read_image(path)
         found = []
-        for q in find_cards(img):
-            card, conf = rec.read(rectify(img, q))
+        for q in find_cards(img, rec.t.card_size):
+            card, conf = rec.read_quad(img, q)
             found.append({"card": card or "unknown", "confidence": round(conf, 3),
                           "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in q]})
         out.append((str(path), found))
@@ -129,18 +133,37 @@ def recognize(images, templates_dir):
 
 
 def accuracy(labelled, templates_dir):
-    """labelled: [(image path, card)]. Correct, unknown and wrong counts."""
-    res = dict(recognize([p for p, _ in labelled], templates_dir))
-    correct = unknown = wrong = 0
-    for path, card in labelled:
-        cards = [f["card"] for f in res[str(path)]]
-        if card in cards:
-            correct += 1
-        elif all(c == "unknown" for c in cards):
-            unknown += 1
-        else:
-            wrong += 1
-    return {"photos": len(labelled), "correct": correct, "unknown": unknown, "wrong": wrong}
+    """labelled: [(image path, card, group)], group a (deck, condition) pair. Counts in total and
+    per group, and the confusion: per true card, how often it was refused and what (if ever) it
+    was wrongly read as. A photo counts as correct only when its card, and no other, is read."""
+    res = dict(recognize([p for p, _, _ in labelled], templates_dir))
+    total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0}
+    groups, refused, wrong_as = {}, {}, {}
+    for path, card, group in labelled:
+        cards = [f["card"] for f in res[str(path)] if f["card"] != "unknown"]
+        outcome = "correct" if cards == [card] else "unknown" if not cards else "wrong"
+        g = groups.setdefault("/".join(group), {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0})
+        for d in (total, g):
+            d["photos"] += 1
+            d[outcome] += 1
+        if outcome == "unknown":
+            refused[card] = refused.get(card, 0) + 1
+        elif outcome == "wrong":
+            wrong_as.setdefault(card, []).append(",".join(c for c in cards if c != card) or card + "x2")
+    return {**total, "groups": groups, "refused": refused, "wrong_as": wrong_as}
+
+
+def accuracy_table(r):
+    """The accuracy report as text: per deck/condition, then the confusion."""
+    lines = [f"{'deck/condition':<28} {'photos':>6} {'correct':>8} {'refused':>8} {'wrong':>6}"]
+    for name, g in sorted(r["groups"].items()) + [("all", r)]:
+        lines.append(f"{name:<28} {g['photos']:>6} {100 * g['correct'] / max(g['photos'], 1):>7.1f}% "
+                     f"{g['unknown']:>8} {g['wrong']:>6}")
+    lines.append("refused (true card: times): " + (", ".join(
+        f"{c}: {n}" for c, n in sorted(r["refused"].items())) or "none"))
+    lines.append("read wrongly (true card -> read as): " + (", ".join(
+        f"{c} -> {'/'.join(v)}" for c, v in sorted(r["wrong_as"].items())) or "never"))
+    return "\n".join(lines)
 
 
 def bar_chart(values, labels, title, path, width=640, height=360):

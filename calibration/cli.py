@@ -176,7 +176,9 @@ def cmd_camera(a):
             t = ct.templates_from_labels(a.labels, a.out)
         else:
             raise ToolError("give --labels FILE.csv (still photos) or --source (live frames)")
-        print(f"{a.out}: templates for {len(t.ranks)} ranks and {len(t.suits)} suits")
+        w, h = t.card_size
+        print(f"{a.out}: templates for {len(t.patches)} cards; card {w:.0f} x {h:.0f} px, index at "
+              f"{t.box} of a {ct.CANON[0]} x {ct.CANON[1]} card")
         return 0
     if a.action == "recognize":
         res = ct.recognize(a.images, a.templates)
@@ -191,10 +193,11 @@ def cmd_camera(a):
         import csv
         base = os.path.dirname(os.path.abspath(a.labels))
         with open(a.labels, newline="") as f:
-            labelled = [(os.path.join(base, r["image"]), r["rank"] + r["suit"]) for r in csv.DictReader(f)]
+            # optional columns deck and condition group the report
+            labelled = [(os.path.join(base, r["image"]), r["rank"] + r["suit"],
+                         (r.get("deck") or "-", r.get("condition") or "-")) for r in csv.DictReader(f)]
         r = ct.accuracy(labelled, a.templates)
-        print(json.dumps(r) if a.json else
-              f"{r['photos']} photos: {r['correct']} correct, {r['unknown']} unknown, {r['wrong']} wrong")
+        print(json.dumps(r) if a.json else ct.accuracy_table(r))
         return 0 if r["wrong"] == 0 else 1
     if a.action == "sweep":
         from drivers.camera.driver import Zones

@@ -30,6 +30,8 @@ def templates():
 
 
 def read_scene(driver, frame):
+    if driver.mode == "visual":
+        return driver.read_frame(frame)      # as process() reads: the whole frame once
     got = {}
     for name, crop, inside in driver.zones.crops(frame):
         got[name] = driver.read_zone(crop, inside)
@@ -74,15 +76,19 @@ def test_visual_recognition_refuses_rather_than_guesses(templates, cond):
             assert v in ([cards[z]], []), (cond, z, v, cards[z])     # zero wrong reads
             right += v == [cards[z]]
             total += 1
-    assert right / total >= (0.6 if cond == "rotation" else 0.9), (cond, right, total)
+    assert right / total >= 0.9, (cond, right, total)
 
 
 def test_templates_save_and_load(templates, tmp_path):
     templates.save(tmp_path)
     t2 = Templates.load(tmp_path)
-    assert set(t2.ranks) == set("A23456789TJQK") and set(t2.suits) == set("shdc")
-    (tmp_path / "rank_A.png").unlink()
-    with pytest.raises(ValueError, match="missing template rank_A.png"):
+    assert set(t2.patches) == set(CARDS) and t2.box == templates.box
+    assert t2.card_size == pytest.approx(templates.card_size)
+    (tmp_path / "index_As.png").unlink()
+    with pytest.raises(ValueError, match="missing template index_As.png"):
+        Templates.load(tmp_path)
+    (tmp_path / "deck.json").unlink()
+    with pytest.raises(ValueError, match="no deck.json"):
         Templates.load(tmp_path)
 
 

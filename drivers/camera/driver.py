@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 
 from ..events import CardGone, CardSeen, DeviceState  # noqa: F401 (re-exported)
-from .recognize import find_cards, read_codes, rectify
+from .recognize import read_codes
 from .tracker import ZoneTracker
 from .video import Capture, open_source
 
@@ -66,6 +66,8 @@ class CameraDriver:
         self.codebook = codebook
         self.recognizer = recognizer
         self.tracker = ZoneTracker(stable, gone)
+        # a card turned any way whose centre lies in the zone reaches half its diagonal beyond it
+        self.margin = (int(np.hypot(*recognizer.t.card_size) / 2) + 4) if mode == "visual" else 8
         self.stats = {"frames": 0, "decode_s": 0.0, "unknown_codes": 0, "refused": 0}
         self._last = {}
         self._stop = threading.Event()
@@ -78,20 +80,30 @@ class CameraDriver:
                                         self.codebook, inside)
             self.stats["unknown_codes"] += len(unknown)
             return cards
-        cards = []
-        for q in find_cards(crop):
-            if inside is not None and not inside(*q.mean(axis=0)):
-                continue
-            card, _ = self.recognizer.read(rectify(crop, q))
-            if card is None:
-                self.stats["refused"] += 1
-            else:
-                cards.append(card)
+        cards = [c for c, _ in self.recognizer.read_image(crop, inside)]
+        self.stats["refused"] += self.recognizer.refused
         return cards
+
+    def read_frame(self, frame, names=None):
+        """{zone: [cards]} read in the whole frame (visual mode)."""
+        names = names or list(self.zones.polygons)
+        polys = {n: self.zones.polygons[n].astype(np.float32) for n in names}
+        out = {n: [] for n in names}
+        inside = lambda x, y: any(cv2.pointPolygonTest(p, (float(x), float(y)), False) >= 0  # noqa: E731
+                                  for p in polys.values())
+        for card, q in self.recognizer.read_image(frame, inside):
+            cx, cy = q.mean(axis=0)
+            for n, p in polys.items():
+                if cv2.pointPolygonTest(p, (float(cx), float(cy)), False) >= 0:
+                    out[n].append(card)
+                    break
+        self.stats["refused"] += self.recognizer.refused
+        return out
 
     def process(self, frame, emit):
         t0 = time.perf_counter()
-        for name, crop, inside in self.zones.crops(frame):
+        todo = []
+        for name, crop, inside in self.zones.crops(frame, 8):
             # a zone that has not changed and whose cards are all reported needs no new read
             thumb = cv2.resize(crop, (24, 32), interpolation=cv2.INTER_AREA).astype(np.int16)
             prev = self._last.get(name)
@@ -99,7 +111,16 @@ class CameraDriver:
             if (prev is not None and np.abs(prev - thumb).mean() < 2.0
                     and self.tracker.settled(name) and not self.tracker.absent):
                 continue
-            for event, card in self.tracker.update(name, self.read_zone(crop, inside)):
+            todo.append((name, crop, inside))
+        if self.mode == "visual" and todo:
+            # cards are found once in the whole frame (a card turned any way reaches beyond its
+            # zone's box) and belong to the zone holding their centre
+            read = self.read_frame(frame, [n for n, _, _ in todo])
+            results = [(n, read[n]) for n, _, _ in todo]
+        else:
+            results = [(n, self.read_zone(crop, inside)) for n, crop, inside in todo]
+        for name, cards in results:
+            for event, card in self.tracker.update(name, cards):
                 emit(CardSeen(card, name) if event == "seen" else CardGone(card, name))
         self.stats["frames"] += 1
         self.stats["decode_s"] += time.perf_counter() - t0

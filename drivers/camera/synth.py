@@ -177,11 +177,11 @@ def reference_templates(zones=None):
     of the reference deck (for the tests, the benchmark and the virtual table)."""
     from controller.cards import CARDS
     from .driver import Zones
-    from .recognize import Templates, find_cards, rectify
+    from .recognize import Templates, find_cards
     zones = zones or default_zones()
     samples = []
     for i, c in enumerate(CARDS):
         f, _ = scene({"seat_4": c}, zones, "clean", seed=1000 + i)
         _, crop, _ = next(x for x in Zones(zones).crops(f) if x[0] == "seat_4")
-        samples.append((rectify(crop, find_cards(crop)[0]), c))
+        samples.append((crop, find_cards(crop)[0], c))
     return Templates.capture(samples)

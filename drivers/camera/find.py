@@ -1,0 +1,201 @@
+"""Finding card faces in an image whatever the table: green, blue or red felt, grey, white or wood,
+under uneven light; at any angle; their size from the calibration, not constants.
+
+A card face is the whitest thing on a table: its darkest colour channel is high where a felt,
+wood or a tinted laminate has one channel low, and a white table is still a little darker than
+card stock. The image's min-channel is thresholded at a few levels below its brightest pixels;
+a blob that is card-shaped at some level (a filled rectangle of the card's proportions and, when
+known, its measured size) is a card. Overlapping cards merge into one blob that is not
+card-shaped: its right-angled convex corners are where single cards' corners show (find_corners).
+"""
+import math
+
+import cv2
+import numpy as np
+
+FAST = True
+LEVELS = (18, 36, 60, 90, 125, 160)   # below the brightest pixels: stock under glare, in shadow
+
+
+def whiteness(bgr):
+    b, g, r = cv2.split(bgr)
+    return cv2.min(cv2.min(b, g), r)
+
+
+def _masks(bgr, card_size):
+    w = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0)
+    top = float(np.percentile(w[::2, ::2], 99.5))
+    floor = float(np.median(w[::2, ::2]))
+    for d in LEVELS:
+        level = top - d
+        if level <= floor + 12 and d != LEVELS[0]:
+            break            # below the table itself: the table would join every card
+        yield "level", cv2.threshold(w, level, 255, cv2.THRESH_BINARY)[1]
+    # A white or unevenly lit table: a card is brighter than the table around it, not than the
+    # whole image. The white top-hat (the image less its opening by a square larger than a
+    # card, at an eighth of the resolution: a square is separable, fast) takes the table's own
+    # light away.
+    h, wd = w.shape
+    small = cv2.resize(w, (max(wd // 8, 4), max(h // 8, 4)), interpolation=cv2.INTER_AREA)
+    k = int(1.05 * math.hypot(*card_size) / 8) if card_size else int(0.8 * min(small.shape))
+    k = max(3, min(k, min(small.shape) - 1)) | 1
+    bg = cv2.morphologyEx(small, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
+    bg = cv2.resize(cv2.GaussianBlur(bg, (0, 0), 1), (wd, h), interpolation=cv2.INTER_LINEAR)
+    hat = cv2.subtract(w, bg)
+    # A shadow across a card: its outline is still a sharp edge where the shadow's is soft.
+    # Used only where no threshold found the card (its outline lies a pixel or two off).
+    yield "edges", cv2.morphologyEx(cv2.Canny(w, 20, 45), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    peak = float(np.percentile(hat[::2, ::2], 99.5))
+    for f in (0.6, 0.4):
+        if peak * f > 10:
+            yield "tophat", cv2.threshold(hat, peak * f, 255, cv2.THRESH_BINARY)[1]
+
+
+def _size_ok(area, card_size, shape):
+    if card_size:
+        expect = card_size[0] * card_size[1]
+        return 0.6 * expect <= area <= 1.45 * expect
+    return 0.01 * shape[0] * shape[1] <= area <= 0.9 * shape[0] * shape[1]
+
+
+def find_cards(bgr, card_size=None, with_blobs=False):
+    """Quadrilaterals of whole card faces (4x2 float32, tl tr br bl, the long side from tl to bl).
+    `card_size` (w, h) in pixels narrows the search to cards of that size; with `with_blobs`,
+    also the contours that were too big to be one card (overlapping cards), for find_corners.
+    Cards 120 pixels wide or more are looked for at half the size: four
+    times fewer pixels, and the outline's error stays within the reader's search slack."""
+    f = 2 if card_size and card_size[0] >= 120 and FAST else 1
+    if f > 1:
+        h, w = bgr.shape[:2]
+        bgr = cv2.resize(bgr, (w // f, h // f), interpolation=cv2.INTER_AREA)
+        card_size = (card_size[0] / f, card_size[1] / f)
+    found, blobs = [], []
+    for kind, mask in _masks(bgr, card_size):
+        contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+        for c in contours:
+            if len(c) < 8:
+                continue
+            # the hull: a court card's picture may cut its white frame open at one point
+            raw, c = c, cv2.convexHull(c)
+            area = cv2.contourArea(c)
+            if area < 200:
+                continue
+            (cx, cy), (rw, rh), _ = rect = cv2.minAreaRect(c)
+            if not rw or not rh:
+                continue
+            aspect = max(rw, rh) / min(rw, rh)
+            bx, by, bw, bh = cv2.boundingRect(c)
+            if bx <= 1 or by <= 1 or bx + bw >= mask.shape[1] - 1 or by + bh >= mask.shape[0] - 1:
+                continue     # cut by the image's edge: a lit patch of table, or half a card
+            if area >= 0.9 * rw * rh and 1.22 <= aspect <= 1.75 and _size_ok(area, card_size, mask.shape):
+                approx = cv2.approxPolyDP(c, 0.04 * cv2.arcLength(c, True), True)
+                quad = approx if len(approx) == 4 and cv2.isContourConvex(approx) else cv2.boxPoints(rect)
+                found.append((kind == "edges", -area, _order(np.float32(quad).reshape(4, 2)), raw))
+            elif kind != "edges" and card_size and area > 0.8 * card_size[0] * card_size[1]:
+                blobs.append(raw)
+    quads = []
+    # thresholds before edges, and the largest first: the least eroded outline
+    for _, _, q, raw in sorted(found, key=lambda x: x[:2]):
+        c = q.mean(axis=0)
+        # not again, and not a rectangle printed on a card found already (a court card's frame)
+        if all(cv2.pointPolygonTest(p, (float(c[0]), float(c[1])), False) < 0 for p in quads):
+            quads.append(_fit_sides(raw.reshape(-1, 2).astype(np.float32), q))
+    # a white area printed on a card, found at a level where the card's outline was not
+    quads = [q for q in quads if not any(
+        cv2.contourArea(p) > cv2.contourArea(q) and cv2.pointPolygonTest(
+            p, tuple(float(v) for v in q.mean(axis=0)), False) >= 0 for p in quads)]
+    if f > 1:     # back to the image's pixels (a reduced pixel's centre)
+        quads = [(q + 0.5) * f - 0.5 for q in quads]
+        blobs = [np.float32((b + 0.5) * f - 0.5) for b in blobs]
+    return (quads, blobs) if with_blobs else quads
+
+
+def find_corners(blob, card_size, quads=()):
+    """Index-corner hypotheses in a blob of overlapping cards: at each convex corner of about 90
+    degrees, a card of the measured size is laid in each of the ways that corner can belong to
+    it. Returns 4x2 quads (tl tr br bl) whose tl or br is that corner; those coinciding with a
+    whole card already found are left out. Reading decides which hypotheses hold: a corner
+    with no clear index is refused, never guessed."""
+    w, h = card_size
+    poly = cv2.approxPolyDP(blob, 0.012 * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
+    if cv2.contourArea(poly, oriented=True) < 0:
+        poly = poly[::-1]          # clockwise in image coordinates (y down)
+    out = []
+    n = len(poly)
+    for i in range(n):
+        p, prev, nxt = poly[i], poly[i - 1], poly[(i + 1) % n]
+        a, b = nxt - p, prev - p   # along the outline clockwise, and back
+        la, lb = np.linalg.norm(a), np.linalg.norm(b)
+        if la < 0.12 * w or lb < 0.12 * w:
+            continue
+        a, b = a / la, b / lb
+        if a[0] * b[1] - a[1] * b[0] <= 0:       # a concave corner: another card's edge
+            continue
+        if abs(float(a @ b)) > math.cos(math.radians(70)):
+            continue
+        # p is the tl of a card whose top edge runs along a and left edge along b, or its br
+        # (the card turned half round: the same picture); or tr / bl, whose index corners lie
+        # one card width / height away along the edges.
+        for q in (np.float32([p, p + w * a, p + w * a + h * b, p + h * b]),
+                  np.float32([p + w * b, p, p + h * a, p + w * b + h * a])):
+            q = _order(q)
+            inner = q.mean(axis=0) * 0.7 + q * 0.3     # a card lies on the blob, not off it
+            if min(cv2.pointPolygonTest(blob, (float(x), float(y)), True) for x, y in inner) < -2:
+                continue
+            if all(np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) > 0.3 * w for k in list(quads) + out):
+                out.append(q)
+    return out
+
+
+def _fit_sides(pts, quad):
+    """The quad's corners as the crossings of straight lines fitted to the outline's points
+    along each side's middle: a card's rounded corners and a rough outline place a polygon's
+    vertices a few pixels off, which the index reader cannot afford."""
+    lines = []
+    for i in range(4):
+        a, b = quad[i], quad[(i + 1) % 4]
+        d = b - a
+        n = float(np.linalg.norm(d))
+        if n < 4:
+            return quad
+        d /= n
+        rel = pts - a
+        t = rel @ d
+        dist = np.abs(rel[:, 0] * d[1] - rel[:, 1] * d[0])
+        sel = pts[(t > 0.15 * n) & (t < 0.85 * n) & (dist < max(2.0, 0.04 * n))]
+        if len(sel) < 5:
+            return quad
+        vx, vy, x0, y0 = cv2.fitLine(sel, cv2.DIST_HUBER, 0, 0.01, 0.01).ravel()
+        lines.append((np.float32([x0, y0]), np.float32([vx, vy])))
+    out = []
+    for i in range(4):
+        (p1, d1), (p2, d2) = lines[i - 1], lines[i]
+        den = d1[0] * d2[1] - d1[1] * d2[0]
+        if abs(den) < 1e-3:
+            return quad
+        t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
+        out.append(p1 + t * d1)
+    out = np.float32(out)
+    return out if np.abs(out - quad).max() < 0.1 * _short(quad) else quad
+
+
+def _short(q):
+    return float(np.linalg.norm(q[0] - q[1]))
+
+
+def _order(pts):
+    c = pts.mean(axis=0)
+    ang = np.arctan2(pts[:, 1] - c[1], pts[:, 0] - c[0])
+    pts = pts[np.argsort(ang)]          # clockwise from the top-left quadrant, image coordinates
+    start = int(np.argmin(pts.sum(axis=1)))
+    pts = np.roll(pts, -start, axis=0)
+    if np.linalg.norm(pts[0] - pts[1]) > np.linalg.norm(pts[1] - pts[2]):
+        pts = np.roll(pts, -1, axis=0)  # the short side on top: portrait
+    return np.float32(pts)
+
+
+def card_size_of(quads):
+    """The median (width, height) in pixels of card quads: the measured card size."""
+    ws = [np.linalg.norm(q[0] - q[1]) / 2 + np.linalg.norm(q[3] - q[2]) / 2 for q in quads]
+    hs = [np.linalg.norm(q[0] - q[3]) / 2 + np.linalg.norm(q[1] - q[2]) / 2 for q in quads]
+    return float(np.median(ws)), float(np.median(hs))

@@ -1,0 +1,312 @@
+"""Visual rank and suit that learns the deck: where the index sits on this deck's cards (position,
+size and colour vary from deck to deck) and what each card's index looks like, from one
+photo (or live frame) per card of the studio's own deck. A card is read from its index corners,
+each compared with all 52 learned indexes; refused when a match is weak or ambiguous, when the
+ink's colour is unclear, or when two readable corners disagree. A corner of another deck's design
+matches none of them well: such cards are refused."""
+import json
+import os
+
+import cv2
+import numpy as np
+
+from controller.cards import CARDS
+from .find import card_size_of, find_cards, find_corners
+
+CW, CH = 240, 336                 # the canonical card: templates and reads at this size
+REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
+SEARCH = 6                        # pixels of slack around the learned box (outline error)
+MATCH = 0.75                      # indexes are compared at half the canonical size: 4x faster,
+S = int(SEARCH * MATCH)           # and no read lost on the material measured (docs/camera.md)
+FORMAT = 2
+
+
+def corner(bgr, quad, box, pad=SEARCH, scale=1.0):
+    """The image of `box` (x0, y0, x1, y1 on the canonical card) at the tl corner of `quad`,
+    `pad` pixels wider each side, at `scale`; warps only that patch (fast)."""
+    x0, y0, x1, y1 = box
+    x0, y0 = x0 - pad, y0 - pad
+    dst = (np.float32([[0, 0], [CW, 0], [CW, CH], [0, CH]]) - np.float32([x0, y0])) * scale
+    m = cv2.getPerspectiveTransform(np.float32(quad), dst)
+    size = (round((x1 - x0 + pad) * scale), round((y1 - y0 + pad) * scale))
+    return cv2.warpPerspective(bgr, m, size, flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
+                               borderMode=cv2.BORDER_REPLICATE)
+
+
+def both_corners(quad):
+    """The quad as seen from each index corner: tl, and br (the card turned half round)."""
+    return (quad, np.roll(quad, 2, axis=0))
+
+
+def _ink(patch):
+    """(gray, ink mask, colour) with the patch's own paper as white: white balance and light fall
+    out. colour is 'red', 'black' or None (unclear)."""
+    f = patch.astype(np.float32)
+    flat = f.reshape(-1, 3)
+    k = int(0.9 * (len(flat) - 1))
+    paper = np.partition(flat, k, axis=0)[k] + 1          # the 90th percentile: the paper
+    n = np.clip(f / paper, 0, 1.2)
+    gray = n.mean(axis=2)
+    ink = gray < 0.6
+    if ink.sum() < 15:
+        return gray, ink, None
+    px = n[ink]
+    red = float((px[:, 2] - np.maximum(px[:, 0], px[:, 1])).mean())
+    return gray, ink, "red" if red > 0.22 else "black" if red < 0.08 else None
+
+
+def learn_box(patches):
+    """The index box (x0, y0, x1, y1) and the row splitting rank from suit, from the corner
+    REGION of each reference card: the ink nearest the corner, and what stacks below it."""
+    boxes, splits = [], []
+    for p in patches:
+        gray, ink, _ = _ink(p)
+        inset = 4
+        ink[:inset], ink[:, :inset] = False, False      # the card's own edge or border line
+        n, _, st, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
+        comps = [st[i] for i in range(1, n) if st[i][4] >= 12]
+        if not comps:
+            continue
+        first = min(comps, key=lambda s: s[0] + s[1])
+        col0, col1 = first[0] - 0.06 * CW, first[0] + 0.16 * CW
+        group = [s for s in comps if s[0] >= col0 and s[0] + s[2] <= col1 + 0.04 * CW]
+        group.sort(key=lambda s: s[1])
+        rows, bottom = [], None
+        for s in group:     # rows: the rank (one or two glyphs side by side), then the suit
+            if bottom is None or s[1] <= bottom + 2:
+                if not rows:
+                    rows.append([s])
+                else:
+                    rows[-1].append(s)
+                bottom = max(bottom or 0, s[1] + s[3])
+            elif len(rows) < 2 and s[1] - bottom < 0.06 * CH:
+                rows.append([s])
+                bottom = s[1] + s[3]
+        if len(rows) < 2:
+            continue
+        allc = rows[0] + rows[1]
+        boxes.append((min(s[0] for s in allc), min(s[1] for s in allc),
+                      max(s[0] + s[2] for s in allc), max(s[1] + s[3] for s in allc)))
+        splits.append((max(s[1] + s[3] for s in rows[0]) + min(s[1] for s in rows[1])) / 2)
+    if len(boxes) < len(patches) // 2:
+        raise ValueError("no index found in the corners of most reference cards")
+    b = np.array(boxes)
+    box = (int(np.percentile(b[:, 0], 10)) - 2, int(np.percentile(b[:, 1], 10)) - 2,
+           int(np.percentile(b[:, 2], 90)) + 3, int(np.percentile(b[:, 3], 90)) + 3)
+    box = (max(box[0], 2), max(box[1], 2), min(box[2], REGION[0]), min(box[3], REGION[1]))
+    return box, int(np.median(splits))
+
+
+class BadReference(ValueError):
+    """Reference images to take again: `cards`."""
+
+    def __init__(self, cards, message):
+        super().__init__(message)
+        self.cards = cards
+
+
+def index_patch(img, quad, box):
+    """The index of a reference card, checked: the two index corners of a card show the same
+    index, so a wrong outline (a white area inside the card, a card turned a quarter) or a
+    smudged corner gives None instead of a template that would misread every card after it."""
+    a = _ink(corner(img, quad, box, 0))
+    far = corner(img, both_corners(quad)[1], box, SEARCH)
+    b = _ink(far)
+    if a[2] is None or a[2] != _ink(far[SEARCH:-SEARCH, SEARCH:-SEARCH])[2] or a[1].mean() < 0.03:
+        return None
+    shape = a[0].shape
+    same = _best_over_shifts(b[0], shape, np.ascontiguousarray(_unit(a[0][None]).T))[0]
+    return np.float32(a[0]) if same >= 0.7 else None
+
+
+def _unit(stack):
+    """Rows of zero mean and unit length: their dot products are normalised correlations."""
+    m = stack.reshape(len(stack), -1).astype(np.float32)
+    m = m - m.mean(axis=1, keepdims=True)
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-6)
+
+
+def _best_over_shifts(img, shape, m):
+    """For each template column of `m` (of `shape`), its best correlation over every placement in
+    `img`: one matrix product for all templates and shifts (matchTemplate per template is 10x
+    slower at these sizes)."""
+    win = np.lib.stride_tricks.sliding_window_view(img, shape)
+    return (_unit(win.reshape(-1, shape[0] * shape[1])) @ m).max(axis=0)
+
+
+class Templates:
+    """The learned deck: the card size in the camera's pixels, the index box, and the index of
+    each of the 52 cards as a gray patch (rank part above `split`, suit part below)."""
+
+    def __init__(self, card_size, box, split, patches):
+        self.card_size, self.box, self.split, self.patches = card_size, tuple(box), split, patches
+        self.cut = round((split - self.box[1]) * MATCH)
+        # split into rank and suit, compared separately: a 6 of spades never passes for a 6 of
+        # clubs on the strength of the rank alone
+        small = {c: cv2.resize(p, None, fx=MATCH, fy=MATCH, interpolation=cv2.INTER_AREA)
+                 for c, p in patches.items()}
+        self.cards = list(small)
+        # transposed and contiguous: a product with a transposed view is 10x slower
+        self.rank_m = np.ascontiguousarray(_unit(np.stack([small[c][:self.cut] for c in self.cards])).T)
+        self.suit_m = np.ascontiguousarray(_unit(np.stack([small[c][self.cut:] for c in self.cards])).T)
+        self.part_shapes = (small[self.cards[0]][:self.cut].shape, small[self.cards[0]][self.cut:].shape)
+
+    @classmethod
+    def capture(cls, samples):
+        """samples: [(image, quad, card)], every card of the deck once (one photo per card)."""
+        seen = {c for _, _, c in samples}
+        missing = [c for c in CARDS if c not in seen]
+        if missing:
+            raise ValueError(f"templates missing for {', '.join(missing)}")
+        region = (0, 0) + REGION
+        box, split = learn_box([corner(img, q, region, 0) for img, q, _ in samples])
+        patches, failed = {}, []
+        for img, q, card in samples:
+            if card in patches:
+                continue
+            patch = index_patch(img, q, box)
+            if patch is None:
+                failed.append(card)
+            else:
+                patches[card] = patch
+        if failed:
+            raise BadReference(failed, f"no index found at both corners of the reference images of "
+                               f"{', '.join(failed)} (is the card whole in the picture, flat and sharp?)")
+        t = cls(card_size_of([q for _, q, _ in samples]), box, split, patches)
+        bad = t.inconsistent()
+        if bad:
+            raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
+                               f"the other cards' (a wrong outline?): take them again")
+        return t
+
+    def inconsistent(self):
+        """Cards whose learned index disagrees with the deck: a suit glyph is the same on every
+        card of the suit, a rank glyph the same in every suit. A template learned from a wrong
+        outline (a white area inside the card) matches neither."""
+        shapes = self.part_shapes
+        pad = lambda x: np.pad(x, 3, mode="edge")     # noqa: E731  (slack for the outline)
+        bad = []
+        for i, c in enumerate(self.cards):
+            r, u = self.rank_m[:, i].reshape(shapes[0]), self.suit_m[:, i].reshape(shapes[1])
+            rs = _best_over_shifts(pad(r), shapes[0], self.rank_m)
+            us = _best_over_shifts(pad(u), shapes[1], self.suit_m)
+            same_rank = [rs[j] for j, d in enumerate(self.cards) if d[0] == c[0] and d != c]
+            same_suit = [us[j] for j, d in enumerate(self.cards) if d[1] == c[1] and d != c]
+            if max(same_rank) < 0.75 or float(np.median(same_suit)) < 0.75:
+                bad.append(c)
+        return bad
+
+    def save(self, folder):
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "deck.json"), "w") as f:
+            json.dump({"format": FORMAT, "card_size": list(self.card_size), "box": list(self.box),
+                       "split": self.split}, f)
+        for c, p in self.patches.items():
+            cv2.imwrite(os.path.join(folder, f"index_{c}.png"), np.uint8(np.clip(p * 200, 0, 255)))
+
+    @classmethod
+    def load(cls, folder):
+        path = os.path.join(folder, "deck.json")
+        try:
+            with open(path) as f:
+                meta = json.load(f)
+        except (OSError, ValueError):
+            raise ValueError(f"{folder}: no deck.json (templates from an older version, or none: "
+                             f"capture them with shoe-calibrate camera templates)") from None
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT}")
+        patches = {}
+        for c in CARDS:
+            g = cv2.imread(os.path.join(folder, f"index_{c}.png"), cv2.IMREAD_GRAYSCALE)
+            if g is None:
+                raise ValueError(f"{folder}: missing template index_{c}.png")
+            patches[c] = g.astype(np.float32) / 200
+        return cls(tuple(meta["card_size"]), tuple(meta["box"]), int(meta["split"]), patches)
+
+
+class VisualRecognizer:
+    """Reads cards: each index corner is compared with the 52 learned indexes (those of the ink's
+    colour), rank part and suit part each; a corner reads as a card only if both parts score at
+    least `threshold` and beat every other rank and suit by `margin`."""
+
+    def __init__(self, templates, threshold=0.8, margin=0.05):
+        # The index comparisons are small matrix products; OpenBLAS spreads them over every
+        # core, and on a busy machine that made them 50x slower (measured): one thread.
+        from threadpoolctl import threadpool_limits
+        self._blas = threadpool_limits(1, user_api="blas")
+        self.t = templates
+        self.threshold = threshold
+        self.margin = margin
+
+    def read_corner(self, bgr, quad, strict=False):
+        """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
+        corner that alone will decide (a covered card): a higher score and twice the margin."""
+        # the colour from the full-size patch (thin strokes shrunk lose their colour), the
+        # comparison at half size (fast)
+        patch = corner(bgr, quad, self.t.box, SEARCH)
+        colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]   # not the table beyond the edge
+        gray = _ink(patch)[0]
+        if colour is None:
+            return None, 0.0
+        gray = cv2.resize(gray, (round(gray.shape[1] * MATCH), round(gray.shape[0] * MATCH)),
+                          interpolation=cv2.INTER_AREA)
+        allowed = "hd" if colour == "red" else "sc"
+        s = self.t.cut + S
+        top, bottom = gray[:s + S], gray[s - S:]
+        rs = _best_over_shifts(top, self.t.part_shapes[0], self.t.rank_m)
+        ss = _best_over_shifts(bottom, self.t.part_shapes[1], self.t.suit_m)
+        rank, suit = {}, {}
+        for c, r, u in zip(self.t.cards, rs.tolist(), ss.tolist()):
+            if c[1] in allowed:
+                rank[c[0]] = max(rank.get(c[0], -1), r)
+                suit[c[1]] = max(suit.get(c[1], -1), u)
+        (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
+        (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
+        conf = min(r1, s1)
+        threshold, margin = self.threshold, self.margin
+        if strict:
+            threshold, margin = max(threshold, 0.93), 2 * margin
+        if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
+            return None, conf
+        return k1 + j1, conf
+
+    def read_quad(self, bgr, quad, need_both=True):
+        """(card or None, confidence): both index corners must read the same card; with
+        `need_both` False (a card partly covered in a hand) one is enough if the other reads
+        nothing."""
+        (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both) for q in both_corners(quad))
+        if a and b and a != b:
+            return None, 0.0
+        if need_both and not (a and b):
+            return None, min(ca, cb)
+        return a or b, max(ca, cb) if (a or b) else 0.0
+
+    def read_image(self, bgr, inside=None):
+        """[(card, quad)] read in an image; `inside(x, y)` keeps cards whose centre lies in the
+        zone. Whole cards must read at both corners; in a blob of overlapping cards, each corner
+        hypothesis reads at one, and one card is reported once however many corners read it."""
+        quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
+        out, refused = [], 0
+        for q in quads:
+            if inside is None or inside(*q.mean(axis=0)):
+                card, _ = self.read_quad(bgr, q)
+                if card:
+                    out.append((card, q))
+                else:
+                    refused += 1
+        for blob in blobs:
+            seen = {c for c, _ in out}
+            for q in find_corners(blob, self.t.card_size, quads):
+                if inside is not None and not inside(*q.mean(axis=0)):
+                    continue
+                card, _ = self.read_quad(bgr, q, need_both=False)
+                if card and card not in seen:
+                    seen.add(card)
+                    out.append((card, q))
+        self.refused = refused
+        return out
+
+    def read(self, card_img):
+        """(card or None, confidence) of an image holding one rectified card (the whole image)."""
+        h, w = card_img.shape[:2]
+        return self.read_quad(card_img, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
