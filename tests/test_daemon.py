@@ -235,15 +235,16 @@ def test_manual_card_and_resend_and_response_topic(rig):
     from paho.mqtt.properties import Properties
     b = rig.broker()
     shoe = rig.shoe(decks=8, seed=9)
-    c = rig.client(b.port, topics=["dealer-station/v1/t1/events", "my/replies",
+    mine = "dealer-station/v1/t1/replies/bs-7"    # a response topic under the table's replies
+    c = rig.client(b.port, topics=["dealer-station/v1/t1/events", mine,
                                    "dealer-station/v1/t1/status"])
     rig.daemon(b.port, shoe, profile="punto_banco")
     c.wait_online()
     props = Properties(PacketTypes.PUBLISH)
-    props.ResponseTopic = "my/replies"
+    props.ResponseTopic = mine
     props.CorrelationData = b"corr-42"
     got = []
-    c.c.message_callback_add("my/replies", lambda cl, u, m: got.append(
+    c.c.message_callback_add(mine, lambda cl, u, m: got.append(
         (json.loads(m.payload), m.properties.CorrelationData)))
     c.c.publish("dealer-station/v1/t1/commands", json.dumps({"type": "shoe_loaded", "id": "s1"}),
                 qos=1, properties=props)
