@@ -129,7 +129,7 @@ def cmd_learn(a):
 
 def _verify(a, passes=1):
     from .camera_tools import bar_chart
-    from .files import report
+    from .files import report, report_base
     from .shoe_tools import collect, make_driver, verify
     from drivers.events import CardRead
     _check_port(a, a.protocol)
@@ -151,16 +151,17 @@ def _verify(a, passes=1):
     if not res["reads"] and not res["foreign"] and garbage:
         raise ToolError(f"{a.port}: only undecodable bytes arrived ({garbage} bad frames): wrong "
                         f"baud rate? `shoe-calibrate ports --port {a.port}` finds it")
-    folder = a.report_dir
-    os.makedirs(folder, exist_ok=True)
+    name = "read-test" if passes > 1 else "verify-shoe"
+    base = report_base(a.report_dir, name)
     times = [t for t, _ in events]
     gaps = [round(1000 * (b - t), 1) for t, b in zip(times, times[1:])]
     buckets = [0] * 10
     for g in gaps:
         buckets[min(9, int(g // 100))] += 1
-    png = bar_chart(buckets, [f"{i * 100}" for i in range(10)], "read intervals (ms)",
-                    os.path.join(folder, "read-intervals.png"))
-    name = "read-test" if passes > 1 else "verify-shoe"
+    png = bar_chart(buckets, [f"{i * 100}" + ("+" if i == 9 else "") for i in range(10)],
+                    f"Read intervals: {len(gaps)} between {res['reads']} cards",
+                    base + "-read-intervals.png", xlabel="interval between reads (ms, from)",
+                    ylabel="reads")
     lines = [f"- decks: {a.decks}" + (f" x {passes} passes" if passes > 1 else ""),
              f"- cards read: {res['reads']} of {res['cards_expected']}",
              f"- read rate: {100 * res['read_rate']:.2f}%",
@@ -172,7 +173,7 @@ def _verify(a, passes=1):
     if passes > 1:
         res["ok"] = res["read_rate"] >= a.threshold and not res["extra"] and not res["foreign"] \
             and not res["missing"]
-    path = report(folder, name, f"{'Read test' if passes > 1 else 'Shoe check'} ({a.port})",
+    path = report(base, f"{'Read test' if passes > 1 else 'Shoe check'} ({a.port})",
                   a.operator, res, [("Figures", lines), ("Missing, extra and foreign cards", problems)],
                   [png])
     print(("PASS" if res["ok"] else "FAIL") + f": {res['reads']} cards read; " +
@@ -233,6 +234,12 @@ def cmd_camera(a):
             raise ToolError("give --labels FILE.csv (still photos) or --source (live frames)")
         print(f"{a.out}: templates for {len(t.ranks)} ranks and {len(t.suits)} suits")
         return 0
+    if a.action in ("recognize", "accuracy") and not os.path.isfile(
+            os.path.join(a.templates, "rank_A.png")):
+        raise ToolError(f"{a.templates}: no templates there (capture them first: "
+                        f"`shoe-calibrate camera templates`)")
+    if a.action == "accuracy" and not os.path.isfile(a.labels):
+        raise ToolError(f"{a.labels}: no such file")
     if a.action == "recognize":
         res = ct.recognize(a.images, a.templates)
         for path, found in res:
@@ -263,6 +270,9 @@ def cmd_camera(a):
             src = open_source(int(a.source) if a.source.isdigit() else a.source)
         except VideoError as e:
             raise ToolError(f"no camera: {e}") from None
+        if not hasattr(src, "set"):
+            raise ToolError(f"{a.source}: a folder of images has no exposure or focus to set: "
+                            f"the sweep needs the camera (--source /dev/videoN)")
         import cv2
         settings = [{"exposure": e, "focus": f} for e in a.exposures for f in a.focus]
         best, results = ct.sweep(src, zones, lambda crop, inside: read_codes(
@@ -271,12 +281,21 @@ def cmd_camera(a):
             print(f"exposure {r['exposure']} focus {r['focus']}: decode rate {100 * r['decode_rate']:.0f}%")
         if best["decode_rate"] == 0:
             raise ToolError("no setting decoded any card: too dark, out of focus, or no cards in the zones")
+        # the report first: a report folder that cannot be written leaves the calibration as it was
+        from .files import report, report_base
+        base = report_base(a.report_dir, "camera-sweep")
+        png = ct.bar_chart([round(100 * r["decode_rate"]) for r in results],
+                           [f"{r['exposure']:g}/{r['focus']:g}" for r in results],
+                           "Decode rate by camera setting", base + "-decode-rate.png",
+                           xlabel="exposure/focus", ylabel="% of zones decoded")
+        summary = {"ok": True, "best": best, "results": results}
+        path = report(base, f"Camera sweep ({a.source})", os.environ.get("USER", "?"), summary,
+                      [("Settings", [f"- exposure {r['exposure']:g} focus {r['focus']:g}: "
+                                     f"{100 * r['decode_rate']:.0f}%" for r in results])], [png])
         save(a.calibration, {"camera": {**cal.get("camera", {}), "exposure": best["exposure"],
                                         "focus": best["focus"]}}, "camera sweep")
-        ct.bar_chart([100 * r["decode_rate"] for r in results],
-                     [f"{r['exposure']}/{r['focus']}" for r in results], "decode rate by exposure/focus",
-                     os.path.join(a.report_dir, "decode-rate.png"))
-        print(f"best: exposure {best['exposure']} focus {best['focus']}, written to {a.calibration}")
+        print(f"best: exposure {best['exposure']} focus {best['focus']}, written to {a.calibration}; "
+              f"report {path}")
         return 0
     raise ToolError(f"unknown camera action {a.action}")
 

@@ -9,6 +9,7 @@ import threading
 import time
 import tty
 
+import numpy as np
 import pytest
 
 from calibration import cli
@@ -174,3 +175,84 @@ def test_a_calibration_without_a_good_codebook_is_one_line(shoe, tmp_path, capsy
     assert main(["monitor", "--device", "scanner", "--port", s.path, "--codebook", str(cal)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"shoe-calibrate: {cal}") and "Traceback" not in err
+
+
+def test_reports_never_overwrite_one_another(shoe, tmp_path, capsys):
+    for seed in (5, 6):
+        s = shoe(decks=1, seed=seed)
+        later(lambda: [s.deal() for _ in range(52)], 0.4)
+        assert main(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
+                     str(tmp_path), "--idle", "5"]) == 0
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 6, files                   # two sets of Markdown, JSON and chart
+    mds = [f for f in files if f.endswith(".md")]
+    for md in mds:
+        stem = md[:-3]
+        assert {stem + ".json", stem + "-read-intervals.png"} <= set(files)
+        assert f"]({stem}-read-intervals.png)" in (tmp_path / md).read_text()
+
+
+def table_video(path, zones, codes):
+    import cv2
+    from drivers.camera.synth import scene
+    frame, _ = scene({n: CARDS[i] for i, n in enumerate(zones)}, zones, "clean", codes=codes)
+    w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10,
+                        (frame.shape[1], frame.shape[0]))
+    for _ in range(30):
+        w.write(frame)
+    w.release()
+    return frame
+
+
+def zones_toml(zones):
+    return "[zones]\n" + "".join(f"{n} = {[[int(x), int(y)] for x, y in p]}\n" for n, p in zones.items())
+
+
+def test_sweep_without_a_report_dir_writes_its_report_then_the_calibration(tmp_path, monkeypatch,
+                                                                          capsys):
+    import cv2
+    from drivers.camera.synth import default_zones
+    z = default_zones()
+    codes = {c: f"D01-{c}" for c in CARDS}
+    frame = table_video(tmp_path / "table.avi", z, codes)
+    cal = tmp_path / "c.toml"
+    cal.write_text(zones_toml(z) + "[codebook]\n" + "".join(f'"D01-{c}" = "{c}"\n' for c in CARDS))
+    monkeypatch.chdir(tmp_path)
+    assert main(["camera", "sweep", "--source", "table.avi", "--calibration", "c.toml",
+                 "--exposures", "100,200", "--focus", "0"]) == 0, capsys.readouterr()
+    reports = sorted(os.listdir(tmp_path / "calibration-reports"))
+    assert [f.split("-", 2)[2] for f in reports] == [
+        "camera-sweep-decode-rate.png", "camera-sweep.json", "camera-sweep.md"]
+    assert "[camera]" in cal.read_text() and f"report calibration-reports/{reports[2]}" in \
+        capsys.readouterr().out
+    assert cv2.imread(str(tmp_path / "calibration-reports" / reports[0])) is not None
+    assert frame is not None
+
+
+def test_sweep_refuses_a_folder_and_a_calibration_without_codebook(tmp_path, capsys):
+    import cv2
+    from drivers.camera.synth import default_zones
+    z = default_zones()
+    (tmp_path / "frames").mkdir()
+    cv2.imwrite(str(tmp_path / "frames" / "1.png"), np.zeros((10, 10, 3), np.uint8))
+    cal = tmp_path / "c.toml"
+    cal.write_text(zones_toml(z) + '[codebook]\n"X" = "As"\n')
+    before = cal.read_text()
+    assert main(["camera", "sweep", "--source", str(tmp_path / "frames"), "--calibration",
+                 str(cal), "--report-dir", str(tmp_path / "r")]) == 2
+    assert "a folder of images has no exposure or focus" in capsys.readouterr().err
+    cal.write_text(zones_toml(z))
+    assert main(["camera", "sweep", "--source", str(tmp_path / "frames"), "--calibration",
+                 str(cal)]) == 2
+    assert "no [codebook] table" in capsys.readouterr().err
+    assert before != cal.read_text() and not (tmp_path / "r").exists()
+
+
+def test_recognition_without_templates_is_one_line(tmp_path, capsys):
+    (tmp_path / "l.csv").write_text("image,rank,suit\n")
+    for argv in (["camera", "accuracy", "--templates", str(tmp_path / "none"), "--labels",
+                  str(tmp_path / "l.csv")],
+                 ["camera", "recognize", "--templates", str(tmp_path / "none"), "x.png"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "no templates there" in err and "Traceback" not in err
