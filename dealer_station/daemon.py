@@ -56,7 +56,8 @@ class Daemon:
         self.panel = self._build_panel()
         self.camera = self._build_camera()
         self.wheel = self._build_wheel()
-        self.metrics = Metrics()
+        self.metrics = Metrics({"version": __version__, "table": self.table_id,
+                                "profile": self.profile.name})
         self.notifier = Notifier()
         self.metrics_at = 0.0
         for e in restore_logs:
@@ -195,6 +196,15 @@ class Daemon:
             threads.append(self.camera._thread)
         return all(t is not None and t.is_alive() for t in threads)
 
+    def unhealthy(self):
+        """Why the table cannot play now (for /healthz), or None."""
+        if not self.healthy():
+            return "a device or broker thread has died"
+        for name, d in self.station.devices.items():
+            if name != "panel" and d.get("state") not in ("connected", "ok"):
+                return f"{name} {d.get('state')}" + (f": {d['reason']}" if d.get("reason") else "")
+        return None
+
     def request_stop(self, *_):
         self.q.put(Stop())
 
@@ -213,15 +223,26 @@ class Daemon:
         self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
         self.journal.close()
 
-    def run(self):
+    def run(self, config_path="?"):
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
+        log.info("starting dealer-station %s: config %s, table %s, profile %s, journal %s",
+                 __version__, config_path, self.table_id, self.profile.name,
+                 self.cfg["paths"]["journal"])
+        t0 = time.monotonic()
+        why = "stopped"
         self.start()
         try:
             while not self.stopping:
                 self.run_once(0.5)
+        except BaseException as e:
+            why = f"ended by {type(e).__name__}"
+            raise
         finally:
             self.close()
+            log.info("dealer-station %s %s after %.0f s: %d rounds, outbox %d unsent",
+                     __version__, why, time.monotonic() - t0, self.table.rounds if self.table
+                     else 0, len(self.station.pending) + len(self.station.inflight))
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -249,7 +270,7 @@ class Daemon:
         self.notifier.watchdog(now, self.healthy())
         if now - self.metrics_at > 0.5:
             self.metrics_at = now
-            self.metrics.publish(self._gauges())
+            self.metrics.publish(self._gauges(), self.unhealthy())
 
     def handle(self, item):
         """One queued item. Nothing an item carries may end the loop: an error here is a
@@ -363,13 +384,13 @@ class Daemon:
         g = self.station.gauges()
         if self.camera is not None:
             st = self.camera.stats
-            g[("camera_frames", ())] = st["frames"]
-            g[("camera_decode_seconds", ())] = round(st["decode_s"], 3)
-            g[("camera_dropped_frames", ())] = self.camera.capture.dropped
+            g[("camera_frames_total", ())] = st["frames"]
+            g[("camera_decode_seconds_total", ())] = round(st["decode_s"], 3)
+            g[("camera_dropped_frames_total", ())] = self.camera.capture.dropped
         if self.shoe is not None and self.shoe.session is not None:
             for k, v in self.shoe.session.counts.items():
-                g[(f"shoe_{k}", ())] = v
-            g[("shoe_reconnects", ())] = self.shoe.link.reconnects
+                g[(f"shoe_{k}_total", ())] = v          # counts since start: counters
+            g[("shoe_reconnects_total", ())] = self.shoe.link.reconnects
         return g
 
     def status(self):

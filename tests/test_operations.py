@@ -1,0 +1,130 @@
+"""What an operator sees of the daemon: a start and a stop line, device and broker failures with
+their reasons (a port that does not open, a broker ACL that refuses the table's user), every
+irregularity logged, counters typed as counters, build info, uptime and /healthz. Against a real
+Mosquitto with the shipped configuration and the virtual shoe."""
+import json
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+
+from broker_rig import ShippedBroker, make_pki
+from controller import get_profile
+from dealer_station.station_types import Clock, Log
+from drivers.events import CardRead
+from drivers.virtual_shoe import VirtualShoe
+from mqtt_rig import DaemonProc, wait_for, workdir
+from test_station import Rig
+
+USERS = {"t1": "pw-t1", "t2": "pw-t2", "betting-system": "pw-bs"}
+
+
+@pytest.fixture
+def studio(tmp_path):
+    d = workdir()
+    pki = make_pki(str(tmp_path / "pki"))
+    shoe = VirtualShoe(decks=8, seed=4, heartbeat=0.2)
+    shoe.start()
+    b = ShippedBroker(d, USERS, pki)
+    b.start()
+    made = []
+
+    def daemon(user="t1", shoe_url=None, args=()):
+        pw = tmp_path / f"pw-{user}"
+        pw.write_text(f"pw-{user}\n")
+        p = DaemonProc(d, b.port, shoe_url or shoe.path)
+        text = open(p.config).read().replace(
+            "[broker]\n", f'[broker]\nusername = "{user}"\npassword_file = "{pw}"\n')
+        open(p.config, "w").write(text)
+        made.append(p)
+        p.start()
+        return p
+    yield daemon
+    for m in made:
+        m.stop()
+    b.stop()
+    shoe.close()
+
+
+def endpoint(p):
+    m = wait_for(lambda: re.search(r"metrics on (http://\S+)/metrics", p.logtext()), 10,
+                 "the metrics endpoint")
+    return m.group(1)
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_start_and_stop_lines_counters_build_info_and_healthz(studio):
+    from dealer_station import __version__
+    p = studio()
+    base = endpoint(p)
+    assert wait_for(lambda: get(base + "/healthz")[0] == 200, 10, "healthy")
+    assert get(base + "/healthz") == (200, "ok\n")
+    code, text = get(base + "/metrics")
+    assert "# TYPE dealer_station_shoe_frames_total counter" in text
+    assert "# TYPE dealer_station_shoe_reconnects_total counter" in text
+    assert (f'dealer_station_build_info{{profile="luxury21",table="t1",version="{__version__}"}} 1'
+            in text)
+    assert re.search(r"^dealer_station_uptime_seconds \d", text, re.M)
+    p.stop()
+    log = p.logtext()
+    assert re.search(rf"INFO .*starting dealer-station {re.escape(__version__)}: config "
+                     rf"{re.escape(p.config)}, table t1, profile luxury21", log)
+    assert re.search(rf"INFO .*dealer-station {re.escape(__version__)} stopped after \d+ s", log)
+    assert "WARNING table=t1 round=- shoe connected" not in log
+
+
+def test_a_broker_user_the_acl_refuses_is_said_and_unhealthy(studio):
+    p = studio(user="t2")               # a valid user, but the ACL gives it table t2's topics
+    base = endpoint(p)
+    # Mosquitto grants the subscription and delivers nothing; the publishes it refuses (v5 PUBACK
+    # "Not authorized") are what show it
+    line = wait_for(lambda: re.search(r"ERROR .*broker refused: the broker refused a publish.*",
+                                      p.logtext()), 15, "the refusal in the log").group(0)
+    assert "Not authorized" in line and "user 't2'" in line and "dealer-station/v1/t1/..." in line
+    code, text = wait_for(lambda: "refused" in (r := get(base + "/healthz"))[1] and r, 5, "503")
+    assert code == 503
+    assert text.startswith("unhealthy: broker disconnected: the broker refused a publish")
+    assert 'dealer_station_device_up{device="broker"} 0' in get(base + "/metrics")[1]
+
+
+def test_a_shoe_url_that_does_not_open_is_said(studio, tmp_path):
+    p = studio(shoe_url=str(tmp_path / "ttyNOPE"))
+    base = endpoint(p)
+    wait_for(lambda: f"shoe disconnected cannot open {tmp_path}/ttyNOPE: no such port" in p.logtext(),
+             10, "the reason in the log")
+    code, text = wait_for(lambda: "shoe" in (r := get(base + "/healthz"))[1] and r, 5, "503")
+    assert code == 503 and "shoe disconnected: cannot open" in text
+
+
+def test_json_log_lines(studio):
+    p = studio()
+    p.proc.kill()
+    p.proc.wait()
+    p.proc = None
+    import subprocess
+    import sys
+    from mqtt_rig import ROOT
+    p.proc = subprocess.Popen([sys.executable, "-m", "dealer_station.cli", "run", "--config",
+                               p.config, "--log-format", "json"], cwd=ROOT, stdout=p.log,
+                              stderr=p.log)
+    wait_for(lambda: '"message": "starting dealer-station' in p.logtext(), 10, "the start line")
+    rec = json.loads(next(x for x in p.logtext().splitlines() if '"starting dealer' in x))
+    assert rec["level"] == "info" and rec["table"] == "t1" and rec["logger"] == "dealer-station"
+
+
+def test_an_irregularity_is_logged_without_its_card(tmp_path):
+    r = Rig(str(tmp_path / "j.sqlite"), get_profile("luxury21"))
+    r.recover(Clock(0.0, 0.0))
+    effects = r.step(CardRead("As", "shoe", 99, None), Clock(1.0, 1.0))
+    logs = [e for e in effects if isinstance(e, Log) and "irregularity" in e.text]
+    assert logs and logs[0].level == "warning"
+    assert logs[0].text.startswith("irregularity unexpected_card in round")
+    assert "As" not in logs[0].text
