@@ -134,7 +134,7 @@ def test_metrics_endpoint_reports_the_table(table):
         body = wait_for(three_cards, 10, "3 cards in the metrics")
         assert 'dealer_station_cards_read_total{source="shoe"} 3' in body
         assert 'dealer_station_inputs_total{origin="command"} 1' in body
-        assert "dealer_station_outbox_depth" in body and "dealer_station_shoe_bad_frames 0" in body
+        assert "dealer_station_outbox_depth" in body and "dealer_station_shoe_bad_frames_total 0" in body
         assert 'dealer_station_device_up{device="broker"} 1' in body
         assert 'dealer_station_round_phase{phase="burn"} 1' in body
     finally:
