@@ -128,6 +128,8 @@ def parser():
     run.add_argument("--log-format", choices=["text", "json"], default="text",
                      help="json: one JSON object per line (time, level, table, round, message)")
     run.set_defaults(func=_run)
+    from .status_cmd import add_parser as add_status_parser
+    add_status_parser(sub)
     chk = sub.add_parser("check-config", help="validate a configuration, printing every error")
     chk.add_argument("config")
     chk.set_defaults(func=_check_config)

@@ -224,6 +224,7 @@ class Daemon:
         self.journal.close()
 
     def run(self, config_path="?"):
+        self.config_path = config_path
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
         log.info("starting dealer-station %s: config %s, table %s, profile %s, journal %s",
@@ -270,7 +271,9 @@ class Daemon:
         self.notifier.watchdog(now, self.healthy())
         if now - self.metrics_at > 0.5:
             self.metrics_at = now
-            self.metrics.publish(self._gauges(), self.unhealthy())
+            self.metrics.publish(self._gauges(), self.unhealthy(), {
+                **self.station.status(), "config": getattr(self, "config_path", None),
+                "outbox_depth": len(self.station.pending) + len(self.station.inflight)})
 
     def handle(self, item):
         """One queued item. Nothing an item carries may end the loop: an error here is a

@@ -2,6 +2,7 @@
 snapshot of its figures and its health (one tuple assignment); the HTTP thread only reads the
 latest snapshot. Names ending in _total are counters, the rest gauges."""
 import http.server
+import json
 import threading
 import time
 
@@ -15,17 +16,20 @@ class Metrics:
         self.health = ("starting", time.monotonic())   # (why it is unhealthy or None, when)
         self.started = time.time()
         self.info = info or {}                   # build_info labels: version, table, profile
+        self.status = None                       # the table's status document, for /status
 
     def inc(self, name, labels=(), by=1):
         key = (name, tuple(labels))
         self.counters[key] = self.counters.get(key, 0) + by
 
-    def publish(self, gauges, unhealthy=None):
-        """Called by the main loop: counters plus the current gauges, as one new dict, and why
-        the table is not healthy (None when it is)."""
+    def publish(self, gauges, unhealthy=None, status=None):
+        """Called by the main loop: counters plus the current gauges, as one new dict, why the
+        table is not healthy (None when it is), and its status document."""
         snap = dict(self.counters)
         snap.update(gauges)
         self.snapshot = snap
+        # as text, now: the document shares dicts with the loop's state, which go on changing
+        self.status = json.dumps(status) if status is not None else None
         self.health = (unhealthy, time.monotonic())
 
     def healthz(self):
@@ -61,6 +65,12 @@ class Metrics:
                     code, text = 200, metrics.render()
                 elif self.path == "/healthz":
                     code, text = metrics.healthz()
+                elif self.path == "/status":
+                    code, text = metrics.healthz()
+                    text = json.dumps({**json.loads(metrics.status or "{}"), "healthy": code == 200,
+                                       "health": text.strip(), "uptime_s":
+                                       round(time.time() - metrics.started, 1)})
+                    code = 200
                 else:
                     self.send_error(404)
                     return

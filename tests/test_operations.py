@@ -59,6 +59,8 @@ def get(url):
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
+    except urllib.error.URLError:
+        return 0, ""                      # not listening yet
 
 
 def test_start_and_stop_lines_counters_build_info_and_healthz(studio):
@@ -128,3 +130,33 @@ def test_an_irregularity_is_logged_without_its_card(tmp_path):
     assert logs and logs[0].level == "warning"
     assert logs[0].text.startswith("irregularity unexpected_card in round")
     assert "As" not in logs[0].text
+
+
+def test_status_command_running_and_stopped(studio):
+    import subprocess
+    import sys
+    from dealer_station.sim.broker import free_port
+    from mqtt_rig import ROOT
+    p = studio()
+    p.stop()
+    port = free_port()
+    text = open(p.config).read().replace("[metrics]\nport = 0", f"[metrics]\nport = {port}")
+    open(p.config, "w").write(text)
+    p.start()
+    cli = [sys.executable, "-m", "dealer_station.cli", "status", "--config", p.config]
+    wait_for(lambda: get(f"http://127.0.0.1:{port}/healthz")[0] == 200, 10, "healthy")
+    r = subprocess.run(cli, capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("table t1 (luxury21), dealer-station ")
+    assert "  shoe: connected (model VS-1, firmware 1.0, serial VS0001)" in r.stdout
+    assert "  broker: connected" in r.stdout and "outbox: 0 not yet acknowledged" in r.stdout
+    r = subprocess.run(cli + ["--json"], capture_output=True, text=True, cwd=ROOT)
+    doc = json.loads(r.stdout)
+    assert doc["running"] and doc["healthy"] and doc["devices"]["shoe"]["state"] == "connected"
+    assert doc["outbox_depth"] == 0 and doc["config"] == p.config
+    p.stop()
+    r = subprocess.run(cli, capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 3
+    assert r.stdout.startswith(f"table t1 (luxury21): not running: nothing answers on "
+                               f"http://127.0.0.1:{port}/status")
+    assert f"journal {p.journal}: last input" in r.stdout
