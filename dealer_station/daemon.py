@@ -31,6 +31,9 @@ log = logging.getLogger("dealer-station")
 STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
 
 
+RELOAD = object()     # queued by SIGHUP: the loop re-reads the configuration
+
+
 def clock():
     return Clock(time.time(), time.monotonic())
 
@@ -208,6 +211,31 @@ class Daemon:
     def request_stop(self, *_):
         self.q.put(Stop())
 
+    def request_reload(self, *_):
+        self.q.put(RELOAD)
+
+    def reload(self):
+        """SIGHUP: re-read the configuration; apply what may change live, name what may not."""
+        from .config import ConfigError, read_config
+        from .reload import plan
+        try:
+            new = read_config(self.config_path)
+        except ConfigError as e:
+            log.error("reload refused, %s not valid (the running configuration stays): %s",
+                      self.config_path, "; ".join(e.errors))
+            return
+        merged, applied, refused = plan(self.cfg, new)
+        if applied:
+            self.cfg = merged
+            self.station.s = Settings.from_config(merged, __version__)
+            log.info("configuration reloaded: %s",
+                     ", ".join(f"{k} {a!r} -> {b!r}" for k, a, b in applied))
+        if refused:
+            log.warning("configuration changes not applied, they need a restart "
+                        "(systemctl restart dealer-station): %s", ", ".join(refused))
+        if not applied and not refused:
+            log.info("configuration reloaded: no change")
+
     def close(self):
         self.notifier.stopping()
         if self.shoe is not None:
@@ -227,6 +255,7 @@ class Daemon:
         self.config_path = config_path
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
+        signal.signal(signal.SIGHUP, self.request_reload)
         log.info("starting dealer-station %s: config %s, table %s, profile %s, journal %s",
                  __version__, config_path, self.table_id, self.profile.name,
                  self.cfg["paths"]["journal"])
@@ -280,6 +309,9 @@ class Daemon:
         defect, logged (with its traceback, without its message: it may hold a card) and counted,
         and the table goes on. Storage errors are the exception: without the journal nothing can
         be kept, so they end the process with the journal's own message."""
+        if item is RELOAD:
+            self.reload()
+            return
         ev = self._event(item)
         if ev is None:
             return

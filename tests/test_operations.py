@@ -160,3 +160,23 @@ def test_status_command_running_and_stopped(studio):
     assert r.stdout.startswith(f"table t1 (luxury21): not running: nothing answers on "
                                f"http://127.0.0.1:{port}/status")
     assert f"journal {p.journal}: last input" in r.stdout
+
+
+def test_sighup_applies_timers_and_names_what_needs_a_restart(studio, tmp_path):
+    import signal
+    p = studio()
+    wait_for(lambda: "broker connected" in p.logtext(), 10, "the daemon up")
+    text = open(p.config).read()
+    open(p.config, "w").write(text.replace("decision_s = 0", "decision_s = 7.5")
+                              .replace(f'url = "', f'url = "{tmp_path}/x', 1))
+    p.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "configuration changes not applied" in p.logtext(), 10, "the reload")
+    log = p.logtext()
+    assert "INFO table=t1 round=- configuration reloaded: timers.decision_s 0.0 -> 7.5" in log
+    assert ("WARNING table=t1 round=- configuration changes not applied, they need a restart "
+            "(systemctl restart dealer-station): shoe.url") in log
+    open(p.config, "w").write("[table\n")
+    p.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "reload refused" in p.logtext(), 10, "the refusal")
+    assert p.alive()
+    assert f"ERROR table=t1 round=- reload refused, {p.config} not valid" in p.logtext()
