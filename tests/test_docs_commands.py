@@ -44,6 +44,7 @@ NOT_RUN = {
     "shoe-calibrate camera accuracy": "captured templates in /etc",
     "shoe-calibrate camera recognize": "captured templates in /etc",
     "dealer-station status": "a running table (tests/test_operations.py)",
+    ".venv/bin/dealer-station status": "a running table (tests/test_operations.py)",
     "table-sim --profile NAME": "a synopsis, not a command",
     "[--": "a synopsis, not a command",
     "sudo ": "system administration on the Pi (root)",
