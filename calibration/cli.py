@@ -8,23 +8,53 @@ from .shoe_tools import ToolError
 
 
 def progress(done, total, what):
+    """A count on the terminal (stderr), silent when it is not one (a log, a pipe, a test)."""
     if sys.stderr.isatty():
         print(f"\r{what}: {done}/{total}", end="", file=sys.stderr, flush=True)
 
 
+def say(text):
+    """A prompt for the technician: stderr, so stdout stays the result."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def card_counter(total, what):
+    """on_event for collect(): counts the cards (not the device's other events) as they come."""
+    from drivers.events import CardRead, CardUnreadable
+    n = [0]
+
+    def tick(e):
+        if isinstance(e, (CardRead, CardUnreadable)):
+            n[0] += 1
+            progress(n[0], total, what)
+    tick.count = n
+    return tick
+
+
+def _check_port(a, protocol):
+    from .port_check import check_port
+    check_port(a.port, protocol, getattr(a, "baud", None))
+
+
 def cmd_ports(a):
+    from .port_check import check_port
     from .shoe_tools import list_input_devices, list_ports, probe
     ports = [(p, None, "") for p in a.port] if a.port else list_ports()
     inputs = [] if a.port else list_input_devices()
     if not ports and not inputs:
         print("no serial ports or USB keyboards found (is the shoe plugged in?)")
         return 1
+    if not a.port:
+        print("USB keyboards (keyboard-mode scanners):" + ("" if inputs else " none found"))
     for node, stable, name, looks in inputs:
         what = "looks like a barcode scanner" if looks else "a USB keyboard (a scanner may be one)"
         print(f"{stable or node}: keyboard-mode input device {name!r}, {what}; try it with "
               f"`shoe-calibrate monitor --device scanner --protocol hid --port {stable or node} "
               f"--codebook FILE`")
+    if not a.port:
+        print("serial ports:" + ("" if ports else " none found"))
     for dev, stable, desc in ports:
+        check_port(dev)
         kind, baud, info = probe(dev, a.timeout)
         name = stable or dev
         if kind == "v1":
@@ -38,14 +68,29 @@ def cmd_ports(a):
     return 0
 
 
-def _codebook(a):
+def load_codebook(path, required=True):
+    """The [codebook] of a calibration file, or a ToolError saying what is wrong with it."""
+    from drivers.codebook import CodebookError, codebook_from_mapping
     from .files import load
-    if getattr(a, "calibration", None):
-        from drivers.codebook import codebook_from_mapping
-        cb = load(a.calibration).get("codebook")
-        if cb:
-            return codebook_from_mapping(cb)
-    return None
+    if not path or not os.path.exists(path):
+        if required:
+            raise ToolError(f"{path}: no such calibration file (learn the codebook first: "
+                            f"`shoe-calibrate learn-codebook`)")
+        return None
+    cb = load(path).get("codebook")
+    if not cb:
+        if required:
+            raise ToolError(f"{path}: no [codebook] table (learn it first: "
+                            f"`shoe-calibrate learn-codebook`)")
+        return None
+    try:
+        return codebook_from_mapping(cb)
+    except CodebookError as e:
+        raise ToolError(f"{path}: {e}") from None
+
+
+def _codebook(a):
+    return load_codebook(getattr(a, "calibration", None), required=False)
 
 
 def cmd_learn(a):
@@ -58,16 +103,22 @@ def cmd_learn(a):
         order = open(a.order).read().split()
     want = 52 if order is None else len(order)
     seen = []
+    _check_port(a, a.protocol)
     # an empty codebook: every payload comes back as unreadable with the payload in its detail
     drv = (make_driver("hid", a.port, {}, layout=a.layout, suffix=a.suffix) if a.protocol == "hid"
            else ScannerDriver(a.port, {}, {"baudrate": a.baud}, double_fire_window=0.3))
-    events = collect(drv, count=want, idle=a.idle,
-                     on_event=lambda e: progress(len(seen) + 1, want, "scanned"))
+    events = collect(drv, count=want, idle=a.idle, on_event=card_counter(want, "scanned"),
+                     on_ready=lambda: say(f"ready: scan the {want} cards of the reference deck "
+                                          f"in the stated order ({a.order or 'As 2s .. Ks, Ah .. Kc'})"))
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     for _, e in events:
         seen.append(e.detail.get("payload"))
     book, errors = learn_codebook([p for p in seen if p], order, a.pattern)
-    for err in errors:
+    for err in errors[:12]:
         print(f"refused: {err}")
+    if len(errors) > 12:
+        print(f"refused: ... and {len(errors) - 12} more")
     if errors and not a.keep_partial:
         print("codebook not written: scan the reference deck again in the stated order")
         return 1
@@ -78,16 +129,20 @@ def cmd_learn(a):
 
 def _verify(a, passes=1):
     from .camera_tools import bar_chart
-    from .files import report
+    from .files import report, report_base
     from .shoe_tools import collect, make_driver, verify
+    from drivers.events import CardRead
+    _check_port(a, a.protocol)
     drv = make_driver(a.protocol, a.port, _codebook(a), a.baud, a.layout, a.suffix)
     expected = 52 * a.decks * passes
-    n = [0]
+    decks = a.decks * passes
 
-    def tick(e):
-        n[0] += 1
-        progress(n[0], expected, "cards")
-    events = collect(drv, count=expected + 50, idle=a.idle, on_event=tick)
+    def complete(events):       # every card of the decks read: end soon, not after --idle
+        return sum(1 for _, e in events if isinstance(e, CardRead)) >= expected and \
+            not verify(events, decks)["missing"]
+    events = collect(drv, count=expected + 50, idle=a.idle, on_event=card_counter(expected, "cards"),
+                     answer_within=a.answer if a.protocol == "v1" else None, complete=complete,
+                     on_ready=lambda: say(f"ready: pass the {expected} cards through the reader"))
     if sys.stderr.isatty():
         print(file=sys.stderr)
     res = verify(events, a.decks * passes)
@@ -96,16 +151,17 @@ def _verify(a, passes=1):
     if not res["reads"] and not res["foreign"] and garbage:
         raise ToolError(f"{a.port}: only undecodable bytes arrived ({garbage} bad frames): wrong "
                         f"baud rate? `shoe-calibrate ports --port {a.port}` finds it")
-    folder = a.report_dir
-    os.makedirs(folder, exist_ok=True)
+    name = "read-test" if passes > 1 else "verify-shoe"
+    base = report_base(a.report_dir, name)
     times = [t for t, _ in events]
     gaps = [round(1000 * (b - t), 1) for t, b in zip(times, times[1:])]
     buckets = [0] * 10
     for g in gaps:
         buckets[min(9, int(g // 100))] += 1
-    png = bar_chart(buckets, [f"{i * 100}" for i in range(10)], "read intervals (ms)",
-                    os.path.join(folder, "read-intervals.png"))
-    name = "read-test" if passes > 1 else "verify-shoe"
+    png = bar_chart(buckets, [f"{i * 100}" + ("+" if i == 9 else "") for i in range(10)],
+                    f"Read intervals: {len(gaps)} between {res['reads']} cards",
+                    base + "-read-intervals.png", xlabel="interval between reads (ms, from)",
+                    ylabel="reads")
     lines = [f"- decks: {a.decks}" + (f" x {passes} passes" if passes > 1 else ""),
              f"- cards read: {res['reads']} of {res['cards_expected']}",
              f"- read rate: {100 * res['read_rate']:.2f}%",
@@ -117,7 +173,7 @@ def _verify(a, passes=1):
     if passes > 1:
         res["ok"] = res["read_rate"] >= a.threshold and not res["extra"] and not res["foreign"] \
             and not res["missing"]
-    path = report(folder, name, f"{'Read test' if passes > 1 else 'Shoe check'} ({a.port})",
+    path = report(base, f"{'Read test' if passes > 1 else 'Shoe check'} ({a.port})",
                   a.operator, res, [("Figures", lines), ("Missing, extra and foreign cards", problems)],
                   [png])
     print(("PASS" if res["ok"] else "FAIL") + f": {res['reads']} cards read; " +
@@ -137,11 +193,11 @@ def cmd_monitor(a):
     from .shoe_tools import monitor
     book = None
     if a.codebook:
-        from .files import load
-        from drivers.codebook import codebook_from_mapping
-        book = codebook_from_mapping(load(a.codebook).get("codebook"))
+        book = load_codebook(a.codebook)
     if a.device == "scanner" and book is None:
         raise ToolError("--codebook FILE: the scanner's payloads are read through the codebook")
+    _check_port(a, a.protocol or ("v1" if a.device == "shoe" else "line"))
+    say(f"{a.port}: open; printing what the {a.device} sends (Ctrl-C ends)")
     monitor(a.device, a.port, book, lambda s: print(s, flush=True), a.json,
             protocol=a.protocol, layout=a.layout, suffix=a.suffix)
     return 0
@@ -180,6 +236,12 @@ def cmd_camera(a):
         print(f"{a.out}: templates for {len(t.patches)} cards; card {w:.0f} x {h:.0f} px, index at "
               f"{t.box} of a {ct.CANON[0]} x {ct.CANON[1]} card")
         return 0
+    if a.action in ("recognize", "accuracy") and not os.path.isfile(
+            os.path.join(a.templates, "rank_A.png")):
+        raise ToolError(f"{a.templates}: no templates there (capture them first: "
+                        f"`shoe-calibrate camera templates`)")
+    if a.action == "accuracy" and not os.path.isfile(a.labels):
+        raise ToolError(f"{a.labels}: no such file")
     if a.action == "recognize":
         res = ct.recognize(a.images, a.templates)
         for path, found in res:
@@ -203,15 +265,17 @@ def cmd_camera(a):
         from drivers.camera.driver import Zones
         from drivers.camera.recognize import ZxingDecoder, read_codes
         from drivers.camera.video import VideoError, open_source
-        from drivers.codebook import codebook_from_mapping
         cal = load(a.calibration)
         zones = Zones(cal.get("zones") or {})
-        book = codebook_from_mapping(cal.get("codebook"))
+        book = load_codebook(a.calibration)
         dec = ZxingDecoder()
         try:
             src = open_source(int(a.source) if a.source.isdigit() else a.source)
         except VideoError as e:
             raise ToolError(f"no camera: {e}") from None
+        if not hasattr(src, "set"):
+            raise ToolError(f"{a.source}: a folder of images has no exposure or focus to set: "
+                            f"the sweep needs the camera (--source /dev/videoN)")
         import cv2
         settings = [{"exposure": e, "focus": f} for e in a.exposures for f in a.focus]
         best, results = ct.sweep(src, zones, lambda crop, inside: read_codes(
@@ -220,12 +284,21 @@ def cmd_camera(a):
             print(f"exposure {r['exposure']} focus {r['focus']}: decode rate {100 * r['decode_rate']:.0f}%")
         if best["decode_rate"] == 0:
             raise ToolError("no setting decoded any card: too dark, out of focus, or no cards in the zones")
+        # the report first: a report folder that cannot be written leaves the calibration as it was
+        from .files import report, report_base
+        base = report_base(a.report_dir, "camera-sweep")
+        png = ct.bar_chart([round(100 * r["decode_rate"]) for r in results],
+                           [f"{r['exposure']:g}/{r['focus']:g}" for r in results],
+                           "Decode rate by camera setting", base + "-decode-rate.png",
+                           xlabel="exposure/focus", ylabel="% of zones decoded")
+        summary = {"ok": True, "best": best, "results": results}
+        path = report(base, f"Camera sweep ({a.source})", os.environ.get("USER", "?"), summary,
+                      [("Settings", [f"- exposure {r['exposure']:g} focus {r['focus']:g}: "
+                                     f"{100 * r['decode_rate']:.0f}%" for r in results])], [png])
         save(a.calibration, {"camera": {**cal.get("camera", {}), "exposure": best["exposure"],
                                         "focus": best["focus"]}}, "camera sweep")
-        ct.bar_chart([100 * r["decode_rate"] for r in results],
-                     [f"{r['exposure']}/{r['focus']}" for r in results], "decode rate by exposure/focus",
-                     os.path.join(a.report_dir, "decode-rate.png"))
-        print(f"best: exposure {best['exposure']} focus {best['focus']}, written to {a.calibration}")
+        print(f"best: exposure {best['exposure']} focus {best['focus']}, written to {a.calibration}; "
+              f"report {path}")
         return 0
     raise ToolError(f"unknown camera action {a.action}")
 
@@ -268,6 +341,8 @@ def parser():
         s.add_argument("--operator", required=True, help="who ran the check (kept in the report)")
         s.add_argument("--report-dir", default="calibration-reports")
         s.add_argument("--idle", type=float, default=10.0)
+        s.add_argument("--answer", type=float, default=3.0,
+                       help="v1: seconds for the shoe to answer before the port is called silent")
         if name == "read-test":
             s.add_argument("--passes", type=int, default=3)
             s.add_argument("--threshold", type=float, default=0.995)

@@ -73,11 +73,27 @@ def check(path):
     return data
 
 
-def report(folder, name, title, operator, summary, sections, images=()):
-    """A Markdown report (and its JSON) kept with a timestamp and the operator's name."""
-    os.makedirs(folder, exist_ok=True)
+def report_base(folder, name):
+    """`folder/YYYYmmdd-HHMMSS-name` (then -2, -3 ... within one second), never a name an earlier
+    report uses: the report's Markdown, JSON and charts all start with it, so none overwrites
+    another report's."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise ToolError(f"{folder}: cannot make the report folder: {e.strerror}") from None
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = os.path.join(folder, f"{stamp}-{name}")
+    base, n = os.path.join(folder, f"{stamp}-{name}"), 1
+    while any(f.startswith(os.path.basename(base) + ".") or f.startswith(os.path.basename(base) + "-")
+              for f in os.listdir(folder)):
+        n += 1
+        base = os.path.join(folder, f"{stamp}-{name}-{n}")
+    with open(base + ".md", "x"):       # claimed now, written below
+        pass
+    return base
+
+
+def report(base, title, operator, summary, sections, images=()):
+    """A Markdown report (and its JSON) at `base` (from report_base), with the operator's name."""
     md = [f"# {title}", "", f"- date: {now()}", f"- operator: {operator}",
           f"- tool: shoe-calibrate {__version__}", f"- result: {'PASS' if summary.get('ok') else 'FAIL'}", ""]
     for heading, lines in sections:

@@ -47,7 +47,8 @@ def probe(port, timeout=1.5, bauds=BAUDS):
     (None, None, None)."""
     for baud in bauds:
         try:
-            s = serial.serial_for_url(port, baudrate=baud, timeout=0.05)
+            lock = {"exclusive": True} if port.startswith("/") else {}   # not under a reader
+            s = serial.serial_for_url(port, baudrate=baud, timeout=0.05, **lock)
         except (serial.SerialException, OSError) as e:
             raise ToolError(explain(e, port)) from None
         try:
@@ -71,23 +72,39 @@ def probe(port, timeout=1.5, bauds=BAUDS):
     return None, None, None
 
 
-def collect(driver, count=None, idle=3.0, total=600.0, on_event=None):
+def collect(driver, count=None, idle=3.0, total=600.0, on_event=None, answer_within=None,
+            complete=None, grace=1.5, on_ready=None):
     """Run a started-on-demand driver, gathering card events until `count` cards, or `idle`
     seconds without one (from the start, then from the last card: the technician has
-    finished), or `total` seconds."""
+    finished), or `total` seconds. `answer_within`: seconds for the device to say anything
+    (a v1 shoe answers its identity) before it is called silent. `complete(events)`: true when
+    the deck is whole, which ends it after `grace` seconds more (for a trailing extra card)."""
     q = queue.Queue()
     driver.start(q.put)
     events = []
-    t0 = time.monotonic()
-    last = time.monotonic()
+    t0 = last = time.monotonic()
+    answered = answer_within is None
+    ready = False
     try:
         while time.monotonic() - t0 < total:
+            if not answered and time.monotonic() - t0 > answer_within:
+                raise ToolError(f"{getattr(driver, 'url', 'the port')}: opened, but the device "
+                                f"said nothing in {answer_within:g} s: wrong port or baud rate? "
+                                f"(`shoe-calibrate ports --port PORT` probes it)")
             try:
                 e = q.get(timeout=0.1)
             except queue.Empty:
-                if time.monotonic() - last > idle:
+                limit = grace if complete and events and complete(events) else idle
+                if (answered and time.monotonic() - last > limit):
                     break      # nothing for `idle` seconds: the technician has finished
                 continue
+            if not isinstance(e, DeviceState) or answer_within is None:
+                answered = True
+            if answered and not ready:
+                ready = True
+                last = time.monotonic()
+                if on_ready:
+                    on_ready()
             if on_event:
                 on_event(e)
             if isinstance(e, (CardRead, CardUnreadable, CutCard)):
@@ -148,13 +165,32 @@ def make_driver(protocol, port, codebook=None, baud=None, layout="us", suffix="e
     raise ToolError(f"unknown protocol {protocol!r}: v1, line or hid")
 
 
+CARD_AT_END = re.compile(r"([A2-9TJQK][shdc])$")
+
+
+def named_cards(lines, rx=None):
+    """The card each payload names, when the deck's codes name their cards: the pattern's
+    `card` group, or else every payload ending in a card name, all different (D01-As, D01-Kh).
+    None when the codes are opaque."""
+    if rx is not None and "card" in rx.groupindex:
+        names = [(m.group("card") if (m := rx.fullmatch(p)) else None) for p in lines]
+        return names
+    names = [(m.group(1) if (m := CARD_AT_END.search(p)) else None) for p in lines]
+    if len(names) >= 2 and None not in names and len(set(names)) == len(names):
+        return names
+    return None
+
+
 def learn_codebook(lines, order=None, pattern=None):
     """Map scanned payloads to the cards of `order` (the reference deck's stated order, default
-    the standard order As 2s .. Ks Ah .. Kc). Refuses duplicates and payloads not of the deck's
-    symbology (`pattern`, a regular expression the payloads must match)."""
+    the standard order As 2s .. Ks Ah .. Kc). Refuses duplicates, payloads not of the deck's
+    symbology (`pattern`, a regular expression the payloads must match), and, when the payloads
+    name their cards, a payload whose card is not the one the order has at its place (the
+    deck was scanned out of order: the codebook would deal wrong cards)."""
     order = list(order or CARDS)
     book, errors = {}, []
     rx = re.compile(pattern) if pattern else None
+    names = named_cards(lines, rx)
     for i, payload in enumerate(lines):
         if i >= len(order):
             errors.append(f"scan {i + 1}: {payload!r}: more scans than cards in the stated order")
@@ -163,6 +199,9 @@ def learn_codebook(lines, order=None, pattern=None):
             errors.append(f"scan {i + 1}: {payload!r} is not a code of this deck (pattern {pattern})")
         elif payload in book:
             errors.append(f"scan {i + 1}: {payload!r} was already scanned for {book[payload]}")
+        elif names is not None and names[i] != order[i]:
+            errors.append(f"scan {i + 1}: {payload!r} names {names[i]}, but the stated order has "
+                          f"{order[i]} here: the deck is out of order")
         else:
             book[payload] = order[i]
     if len(lines) < len(order):

@@ -199,6 +199,22 @@ def verify(path):
     return counts
 
 
+def _export(args, journal, profile):
+    import sys
+    from .export import export, parse_time
+    if not os.path.exists(journal):
+        raise ArchiveError(f"{journal}: no such journal")
+    t_from, t_to = parse_time(args.t_from), parse_time(args.t_to)
+    if args.out == "-":
+        r = export(journal, t_from, t_to, sys.stdout, profile)
+    else:
+        with open(args.out, "w") as f:
+            r = export(journal, t_from, t_to, f, profile)
+    print(f"exported inputs {r['from_input']}..{r['to_input']} ({r['inputs']} inputs, "
+          f"{r['outputs']} outputs)", file=sys.stderr)
+    return 0
+
+
 def archive_inputs(lines):
     """Archive lines -> the input bodies, for replay."""
     for b in lines:
@@ -222,6 +238,8 @@ def _cmd(args):
         if args.action == "verify":
             print(json.dumps(verify(args.file)))
             return 0
+        if args.action == "export":
+            return _export(args, journal, profile)
         r = archive(journal, args.out, args.keep_shoes, args.keep_rounds, profile)
     except (ArchiveError, sqlite3.Error, OSError) as e:
         print(f"dealer-station journal: {e}")
@@ -247,3 +265,5 @@ def add_parser(sub):
     v = jsub.add_parser("verify", help="check an archive file (hash and counts)")
     v.add_argument("file")
     v.set_defaults(func=_cmd, journal="-", config=None)
+    from .export import add_parser as add_export
+    add_export(jsub, _cmd)

@@ -54,19 +54,32 @@ def _run(args):
         return 2
     handler = logging.StreamHandler()   # stderr: journald under systemd
     handler.addFilter(TableContext(daemon))
-    handler.setFormatter(logging.Formatter(
+    handler.setFormatter(JsonFormatter() if args.log_format == "json" else logging.Formatter(
         "%(levelname)s table=%(table)s round=%(round)s %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     for w in config_warnings(cfg):
         logging.getLogger("dealer-station").warning("configuration: %s", w)
     try:
-        daemon.run()
+        daemon.run(args.config)
     except (JournalError, sqlite3.Error) as e:
         if isinstance(e, sqlite3.Error):
             e = storage_error(cfg["paths"]["journal"], e)
         print(f"dealer-station: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+class JsonFormatter:
+    """One JSON object per line, for a log collector: time, level, table, round, logger, message."""
+
+    def format(self, record):
+        import json
+        import datetime
+        d = {"time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
+             .isoformat(timespec="milliseconds"), "level": record.levelname.lower(),
+             "table": getattr(record, "table", None), "round": getattr(record, "round", None),
+             "logger": record.name, "message": record.getMessage()}
+        return json.dumps(d)
 
 
 class TableContext:
@@ -112,7 +125,11 @@ def parser():
     add_journal_parser(sub)
     run = sub.add_parser("run", help="run the table daemon")
     run.add_argument("--config", required=True, help="the table's TOML configuration")
+    run.add_argument("--log-format", choices=["text", "json"], default="text",
+                     help="json: one JSON object per line (time, level, table, round, message)")
     run.set_defaults(func=_run)
+    from .status_cmd import add_parser as add_status_parser
+    add_status_parser(sub)
     chk = sub.add_parser("check-config", help="validate a configuration, printing every error")
     chk.add_argument("config")
     chk.set_defaults(func=_check_config)

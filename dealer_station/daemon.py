@@ -31,6 +31,9 @@ log = logging.getLogger("dealer-station")
 STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
 
 
+RELOAD = object()     # queued by SIGHUP: the loop re-reads the configuration
+
+
 def clock():
     return Clock(time.time(), time.monotonic())
 
@@ -56,7 +59,8 @@ class Daemon:
         self.panel = self._build_panel()
         self.camera = self._build_camera()
         self.wheel = self._build_wheel()
-        self.metrics = Metrics()
+        self.metrics = Metrics({"version": __version__, "table": self.table_id,
+                                "profile": self.profile.name})
         self.notifier = Notifier()
         self.metrics_at = 0.0
         for e in restore_logs:
@@ -195,8 +199,42 @@ class Daemon:
             threads.append(self.camera._thread)
         return all(t is not None and t.is_alive() for t in threads)
 
+    def unhealthy(self):
+        """Why the table cannot play now (for /healthz), or None."""
+        if not self.healthy():
+            return "a device or broker thread has died"
+        for name, d in self.station.devices.items():
+            if name != "panel" and d.get("state") not in ("connected", "ok"):
+                return f"{name} {d.get('state')}" + (f": {d['reason']}" if d.get("reason") else "")
+        return None
+
     def request_stop(self, *_):
         self.q.put(Stop())
+
+    def request_reload(self, *_):
+        self.q.put(RELOAD)
+
+    def reload(self):
+        """SIGHUP: re-read the configuration; apply what may change live, name what may not."""
+        from .config import ConfigError, read_config
+        from .reload import plan
+        try:
+            new = read_config(self.config_path)
+        except ConfigError as e:
+            log.error("reload refused, %s not valid (the running configuration stays): %s",
+                      self.config_path, "; ".join(e.errors))
+            return
+        merged, applied, refused = plan(self.cfg, new)
+        if applied:
+            self.cfg = merged
+            self.station.s = Settings.from_config(merged, __version__)
+            log.info("configuration reloaded: %s",
+                     ", ".join(f"{k} {a!r} -> {b!r}" for k, a, b in applied))
+        if refused:
+            log.warning("configuration changes not applied, they need a restart "
+                        "(systemctl restart dealer-station): %s", ", ".join(refused))
+        if not applied and not refused:
+            log.info("configuration reloaded: no change")
 
     def close(self):
         self.notifier.stopping()
@@ -213,15 +251,28 @@ class Daemon:
         self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
         self.journal.close()
 
-    def run(self):
+    def run(self, config_path="?"):
+        self.config_path = config_path
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
+        signal.signal(signal.SIGHUP, self.request_reload)
+        log.info("starting dealer-station %s: config %s, table %s, profile %s, journal %s",
+                 __version__, config_path, self.table_id, self.profile.name,
+                 self.cfg["paths"]["journal"])
+        t0 = time.monotonic()
+        why = "stopped"
         self.start()
         try:
             while not self.stopping:
                 self.run_once(0.5)
+        except BaseException as e:
+            why = f"ended by {type(e).__name__}"
+            raise
         finally:
             self.close()
+            log.info("dealer-station %s %s after %.0f s: %d rounds, outbox %d unsent",
+                     __version__, why, time.monotonic() - t0, self.table.rounds if self.table
+                     else 0, len(self.station.pending) + len(self.station.inflight))
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -249,13 +300,18 @@ class Daemon:
         self.notifier.watchdog(now, self.healthy())
         if now - self.metrics_at > 0.5:
             self.metrics_at = now
-            self.metrics.publish(self._gauges())
+            self.metrics.publish(self._gauges(), self.unhealthy(), {
+                **self.station.status(), "config": getattr(self, "config_path", None),
+                "outbox_depth": len(self.station.pending) + len(self.station.inflight)})
 
     def handle(self, item):
         """One queued item. Nothing an item carries may end the loop: an error here is a
         defect, logged (with its traceback, without its message: it may hold a card) and counted,
         and the table goes on. Storage errors are the exception: without the journal nothing can
         be kept, so they end the process with the journal's own message."""
+        if item is RELOAD:
+            self.reload()
+            return
         ev = self._event(item)
         if ev is None:
             return
@@ -363,13 +419,13 @@ class Daemon:
         g = self.station.gauges()
         if self.camera is not None:
             st = self.camera.stats
-            g[("camera_frames", ())] = st["frames"]
-            g[("camera_decode_seconds", ())] = round(st["decode_s"], 3)
-            g[("camera_dropped_frames", ())] = self.camera.capture.dropped
+            g[("camera_frames_total", ())] = st["frames"]
+            g[("camera_decode_seconds_total", ())] = round(st["decode_s"], 3)
+            g[("camera_dropped_frames_total", ())] = self.camera.capture.dropped
         if self.shoe is not None and self.shoe.session is not None:
             for k, v in self.shoe.session.counts.items():
-                g[(f"shoe_{k}", ())] = v
-            g[("shoe_reconnects", ())] = self.shoe.link.reconnects
+                g[(f"shoe_{k}_total", ())] = v          # counts since start: counters
+            g[("shoe_reconnects_total", ())] = self.shoe.link.reconnects
         return g
 
     def status(self):

@@ -1,28 +1,52 @@
-"""A Prometheus text endpoint on localhost. The main loop publishes a fresh snapshot of its
-figures (one dict assignment); the HTTP thread only reads the latest snapshot."""
+"""A Prometheus text endpoint on localhost, and /healthz. The main loop publishes a fresh
+snapshot of its figures and its health (one tuple assignment); the HTTP thread only reads the
+latest snapshot. Names ending in _total are counters, the rest gauges."""
 import http.server
+import json
 import threading
+import time
+
+STALE_S = 10.0     # a snapshot older than this: the main loop is stuck
 
 
 class Metrics:
-    def __init__(self):
+    def __init__(self, info=None):
         self.counters = {}
         self.snapshot = {}
+        self.health = ("starting", time.monotonic())   # (why it is unhealthy or None, when)
+        self.started = time.time()
+        self.info = info or {}                   # build_info labels: version, table, profile
+        self.status = None                       # the table's status document, for /status
 
     def inc(self, name, labels=(), by=1):
         key = (name, tuple(labels))
         self.counters[key] = self.counters.get(key, 0) + by
 
-    def publish(self, gauges):
-        """Called by the main loop: counters plus the current gauges, as one new dict."""
+    def publish(self, gauges, unhealthy=None, status=None):
+        """Called by the main loop: counters plus the current gauges, as one new dict, why the
+        table is not healthy (None when it is), and its status document."""
         snap = dict(self.counters)
         snap.update(gauges)
         self.snapshot = snap
+        # as text, now: the document shares dicts with the loop's state, which go on changing
+        self.status = json.dumps(status) if status is not None else None
+        self.health = (unhealthy, time.monotonic())
+
+    def healthz(self):
+        """(HTTP status, body): 200 ok, or 503 with the reason."""
+        reason, at = self.health
+        if time.monotonic() - at > STALE_S:
+            reason = f"the main loop has not reported for {time.monotonic() - at:.0f} s"
+        return (503, f"unhealthy: {reason}\n") if reason else (200, "ok\n")
 
     def render(self):
         lines = []
         seen = set()
-        for (name, labels), value in sorted(self.snapshot.items()):
+        snap = dict(self.snapshot)
+        snap[("build_info", tuple(sorted(self.info.items())))] = 1
+        snap[("start_time_seconds", ())] = round(self.started, 3)
+        snap[("uptime_seconds", ())] = round(time.time() - self.started, 1)
+        for (name, labels), value in sorted(snap.items()):
             if name not in seen:
                 seen.add(name)
                 kind = "counter" if name.endswith("_total") else "gauge"
@@ -37,11 +61,21 @@ class Metrics:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
-                if self.path != "/metrics":
+                if self.path == "/metrics":
+                    code, text = 200, metrics.render()
+                elif self.path == "/healthz":
+                    code, text = metrics.healthz()
+                elif self.path == "/status":
+                    code, text = metrics.healthz()
+                    text = json.dumps({**json.loads(metrics.status or "{}"), "healthy": code == 200,
+                                       "health": text.strip(), "uptime_s":
+                                       round(time.time() - metrics.started, 1)})
+                    code = 200
+                else:
                     self.send_error(404)
                     return
-                body = metrics.render().encode()
-                self.send_response(200)
+                body = text.encode()
+                self.send_response(code)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

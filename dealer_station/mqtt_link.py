@@ -97,6 +97,7 @@ class MqttLink:
         self._errors = SocketErrors()
         c.enable_logger(self._errors)
         c.on_publish = self._on_publish
+        c.on_subscribe = self._on_subscribe
         c.on_message = self._on_message
         no_delay(c)
         self.client = c
@@ -139,7 +140,26 @@ class MqttLink:
             self.enqueue(("mqtt", "refused", why))
 
     def _on_publish(self, client, userdata, mid, reason_code, properties):
+        if getattr(reason_code, "is_failure", False):
+            # The broker took the message and threw it away (a v5 PUBACK with an error, e.g.
+            # "Not authorized" from the ACL): not sent. Said once per cause, not per message.
+            self._refused(f"the broker refused a publish: {reason_code} (does the broker's ACL "
+                          f"let user {self.cfg.get('username') or '(none)'!r} write this table's "
+                          f"topics, {self.topics.events.rsplit('/', 1)[0]}/...?)")
+            return
         self.enqueue(("mqtt", "puback", mid))
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties):
+        bad = [rc for rc in reason_codes if rc.is_failure]
+        if bad:
+            self._refused(f"the broker refused the subscription to {self.topics.commands}: "
+                          f"{bad[0]} (does the broker's ACL let user "
+                          f"{self.cfg.get('username') or '(none)'!r} read this table's commands?)")
+
+    def _refused(self, why):
+        if why != self._failure:
+            self._failure = why
+            self.enqueue(("mqtt", "refused", why))
 
     def _on_message(self, client, userdata, msg):
         props = msg.properties

@@ -183,6 +183,16 @@ def table_main(argv):
     stuck = False
     try:
         h.start()
+    except (OSError, TimeoutError, RuntimeError, ValueError) as e:
+        h.close()                     # what did start is stopped: no daemon left behind
+        where = a.broker or "the local broker"
+        print(f"table-sim: cannot start the table ({where}): {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        h.close()
+        return 130
+    print(f"table-sim: broker {h.broker_at}, daemon log {h.log_path}", file=sys.stderr, flush=True)
+    try:
         h.play()
     except KeyboardInterrupt:
         pass

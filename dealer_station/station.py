@@ -206,7 +206,8 @@ class Station:
         if isinstance(event, BrokerDown):
             self.devices["broker"] = {"state": "disconnected", "reason": event.reason}
             what = "refused" if event.refused else "disconnected"
-            return [Log("warning", f"broker {what}: {event.reason}"), self.status_effect()]
+            return [Log("error" if event.refused else "warning", f"broker {what}: {event.reason}"),
+                    self.status_effect()]
         if isinstance(event, Stop):
             self.stopping = True
             return []
@@ -249,6 +250,10 @@ class Station:
                                         + "".join(traceback.format_tb(e.__traceback__))))
             effects.append(Count("engine_errors_total", (("error", type(e).__name__),)))
         effects += self._counts(body, origin, outputs)
+        for o in outputs:      # the code and round only: an irregularity's detail may name a card
+            if o["type"] == "irregularity":
+                effects.append(Log("warning", f"irregularity {o['code']} in round {o.get('round')}"
+                                   + (f": the table is paused ({t.paused})" if t.paused else "")))
         if self.s.panel:
             effects.append(Lights(panel_view(expect(t), t)))
         if kinds & set(ANNOUNCE):

@@ -39,6 +39,7 @@ class SerialLink:
         self.opened = 0
         self.errors = 0             # exceptions out of the protocol, each one a reopen
         self._error_delay = backoff
+        self._open_error = None     # the last reason the port would not open, said once
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
@@ -70,6 +71,23 @@ class SerialLink:
         return serial.serial_for_url(self.url, timeout=self.poll, write_timeout=1,
                                      **self.settings, **extra)
 
+    def _open_failed(self, e):
+        """Why the port does not open, said once per cause (not at every retry): a wrong url,
+        a port another program holds, a permission, so the status and the log carry a reason (the protocol reports it as a DeviceState)."""
+        text = str(e) or type(e).__name__
+        if "No such file" in text or "could not open port" in text and "Errno 2" in text:
+            why = f"cannot open {self.url}: no such port"
+        elif "lock" in text or "Resource temporarily unavailable" in text:
+            why = f"cannot open {self.url}: port busy (another program holds it)"
+        elif "ermission" in text:
+            why = f"cannot open {self.url}: permission denied (the dialout group?)"
+        else:
+            why = f"cannot open {self.url}: {text}"[:200]
+        # after a lost port the disconnect is already said (once per unplug): not again here
+        if self._open_error != "lost" and why != self._open_error:
+            self._open_error = why
+            self.protocol.lost(why, time.monotonic())
+
     def _close_port(self):
         with self._lock:
             port, self.port = self.port, None
@@ -92,12 +110,14 @@ class SerialLink:
         if self.port is None:
             try:
                 port = self._open()
-            except (serial.SerialException, OSError, ValueError):
+            except (serial.SerialException, OSError, ValueError) as e:
+                self._open_failed(e)
                 self.protocol.tick(time.monotonic())
                 self._stop.wait(delay)
                 return min(delay * 2, self.backoff_max)
             with self._lock:
                 self.port = port
+            self._open_error = None
             if self.opened:
                 self.reconnects += 1
             self.opened += 1
@@ -108,6 +128,7 @@ class SerialLink:
         except (serial.SerialException, OSError, TypeError, AttributeError) as e:
             # TypeError/AttributeError: pyserial's posix read after the fd was closed under it
             self._close_port()
+            self._open_error = "lost"
             self.protocol.lost(str(e) or type(e).__name__, time.monotonic())
             return delay
         now = time.monotonic()

@@ -232,3 +232,34 @@ def test_a_later_archive_replays_to_exactly_what_it_holds(tmp_path):
         got = list(replay_lines(get_profile("luxury21"), lines))
         assert strip(got) == strip(held) and held
     assert json.loads(gzip.open(a2["archive"], "rt").readline())["start"]["shoes"] == 1
+
+
+def test_export_a_time_range_replays_to_the_outputs_recorded(tmp_path):
+    j = tmp_path / "journal.sqlite"
+    played(j, shoes=2).journal.close()
+    db = sqlite3.connect(j)
+    db.execute("UPDATE inputs SET at = 1796040000 + n")       # one input a second, for the range
+    db.commit()
+    n_max = db.execute("SELECT MAX(n) FROM inputs").fetchone()[0]
+    # an input in the middle of a round of the second shoe
+    mid = next(n for (n, body) in db.execute("SELECT n, body FROM inputs ORDER BY n DESC")
+               if json.loads(body)["type"] == "card" and n < n_max - 10)
+    db.close()
+    cli = [sys.executable, "-m", "dealer_station.cli"]
+    out = tmp_path / "dispute.jsonl"
+    p = subprocess.run(cli + ["journal", "export", "--journal", str(j), "--from",
+                              str(1796040000 + mid), "--to", "2026-12-01T00:00:00",
+                              "--format", "jsonl", "--out", str(out)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    head = lines[0]
+    assert head["archive"] == "dealer-station-export" and head["from_input"] < mid
+    assert head["to_input"] == n_max and head["start"] is not None     # widened to its round
+    assert f"exported inputs {head['from_input']}..{n_max}" in p.stderr
+    recorded = [x["body"] for x in lines[1:] if x["kind"] == "output"]
+    replayed = list(replay_lines(get_profile("luxury21"), out.read_text().splitlines()))
+    assert strip(replayed) == strip(recorded) and recorded
+    p = subprocess.run(cli + ["journal", "export", "--journal", str(j), "--from", "yesterday",
+                              "--to", "1"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 1 and "'yesterday': not a time" in p.stdout

@@ -107,8 +107,9 @@ def test_verify_shoe_v1_names_missing_extra_and_foreign_cards(shoe, tmp_path, ca
     assert "missing: 7h x1" in out and "extra: Qs x1" in out and "foreign: JK" in out
     md = [f for f in os.listdir(tmp_path) if f.endswith("verify-shoe.md")][0]
     text = (tmp_path / md).read_text()
-    assert "operator: Ana Pit" in text and "- missing: 7h x1" in text and "read-intervals.png" in text
-    assert (tmp_path / "read-intervals.png").exists()
+    png = md.replace(".md", "-read-intervals.png")
+    assert "operator: Ana Pit" in text and "- missing: 7h x1" in text and f"]({png})" in text
+    assert (tmp_path / png).exists()
 
 
 def test_verify_shoe_line_mode_names_a_foreign_code(shoe, tmp_path, capsys):

@@ -134,7 +134,7 @@ def test_metrics_endpoint_reports_the_table(table):
         body = wait_for(three_cards, 10, "3 cards in the metrics")
         assert 'dealer_station_cards_read_total{source="shoe"} 3' in body
         assert 'dealer_station_inputs_total{origin="command"} 1' in body
-        assert "dealer_station_outbox_depth" in body and "dealer_station_shoe_bad_frames 0" in body
+        assert "dealer_station_outbox_depth" in body and "dealer_station_shoe_bad_frames_total 0" in body
         assert 'dealer_station_device_up{device="broker"} 1' in body
         assert 'dealer_station_round_phase{phase="burn"} 1' in body
     finally:
@@ -253,8 +253,15 @@ def test_install_script_puts_every_part_in_place(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     for f in ("etc/systemd/system/dealer-station.service", "etc/udev/rules.d/99-dealer-station.rules",
               "etc/dealer-station/table.toml", "opt/dealer-station/venv/bin/dealer-station",
-              "etc/mosquitto/conf.d/dealer-station.conf", "etc/mosquitto/dealer-station.acl"):
+              "etc/mosquitto/conf.d/dealer-station.conf", "etc/mosquitto/dealer-station.acl",
+              "usr/local/bin/dealer-station", "usr/local/bin/shoe-calibrate",
+              "usr/local/bin/table-sim"):
         assert (tmp_path / f).exists(), f
+    # the documented commands on the PATH: a wrapper that runs the venv's command
+    wrapper = (tmp_path / "usr/local/bin/shoe-calibrate").read_text()
+    assert wrapper == '#!/bin/sh\nexec /opt/dealer-station/venv/bin/shoe-calibrate "$@"\n'
+    assert os.access(tmp_path / "usr/local/bin/shoe-calibrate", os.X_OK)
+    assert "mosquitto-clients" in open(os.path.join(ROOT, "scripts", "install")).read()
     q = subprocess.run([str(tmp_path / "opt/dealer-station/venv/bin/dealer-station"), "check-config",
                         str(tmp_path / "etc/dealer-station/table.toml")], capture_output=True, text=True)
     assert q.returncode == 0, q.stdout

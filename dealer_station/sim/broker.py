@@ -27,6 +27,14 @@ def wait_port(port, timeout=10):
     raise TimeoutError(f"nothing listens on {port}")
 
 
+def die_with_parent():
+    """preexec_fn for a child of table-sim: the kernel sends it SIGTERM when table-sim dies, by
+    whatever means (SIGKILL included), so no broker or daemon is left behind as an orphan."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class Broker:
     def __init__(self, workdir, extra="", users=None, acl=None, port=None):
         if not os.path.exists(MOSQUITTO):
@@ -56,7 +64,7 @@ class Broker:
 
     def start(self):
         self.proc = subprocess.Popen([MOSQUITTO, "-c", self.conf], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
         wait_port(self.port)
 
     def kill(self):

@@ -17,7 +17,7 @@ from drivers.virtual_shoe import VirtualShoe
 
 from . import scenario
 from .bettor import BettingSystem
-from .broker import Broker, wait_online
+from .broker import Broker, die_with_parent, wait_online
 from .dealer_panel import SimPanel
 from .report import build_report
 from .view import draw
@@ -30,7 +30,8 @@ IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identi
 
 class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
-                 out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1"):
+                 out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1",
+                 log_path=None):
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
@@ -51,6 +52,11 @@ class Harness:
         self.out = out
         self.own_dir = workdir is None          # a temporary directory: removed at close
         self.dir = workdir or tempfile.mkdtemp(prefix="table-sim-")
+        # the daemon's log outlives the work directory: kept beside it, named by the time
+        self.log_path = log_path or (os.path.join(self.dir, "daemon.log") if workdir else
+                                     os.path.join(tempfile.gettempdir(), time.strftime(
+                                         "table-sim-%Y%m%d-%H%M%S-") + f"{os.getpid()}-daemon.log"))
+        self.broker = self.bs = self.daemon = self.shoe = self.wheel = None
         self.level = level
         self.players = players or {}
         self.use_camera = camera and not self.roulette
@@ -104,9 +110,10 @@ class Harness:
         return path
 
     def _start_daemon(self):
-        log = open(os.path.join(self.dir, "daemon.log"), "a")
-        self.daemon = subprocess.Popen([sys.executable, "-m", "dealer_station.cli", "run",
-                                        "--config", self.config], stdout=log, stderr=log)
+        with open(self.log_path, "a") as log:
+            self.daemon = subprocess.Popen([sys.executable, "-m", "dealer_station.cli", "run",
+                                            "--config", self.config], stdout=log, stderr=log,
+                                           preexec_fn=die_with_parent)
 
     def start(self):
         self.broker = None
@@ -118,6 +125,7 @@ class Harness:
             self.broker = Broker(self.dir)
             self.broker.start()
             host, port = "127.0.0.1", self.broker.port
+        self.broker_at = f"mqtt://{host}:{port}"
         p = self.profile
         self.shoe = self.wheel = None
         if self.roulette:
@@ -157,8 +165,10 @@ class Harness:
         self.panel.hold("shoe_loaded")        # the dealer's long press after shuffle and cut
 
     def close(self):
-        self.bs.close()
-        if self.daemon.poll() is None:
+        """Stops whatever start() got to (it may have failed half-way)."""
+        if self.bs is not None:
+            self.bs.close()
+        if self.daemon is not None and self.daemon.poll() is None:
             self.daemon.terminate()
             try:
                 self.daemon.wait(timeout=10)

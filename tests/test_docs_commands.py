@@ -1,0 +1,197 @@
+"""Every command example in README.md and docs/ (```sh blocks, and `$ ` lines with their output)
+is either run here exactly as written, with what the docs say it prints checked, or listed in
+NOT_RUN with the reason. A new example that is in neither fails the test, so the docs cannot
+drift from the commands unnoticed.
+
+The commands run in a scratch directory that looks like a fresh clone after the README's setup
+(the repository's files linked in, `.venv` included, the documented commands on the PATH as
+`scripts/install` puts them), so what they write (report.json, zones.png) lands there."""
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# command prefix -> why it is not run here (hardware, root, a studio's own files, or minutes)
+NOT_RUN = {
+    "./scripts/test": "the whole test suite (this test is part of it)",
+    "./scripts/bench": "benchmarks: minutes, figures in docs/",
+    ".venv/bin/table-sim --profile punto_banco --rounds 10000": "the soak run, about 50 minutes",
+    ".venv/bin/python bench/crash_test.py": "the crash test, about 15 minutes",
+    ".venv/bin/dealer-station replay --profile my-table.toml": "a studio's own profile file",
+    ".venv/bin/dealer-station analyze luxury21 --rounds 1430000": "Monte Carlo, minutes",
+    "dealer-station analyze luxury21 --rounds": "Monte Carlo, minutes",
+    "dealer-station analyze european --rounds": "Monte Carlo, minutes",
+    "dealer-station analyze lucky7 --rounds": "Monte Carlo, minutes",
+    ".venv/bin/dealer-station check-config /etc/": "an installed table's configuration",
+    "dealer-station check-config /etc/": "an installed table's configuration",
+    "/opt/dealer-station/venv/bin/": "an installed table (scripts/install)",
+    ".venv/bin/dealer-station run --config /etc/": "the daemon on an installed table",
+    ".venv/bin/dealer-station journal ": "an installed table's journal and archive",
+    "shoe-calibrate learn-codebook": "a scanner on the port (tests/test_calibration*.py: virtual)",
+    "shoe-calibrate verify-": "a shoe on the port (tests/test_calibration*.py: virtual)",
+    "shoe-calibrate read-test": "a shoe on the port (tests/test_calibration*.py: virtual)",
+    "shoe-calibrate monitor": "a device on the port (tests/test_calibration*.py: virtual)",
+    "shoe-calibrate camera sweep": "a camera (tests/test_calibration_ports.py: a video)",
+    "shoe-calibrate camera templates": "a reference deck's photos",
+    "shoe-calibrate camera accuracy": "captured templates in /etc",
+    "shoe-calibrate camera recognize": "captured templates in /etc",
+    "dealer-station status": "a running table (tests/test_operations.py)",
+    ".venv/bin/dealer-station status": "a running table (tests/test_operations.py)",
+    "table-sim --profile NAME": "a synopsis, not a command",
+    "[--": "a synopsis, not a command",
+    "sudo ": "system administration on the Pi (root)",
+    "systemctl ": "systemd on the Pi",
+    "journalctl ": "systemd on the Pi",
+    "timedatectl": "systemd on the Pi",
+    "udevadm ": "udev on the Pi, with the device plugged in",
+    "ls -l /dev/": "the device plugged in",
+    "git clone": "your repository",
+    "cd ~/dealer-station": "the Pi's clone",
+    "sudoedit ": "system administration on the Pi (root)",
+    "echo 'the-password' | sudo": "system administration on the Pi (root)",
+    "curl -s localhost:9464": "a running table (tests/test_operations.py: /metrics, /healthz)",
+    "mosquitto_sub -h broker.studio.lan": "the studio's broker",
+    "D=/var/lib/dealer-station": "a damaged journal on the Pi",
+    "sudo -u dealer-station": "system administration on the Pi (root)",
+    "# ": "a comment",
+}
+
+
+def examples():
+    """[(file:line, command, expected output lines or None)]."""
+    out = []
+    for path in ["README.md"] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
+        full = os.path.join(ROOT, path)
+        text = open(full).read()
+        name = os.path.relpath(full, ROOT)
+        for m in re.finditer(r"^( *)```(sh)?\n(.*?)^\1```", text, re.S | re.M):
+            line0 = text[:m.start()].count("\n") + 2
+            body = m.group(3)
+            if m.group(2):
+                joined = re.sub(r"\\\n\s*", " ", body)
+                for cmd in joined.splitlines():
+                    cmd = re.sub(r"\s+#\s.*$", "", cmd).strip()   # a trailing comment
+                    if cmd:
+                        out.append((f"{name}:{line0}", cmd, None))
+            else:                      # `$ command` with its output below it
+                chunks = re.split(r"^\$ ", body, flags=re.M)[1:]
+                for c in chunks:
+                    lines = c.rstrip("\n").split("\n")
+                    out.append((f"{name}:{line0}", lines[0].strip(), lines[1:]))
+    return out
+
+
+def why_not(cmd):
+    return next((why for prefix, why in NOT_RUN.items() if cmd.startswith(prefix)), None)
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    d = tmp_path_factory.mktemp("clone")
+    for entry in os.listdir(ROOT):
+        if entry not in (".git",) and not entry.endswith(".egg-info"):
+            os.symlink(os.path.join(ROOT, entry), d / entry)
+    shutil.copy(os.path.join(ROOT, "docs", "samples", "punto_banco-shoe.jsonl"), d / "record.jsonl")
+    # a table photo and its zones, for `camera zones`
+    import cv2
+    from drivers.camera.synth import default_zones, felt
+    zones = default_zones()
+    cv2.imwrite(str(d / "table.png"), felt(1280, 720) if felt.__code__.co_argcount >= 2 else felt())
+    (d / "calibration.toml").write_text("[zones]\n" + "".join(
+        f"{n} = {[[int(x), int(y)] for x, y in p]}\n" for n, p in zones.items()))
+    return d
+
+
+def env():
+    e = dict(os.environ)
+    e["PATH"] = os.path.join(ROOT, ".venv", "bin") + os.pathsep + e["PATH"]  # as scripts/install
+    return e
+
+
+def run(cmd, cwd, timeout=60):
+    return subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True,
+                          env=env(), timeout=timeout)
+
+
+def interrupted(cmd, cwd, until=r"^table-sim: broker mqtt://"):
+    """A command that runs until stopped: start it, wait for its first line, then Ctrl-C."""
+    p = subprocess.Popen(["bash", "-c", f"exec {cmd}"], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env(), start_new_session=True)
+    try:
+        first = p.stderr.readline()
+        assert re.match(until, first), (cmd, first, p.stderr.read() if p.poll() is not None else "")
+        time.sleep(1.0)    # let a round start: there is no signal for "a little play" to wait on
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        os.unlink(first.rsplit("daemon log ", 1)[1].strip())    # kept by table-sim: ours to remove
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    return p.returncode, out, err
+
+
+def check(cmd, expected, cwd):
+    """Run one example; assert what the docs say of it."""
+    if cmd.startswith("./scripts/run") or cmd.startswith(".venv/bin/table-sim --profile"):
+        rc, out, err = interrupted(cmd, cwd)
+        report = json.loads(out[out.find("{\n"):])   # after --plain's log lines; stopped mid-round: balances are checked at a round's end
+        assert report["messages_lost"] == 0 and report["profile"] == (
+            "punto_banco" if "punto_banco" in cmd else "luxury21"), report
+        if "--report report.json" in cmd:
+            assert json.load(open(os.path.join(cwd, "report.json")))["profile"]
+        return
+    if cmd.startswith(".venv/bin/table-sim shoe --pty"):
+        p = subprocess.run(["bash", "-c", cmd], cwd=cwd, input="deal 3\nquit\n", text=True,
+                           capture_output=True, env=env(), timeout=30)
+        lines = p.stdout.splitlines()
+        assert p.returncode == 0 and lines[0].startswith("/") and len(lines[1].split()) == 3
+        return
+    r = run(cmd, cwd)
+    if cmd == "./scripts/setup":
+        assert r.returncode == 0 and r.stdout == "" and r.stderr == ""     # installed: nothing to do
+    elif "replay --profile luxury21 docs/samples/luxury21-shoe.jsonl" in cmd:
+        assert r.returncode == 0
+        assert r.stdout == open(os.path.join(ROOT, "docs/samples/luxury21-shoe.out.jsonl")).read()
+    elif "replay --profile punto_banco -" in cmd:
+        assert r.returncode == 0
+        assert r.stdout == open(os.path.join(ROOT, "docs/samples/punto_banco-shoe.out.jsonl")).read()
+    elif cmd == "shoe-calibrate ports":
+        assert r.returncode in (0, 1), r.stderr
+        assert r.stdout.startswith("USB keyboards (keyboard-mode scanners):") or \
+            r.stdout.startswith("no serial ports or USB keyboards found"), r.stdout
+    elif cmd.startswith("shoe-calibrate camera zones"):
+        assert r.returncode == 0 and r.stdout.strip() == "zones.png"
+        assert os.path.exists(os.path.join(cwd, "zones.png"))
+    elif "analyze" in cmd:
+        assert r.returncode == 0, r.stderr
+        if expected is not None:       # what the docs print under the command, line for line
+            got = r.stdout.splitlines()
+            for line in expected:
+                assert line in got, (cmd, line)
+    else:
+        raise AssertionError(f"no check written for {cmd!r}: add one, or a NOT_RUN reason")
+
+
+def test_every_example_is_run_or_has_a_reason(clone):
+    t0 = time.monotonic()
+    ran, skipped = [], []
+    for where, cmd, expected in examples():
+        reason = why_not(cmd)
+        if reason:
+            skipped.append((where, cmd, reason))
+            continue
+        check(cmd, expected, str(clone))
+        ran.append((where, cmd))
+    took = time.monotonic() - t0
+    print(f"\n{len(ran)} examples run in {took:.0f} s, {len(skipped)} not run:")
+    for where, cmd, reason in skipped:
+        print(f"  {where}: {cmd[:70]}: {reason}")
+    assert len(ran) >= 10
