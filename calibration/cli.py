@@ -237,7 +237,7 @@ def cmd_camera(a):
               f"{t.box} of a {ct.CANON[0]} x {ct.CANON[1]} card")
         return 0
     if a.action in ("recognize", "accuracy") and not os.path.isfile(
-            os.path.join(a.templates, "rank_A.png")):
+            os.path.join(a.templates, "deck.json")):
         raise ToolError(f"{a.templates}: no templates there (capture them first: "
                         f"`shoe-calibrate camera templates`)")
     if a.action == "accuracy" and not os.path.isfile(a.labels):
