@@ -73,12 +73,15 @@ class JsonFormatter:
     """One JSON object per line, for a log collector: time, level, table, round, logger, message."""
 
     def format(self, record):
-        import json
         import datetime
+        import json
+        import logging
         d = {"time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
              .isoformat(timespec="milliseconds"), "level": record.levelname.lower(),
              "table": getattr(record, "table", None), "round": getattr(record, "round", None),
              "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            d["traceback"] = logging.Formatter().formatException(record.exc_info)
         return json.dumps(d)
 
 

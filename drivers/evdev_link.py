@@ -106,6 +106,9 @@ class EventLink(SerialLink):
             self.protocol.refused(e.strerror, time.monotonic())
             raise
 
+    def _open_failed(self, e):
+        """Already told, as a fault, by _open: not a second time as a disconnect."""
+
 
 def records(buf):
     """Split bytes into whole records: ([(time, type, code, value)], the incomplete rest). The

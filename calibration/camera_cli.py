@@ -1,0 +1,141 @@
+"""`shoe-calibrate camera ...`: zones, exposure/focus sweep, templates and recognition."""
+import json
+import os
+
+from .shoe_tools import ToolError
+
+
+def _load_codebook(path):
+    from .cli import load_codebook
+    return load_codebook(path)
+
+
+def cmd_camera(a):
+    from . import camera_tools as ct
+    from .files import load, save
+    if a.action == "zones":
+        zones = load(a.calibration).get("zones")
+        if not zones:
+            raise ToolError(f"{a.calibration}: no [zones] table")
+        img = ct.read_image(a.image)
+        if ct.too_dark(img):
+            print("warning: the image is very dark; recognition needs more light")
+        print(ct.draw_zones(img, zones, a.out))
+        return 0
+    if a.action == "templates":
+        if a.source:
+            from controller.cards import CARDS
+            from drivers.camera.video import VideoError, open_source
+            zones = load(a.calibration).get("zones") or {}
+            if a.zone not in zones:
+                raise ToolError(f"{a.calibration}: no zone {a.zone!r} to capture in")
+            order = open(a.order).read().split() if a.order else list(CARDS)
+            try:
+                src = open_source(int(a.source) if a.source.isdigit() else a.source)
+            except VideoError as e:
+                raise ToolError(f"no camera: {e}") from None
+            t = ct.templates_from_frames(src, zones[a.zone], order, a.out)
+        elif a.labels:
+            t = ct.templates_from_labels(a.labels, a.out)
+        else:
+            raise ToolError("give --labels FILE.csv (still photos) or --source (live frames)")
+        w, h = t.card_size
+        print(f"{a.out}: templates for {len(t.patches)} cards; card {w:.0f} x {h:.0f} px, index at "
+              f"{t.box} of a {ct.CANON[0]} x {ct.CANON[1]} card")
+        return 0
+    if a.action in ("recognize", "accuracy") and not os.path.isfile(
+            os.path.join(a.templates, "deck.json")):
+        raise ToolError(f"{a.templates}: no templates there (capture them first: "
+                        f"`shoe-calibrate camera templates`)")
+    if a.action == "accuracy" and not os.path.isfile(a.labels):
+        raise ToolError(f"{a.labels}: no such file")
+    if a.action == "recognize":
+        res = ct.recognize(a.images, a.templates)
+        for path, found in res:
+            if a.json:
+                print(json.dumps({"image": path, "cards": found}))
+            else:
+                print(f"{path}: " + (", ".join(f"{f['card']} ({f['confidence']:.2f})" for f in found)
+                                     or "no card found"))
+        return 0
+    if a.action == "accuracy":
+        import csv
+        base = os.path.dirname(os.path.abspath(a.labels))
+        with open(a.labels, newline="") as f:
+            # optional columns deck and condition group the report
+            labelled = [(os.path.join(base, r["image"]), r["rank"] + r["suit"],
+                         (r.get("deck") or "-", r.get("condition") or "-")) for r in csv.DictReader(f)]
+        r = ct.accuracy(labelled, a.templates)
+        print(json.dumps(r) if a.json else ct.accuracy_table(r))
+        return 0 if r["wrong"] == 0 else 1
+    if a.action == "sweep":
+        from drivers.camera.driver import Zones
+        from drivers.camera.recognize import ZxingDecoder, read_codes
+        from drivers.camera.video import VideoError, open_source
+        cal = load(a.calibration)
+        zones = Zones(cal.get("zones") or {})
+        book = _load_codebook(a.calibration)
+        dec = ZxingDecoder()
+        try:
+            src = open_source(int(a.source) if a.source.isdigit() else a.source)
+        except VideoError as e:
+            raise ToolError(f"no camera: {e}") from None
+        if not hasattr(src, "set"):
+            raise ToolError(f"{a.source}: a folder of images has no exposure or focus to set: "
+                            f"the sweep needs the camera (--source /dev/videoN)")
+        import cv2
+        settings = [{"exposure": e, "focus": f} for e in a.exposures for f in a.focus]
+        best, results = ct.sweep(src, zones, lambda crop, inside: read_codes(
+            dec, cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY), book, inside)[0], settings)
+        for r in results:
+            print(f"exposure {r['exposure']} focus {r['focus']}: decode rate {100 * r['decode_rate']:.0f}%")
+        if best["decode_rate"] == 0:
+            raise ToolError("no setting decoded any card: too dark, out of focus, or no cards in the zones")
+        # the report first: a report folder that cannot be written leaves the calibration as it was
+        from .files import report, report_base
+        base = report_base(a.report_dir, "camera-sweep")
+        png = ct.bar_chart([round(100 * r["decode_rate"]) for r in results],
+                           [f"{r['exposure']:g}/{r['focus']:g}" for r in results],
+                           "Decode rate by camera setting", base + "-decode-rate.png",
+                           xlabel="exposure/focus", ylabel="% of zones decoded")
+        summary = {"ok": True, "best": best, "results": results}
+        path = report(base, f"Camera sweep ({a.source})", os.environ.get("USER", "?"), summary,
+                      [("Settings", [f"- exposure {r['exposure']:g} focus {r['focus']:g}: "
+                                     f"{100 * r['decode_rate']:.0f}%" for r in results])], [png])
+        save(a.calibration, {"camera": {**cal.get("camera", {}), "exposure": best["exposure"],
+                                        "focus": best["focus"]}}, "camera sweep")
+        print(f"best: exposure {best['exposure']} focus {best['focus']}, written to {a.calibration}; "
+              f"report {path}")
+        return 0
+    raise ToolError(f"unknown camera action {a.action}")
+
+
+def add_parser(sub):
+    s = sub.add_parser("camera", help="zones, exposure/focus sweep, templates, recognition")
+    cs = s.add_subparsers(dest="action", required=True)
+    c = cs.add_parser("zones")
+    c.add_argument("--image", required=True)
+    c.add_argument("--calibration", default="calibration.toml")
+    c.add_argument("--out", default="zones.png")
+    c = cs.add_parser("templates")
+    c.add_argument("--labels", help="CSV image,rank,suit of still photos")
+    c.add_argument("--source", help="live frames: a camera, a video file or a folder of frames")
+    c.add_argument("--zone", default="seat_4", help="the zone the cards are laid in (live frames)")
+    c.add_argument("--order", help="the cards in the order they are laid (default As 2s .. Kc)")
+    c.add_argument("--calibration", default="calibration.toml")
+    c.add_argument("--out", required=True)
+    c = cs.add_parser("recognize")
+    c.add_argument("--templates", required=True)
+    c.add_argument("--json", action="store_true")
+    c.add_argument("images", nargs="+")
+    c = cs.add_parser("accuracy")
+    c.add_argument("--templates", required=True)
+    c.add_argument("--labels", required=True)
+    c.add_argument("--json", action="store_true")
+    c = cs.add_parser("sweep")
+    c.add_argument("--source", required=True, help="camera device or index")
+    c.add_argument("--calibration", default="calibration.toml")
+    c.add_argument("--exposures", type=lambda s: [float(x) for x in s.split(",")], default=[50, 100, 200, 400])
+    c.add_argument("--focus", type=lambda s: [float(x) for x in s.split(",")], default=[0, 20, 40])
+    c.add_argument("--report-dir", default="calibration-reports")
+    s.set_defaults(func=cmd_camera)
