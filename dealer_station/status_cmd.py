@@ -4,6 +4,7 @@
 Exit status: 0 running and healthy, 1 running but unhealthy, 3 not running."""
 import datetime
 import json
+import os
 import sqlite3
 import sys
 import urllib.error
@@ -11,10 +12,12 @@ import urllib.request
 
 
 def _journal_facts(path):
+    if not os.path.exists(path):
+        return {"journal": path, "error": "no journal yet (the table has never run here)"}
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     except sqlite3.Error as e:
-        return {"error": str(e)}
+        return {"journal": path, "error": str(e)}
     try:
         last = db.execute("SELECT n, at, body FROM inputs ORDER BY n DESC LIMIT 1").fetchone()
         result = db.execute("SELECT body FROM outbox WHERE json_extract(body, '$.type') IN "
