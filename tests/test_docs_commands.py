@@ -25,6 +25,7 @@ NOT_RUN = {
     "./scripts/bench": "benchmarks: minutes, figures in docs/",
     ".venv/bin/table-sim --profile punto_banco --rounds 10000": "the soak run, about 50 minutes",
     ".venv/bin/python bench/crash_test.py": "the crash test, about 15 minutes",
+    ".venv/bin/python bench/powercut_test.py": "the power-cut test, minutes (gcc, an LD_PRELOAD shim)",
     ".venv/bin/dealer-station replay --profile my-table.toml": "a studio's own profile file",
     ".venv/bin/dealer-station analyze luxury21 --rounds 1430000": "Monte Carlo, minutes",
     "dealer-station analyze luxury21 --rounds": "Monte Carlo, minutes",
