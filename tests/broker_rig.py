@@ -76,10 +76,29 @@ class ShippedBroker:
         self.proc = None
 
     def start(self):
-        self.proc = subprocess.Popen([MOSQUITTO, "-c", self.conf], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        wait_port(self.port)
-        wait_port(self.tls_port)
+        """Start it; if it exits at once (a port free when chosen was taken since: another
+        test's process), move both listeners to new ports and try again."""
+        for attempt in range(3):
+            self.proc = subprocess.Popen([MOSQUITTO, "-c", self.conf], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+            try:
+                wait_port(self.port, timeout=20)
+                wait_port(self.tls_port, timeout=20)
+                return
+            except TimeoutError:
+                if self.proc.poll() is None or attempt == 2:
+                    tail = self.logtext()[-1500:] if os.path.exists(self.log) else ""
+                    self.stop()
+                    raise TimeoutError(f"mosquitto did not listen on {self.port}/{self.tls_port}:"
+                                       f"\n{tail}") from None
+            old = (self.port, self.tls_port)
+            self.port, self.tls_port = free_port(), free_port()
+            with open(self.conf) as f:
+                text = f.read()
+            text = (text.replace(f"listener {old[0]} 127.0.0.1", f"listener {self.port} 127.0.0.1")
+                    .replace(f"listener {old[1]} 127.0.0.1", f"listener {self.tls_port} 127.0.0.1"))
+            with open(self.conf, "w") as f:
+                f.write(text)
 
     def logtext(self):
         with open(self.log, errors="replace") as f:

@@ -89,9 +89,10 @@ def test_the_camera_confirms_what_the_shoe_read_and_catches_a_disagreement(tmp_p
     assert r["irregularities"].get("source_mismatch", 0) >= 1
     assert "open at the end" not in r["resolutions"].get("source_mismatch", {})
     cam = r["camera"]
-    # unconfirmed: at most the two shown differently and the last round's cards (the run may end
-    # before the camera's frames of them come in: up to six at baccarat)
-    assert cam["shown_differently"] == 2 and cam["cards_laid"] - cam["cards_confirmed"] <= 8
+    # unconfirmed: the two shown differently and at most the last round's cards (the run may end
+    # before the camera's frames of them come in: up to a few dozen at a full blackjack table)
+    assert cam["shown_differently"] == 2 and cam["cards_confirmed"] >= 0.9 * cam["cards_laid"]
+    assert cam["cards_laid"] - cam["cards_confirmed"] <= 24
 
 
 def test_200_roulette_spins_with_the_wheel_faults(runs):
