@@ -32,13 +32,14 @@ def build_report(h, in_flight_s=5.0):
     bs = h.bs
     journal = os.path.join(h.dir, "journal.sqlite")
     db = sqlite3.connect(journal)
-    last_seq = db.execute("SELECT MAX(seq) FROM outbox").fetchone()[0] or 0
+    wanted = db.execute("SELECT MAX(seq) FROM outbox").fetchone()[0] or 0
     db.close()
-    # the last messages in flight, and replies to the last commands (sent again if lost)
+    # the last messages in flight, and replies to the last commands (sent again if lost); what
+    # the table journals after this moment (it may still be running) is not owed to the report
     end = time.monotonic() + in_flight_s
-    while (bs.last < last_seq or bs.unanswered()) and time.monotonic() < end:
+    while (bs.last < wanted or bs.unanswered()) and time.monotonic() < end:
         time.sleep(0.02)
-    reference, last_seq = reference_balances(h.profile, journal, bs.bets)
+    reference, _ = reference_balances(h.profile, journal, bs.bets)
     codes = {k.split(":", 1)[1]: v for k, v in bs.counts.items() if k.startswith("irregularity:")}
     minutes = (time.monotonic() - getattr(h, "t0", time.monotonic())) / 60
     unresolved = Counter(h.unresolved)
@@ -58,7 +59,7 @@ def build_report(h, in_flight_s=5.0):
             "rounds_resulted": h.resulted, "rounds_voided": h.voided,
             "void_reasons": dict(Counter(m["reason"] for m in bs.voided.values())),
             "messages_received": bs.counts["received"],
-            "messages_lost": max(0, last_seq - bs.last),
+            "messages_lost": max(0, wanted - bs.last),
             "messages_repeated": bs.counts["repeated"],
             "commands_sent_again": bs.counts["commands_sent_again"],
             "resend_requests": bs.counts["resend_requests"],
