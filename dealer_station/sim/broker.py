@@ -29,8 +29,12 @@ def wait_port(port, timeout=10):
 
 def die_with_parent():
     """preexec_fn for a child of table-sim: the kernel sends it SIGTERM when table-sim dies, by
-    whatever means (SIGKILL included), so no broker or daemon is left behind as an orphan."""
+    whatever means (SIGKILL included), so no broker or daemon is left behind as an orphan. Its own
+    session: a Ctrl-C at the terminal reaches table-sim alone, which reports what the daemon had
+    journaled and then stops its children; a broker killed by the same Ctrl-C would make the
+    report count the events still in flight as lost."""
     import ctypes
+    os.setsid()
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
