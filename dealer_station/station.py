@@ -29,6 +29,7 @@ from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCar
                             PanelPress, ShoeHello, ShoeStatus, WheelException, WheelState,
                             WinningNumber)
 from drivers.panel import panel_view
+from drivers.section import Key, Section
 
 from . import commands
 from .station_types import (AckCommand, AckShoe, Archive, BrokerDown, BrokerUp, Command, Count,
@@ -86,6 +87,15 @@ class Settings:
                    cfg["shoe"]["protocol"] == "v1", cfg["panel"]["enabled"],
                    cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"],
                    f"{cfg['broker']['topic_prefix']}/{cfg['table']['id']}/replies")
+
+
+# the timers the station arms: a decision's, insurance's, and the void of a round that waited
+# too long for the broker
+CONFIG = Section("timers", {
+    "decision_s": Key(float, 20.0, lo=0, hi=600),
+    "insurance_s": Key(float, 10.0, lo=0, hi=600),
+    "void_after_outage_s": Key(float, 600.0, lo=0, hi=86400),
+})
 
 
 class Station:
