@@ -63,6 +63,7 @@ class Profile:
     shuffle_every_round: bool = False
     pairs: bool = False
     lucky7: bool = False
+    require_inspection: bool = False  # shoe_loaded must record the shoe's inspection (002)
     card_source: str = "shoe"      # "camera": the camera's reads deal the cards (no shoe scanner)
     payouts: FrozenMap = field(default_factory=FrozenMap)
 
@@ -101,7 +102,7 @@ BUILTIN = {
     # 004: 8 decks shuffled after every round, hole card first, peek on ten or ace, insurance and
     # even money, split once, DAS, S17, no cut card, no burn. Lucky-7 pays are operator config.
     "lucky7": Profile(
-        name="lucky7", game="blackjack", decks=8, seats=7, dealer_order="hole_up",
+        name="lucky7", game="blackjack", decks=8, seats=3, dealer_order="hole_up",
         peek=("ace", "ten"), insurance=True, even_money=True, surrender=False,
         double_after_split=True, max_hands=2, resplit_aces=False, dealer_hits_soft_17=False,
         timeout_play="stand", burn=False, cut_card_from_back=None, cut_card_tolerance=0,
@@ -180,6 +181,7 @@ _RULES = {  # key: (type, lo, hi, choices)
     "shuffle_every_round": (bool, None, None, None), "pairs": (bool, None, None, None),
     "lucky7": (bool, None, None, None),
     "card_source": (str, None, None, ("shoe", "camera")),
+    "require_inspection": (bool, None, None, None),
 }
 
 
