@@ -340,10 +340,13 @@ def _peek(rnd, out):
         # Said at once, so the betting system knows when losing insurance is collected (it never
         # names the hole card: a blackjack is revealed with the card that follows).
         insured = rnd.profile.insurance and kind == "ace"
-        out.append({"type": "peek_result", "round": rnd.number, "blackjack": bj,
-                    "insurance": ("won" if bj else "lost") if insured else None})
-        if bj:
-            return _finish(_reveal(rnd, out), out)
+        peeked = {"type": "peek_result", "round": rnd.number, "blackjack": bj,
+                  "insurance": ("won" if bj else "lost") if insured else None}
+        if bj:   # after the reveal: nothing before it may depend on the hole card
+            rnd = _reveal(rnd, out)
+            out.append(peeked)
+            return _finish(rnd, out)
+        out.append(peeked)
     return _advance(rnd.but(phase="play", cur_s=0, cur_h=0), out)
 
 

@@ -101,8 +101,8 @@ def test_luxury21_insurance_on_ace_up_even_to_a_blackjack_then_peek():
     rej = r.decide(2, "stand")
     assert rej[0]["type"] == "rejected"
     out = r.feed({"type": "insurance_closed"})
-    assert types(out) == ["peek_result", "hole_card_revealed", "round_result"]
-    assert out[0] == {"type": "peek_result", "round": 1, "blackjack": True, "insurance": "won"}
+    assert types(out) == ["hole_card_revealed", "peek_result", "round_result"]
+    assert out[1] == {"type": "peek_result", "round": 1, "blackjack": True, "insurance": "won"}
     res = out[-1]
     assert [s["hands"][0]["outcome"] for s in res["seats"]] == ["push", "lose"]
 
@@ -265,13 +265,13 @@ def test_lucky7_peeks_on_ten_and_even_money_is_offered_to_a_blackjack():
     ins = one(out, "insurance_offered")
     assert ins["insurance"] == [2] and ins["even_money"] == [1]
     out = r.feed({"type": "insurance_closed"})
-    assert types(out) == ["peek_result", "hole_card_revealed", "round_result", "shuffle_due"]
+    assert types(out) == ["hole_card_revealed", "peek_result", "round_result", "shuffle_due"]
     assert one(out, "round_result")["seats"][0]["lucky7"] == 0
     assert one(r.outputs, "shuffle_due")                   # lucky7 shuffles after every round
     r = ready("lucky7")
     r.close(1)
     out = r.feed("7s", "As", "7h", "Kd")                    # hole A, up K: peek, blackjack
-    assert types(out)[-3:] == ["hole_card_revealed", "round_result", "shuffle_due"]
+    assert types(out)[-4:] == ["hole_card_revealed", "peek_result", "round_result", "shuffle_due"]
     assert one(out, "round_result")["seats"][0]["lucky7"] == 2   # two 7s paid for two
 
 
