@@ -14,7 +14,11 @@ import math
 ENGINE_COMMANDS = {"betting_closed": "betting_closed", "decision": "decision",
                    "insurance_closed": "insurance_closed", "pause": "pause", "resume": "resume",
                    "void_round": "void_round", "shoe_loaded": "shoe_loaded",
-                   "manual_card": "card"}
+                   "manual_card": "card",
+                   # the procedures (issue #18): who may send each is in controller/rights.py
+                   "no_spin": "no_spin", "manual_number": "manual_number",
+                   "correct_result": "correct_result", "dealer_error": "dealer_error",
+                   "supervisor_decision": "supervisor_decision"}
 OTHER_COMMANDS = ("resend",)
 MAX_PAYLOAD = 4096
 MAX_DEPTH = 4            # {"seats": [1, 2]} is depth 2; no command nests deeper than this

@@ -466,6 +466,9 @@ class Station:
                 effects.append(WheelCommand("start_game"))
             return effects
         effects = [Log("warning", f"wheel: {e.kind} on spin {e.spin} {e.detail}")]
+        # number_mismatch is only logged here: the driver raises it on every spin of the virtual
+        # wheel at a 0.02 s period (issue #18 report), so the engine's number_mismatch input is
+        # not wired to it until that is understood
         if e.kind == "miss_spin":
             if t.round is not None:
                 effects += self.process({"type": "miss_spin", "spin": e.spin}, "wheel", clock)[0]
