@@ -108,6 +108,26 @@ SCHEMA = {
         "keep_shoes": Key(int, 2, lo=1, hi=100),
         "keep_rounds": Key(int, 1000, lo=10, hi=1_000_000),
     },
+    # the edge broker's bridge to the studio's central tier (docs/scale.md): written into the
+    # table's own Mosquitto by `dealer-station bridge-conf` (scripts/install --bridge)
+    "bridge": {
+        "enabled": Key(bool, False),
+        "central": Key(list, None),               # ["host:port", ...] of the central nodes, TLS
+        "username": Key(str, None, pattern=r"^[A-Za-z0-9._-]{1,64}$"),   # default: table.id
+        "password": Key(str, None, secret=True),
+        "password_file": Key(str, None),
+        "ca_file": Key(str, None),
+        "cert_file": Key(str, None),
+        "key_file": Key(str, None),
+        "protocol": Key(str, "mqttv311", choices=("mqttv311", "mqttv50")),
+        "keepalive_s": Key(int, 20, lo=5, hi=600),
+        "restart_min_s": Key(int, 1, lo=1, hi=60),
+        "restart_max_s": Key(int, 30, lo=1, hi=600),
+        # store-and-forward while the uplink is down: Mosquitto's default (1,000 messages) drops
+        # the rest silently, about half an hour of one table; these hold days (docs/scale.md)
+        "max_queued_messages": Key(int, 500_000, lo=10_000, hi=10_000_000),
+        "max_queued_bytes": Key(int, 256 * 2 ** 20, lo=2 ** 20, hi=4 * 2 ** 30),
+    },
     "metrics": {
         "enabled": Key(bool, True),
         "bind": Key(str, "127.0.0.1"),
@@ -222,6 +242,7 @@ def check_config(data):
             errors.append("camera.templates: visual recognition needs the folder of templates")
         if cam["mode"] == "barcode" and cam["decoder"] == "pyzbar" and cam["symbology"] == "datamatrix":
             errors.append("camera.decoder: pyzbar cannot read DataMatrix, use zxing")
+    errors += _check_bridge(cfg)
     if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
         errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
     # A key already in error is not blamed a second time for what follows from it.
@@ -235,6 +256,40 @@ def check_config(data):
         except ProfileError as e:
             errors.append(f"table.profile: {e}")
     return cfg, errors
+
+
+CENTRAL = re.compile(r"^(?P<host>[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:]{2,39}\]):(?P<port>[0-9]{1,5})$")
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _check_bridge(cfg):
+    b, errors = cfg["bridge"], []
+    if not b["enabled"]:
+        return errors
+    central = b["central"] or []
+    if not central:
+        errors.append('bridge.central: the central nodes are needed, ["host:port", ...]')
+    for i, a in enumerate(central):
+        m = CENTRAL.match(a) if isinstance(a, str) else None
+        if not m or not 1 <= int(m["port"]) <= 65535:
+            errors.append(f"bridge.central[{i}]: expected \"host:port\", got {_show(a)}")
+    if len(set(map(str, central))) != len(central):
+        errors.append("bridge.central: a node is given twice")
+    if not b["ca_file"]:
+        errors.append("bridge.ca_file: required: the bridge speaks TLS only")
+    if bool(b["cert_file"]) != bool(b["key_file"]):
+        errors.append("bridge.key_file: a client certificate needs both cert_file and key_file")
+    if b["password"] and b["password_file"]:
+        errors.append("bridge.password_file: give password or password_file, not both")
+    if not (b["password"] or b["password_file"] or b["cert_file"]):
+        errors.append("bridge.password: the table's own credentials are needed (password, "
+                      "password_file or cert_file)")
+    if b["restart_max_s"] < b["restart_min_s"]:
+        errors.append("bridge.restart_max_s: must not be below restart_min_s")
+    if cfg["broker"]["host"] not in LOOPBACK:
+        errors.append(f"broker.host: with a bridge the daemon talks to the table's own broker on "
+                      f"localhost, not {cfg['broker']['host']!r}")
+    return errors
 
 
 def read_config(path):
