@@ -86,7 +86,8 @@ class Studio:
         pw_file = os.path.join(self.dir, t, "bridge.secret")
         with open(pw_file, "w") as f:
             f.write(self.passwords[t] + "\n")
-        central = ", ".join(f'"127.0.0.1:{p}"' for p in uplink.ports)
+        k = i % len(uplink.ports)        # the tables' bridges spread over the nodes
+        central = ", ".join(f'"127.0.0.1:{p}"' for p in uplink.ports[k:] + uplink.ports[:k])
         return (f'\n[bridge]\nenabled = true\ncentral = [{central}]\npassword_file = "{pw_file}"\n'
                 f'ca_file = "{self.tls["ca"]}"\nprotocol = "mqttv311"\nkeepalive_s = 5\n'
                 f'restart_min_s = 1\nrestart_max_s = 2\nmax_queued_messages = {self.queue[0]}\n'
@@ -202,29 +203,41 @@ class Studio:
             self.windows.append((f, start, time.monotonic()))
         if name == "central_node_kill":
             self.say(f"fault: central node n{f['node']} killed" + (f" for {s:g} s" if s else ""))
-            self.central.kill_node(f["node"] - 1)
+            self._node(f["node"] - 1, up=False)
             if s:
-                self.later.append((start + s, lambda: (self.central.start_node(f["node"] - 1),
+                self.later.append((start + s, lambda: (self._node(f["node"] - 1, up=True),
                                                        ended(f"central node n{f['node']} back"))))
             else:
                 self.windows.append((f, start, start + 5))
         elif name == "uplink_cut":
             t = self.ids[f["table"] - 1]
             self.say(f"fault: {t}'s uplink cut for {s:g} s")
-            self.uplinks[f["table"] - 1].cut(s)
-            self.later.append((start + s, lambda: ended(f"{t}'s uplink back")))
+            self.uplinks[f["table"] - 1].cut()
+            self.later.append((start + s, lambda: (self.uplinks[f["table"] - 1].restore(),
+                                                   ended(f"{t}'s uplink back"))))
         elif name == "central_down":
             self.say(f"fault: the whole central tier down for {s:g} s")
             for i in range(self.central.n):
-                self.central.kill_node(i)
+                self._node(i, up=False)
 
             def back():
                 for i in range(self.central.n):
                     self.central.start_node(i, wait=False)
                 for i in range(self.central.n):
                     self.central.wait_ready(i)
+                    for u in self.uplinks:
+                        u.node(i, up=True)
                 ended("central tier back")
             self.later.append((start + s, back))
+
+    def _node(self, i, up):
+        """A central node killed (SIGKILL) or started again; the uplinks' ports for it follow."""
+        if up:
+            self.central.start_node(i)
+        else:
+            self.central.kill_node(i)
+        for u in self.uplinks:
+            u.node(i, up)
 
     # -- the report ------------------------------------------------------------------------------
 

@@ -1,56 +1,76 @@
 """A table's uplink in a simulated studio: a TCP relay between the table's edge broker and each
-central node (one loopback port per node), which can be cut: open connections are reset and new
-ones refused until the cut ends, as a pulled cable or a dead switch port would. TLS passes through
-untouched (the bridge verifies the central tier's certificate end to end)."""
+central node (one loopback port per node), which can be cut. A cut resets every open connection
+and closes the relay's ports until it ends, so the bridge's next attempts are refused as by an
+unreachable studio network; a central node that is down has its port closed the same way (the
+relay never accepts a connection it cannot carry). TLS passes through untouched: the bridge
+verifies the central tier's certificate end to end."""
 import socket
+import struct
 import threading
-import time
 
 
 class Uplink:
     def __init__(self, targets):
         """targets: the central nodes' ports on 127.0.0.1; self.ports: the relay's, in order."""
         self.targets = list(targets)
-        self.cut_until = 0.0
         self.lock = threading.Lock()
         self.conns = set()
-        self.closed = False
-        self.listeners = []
-        for t in self.targets:
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", 0))
-            s.listen(16)
-            self.listeners.append(s)
-            threading.Thread(target=self._accept, args=(s, t), daemon=True,
-                             name=f"uplink-{t}").start()
-        self.ports = [s.getsockname()[1] for s in self.listeners]
+        self.is_cut = False
+        self.node_up = [True] * len(self.targets)
+        self.listeners = [None] * len(self.targets)
+        self.ports = [0] * len(self.targets)
+        for i in range(len(self.targets)):
+            self._open(i)
 
-    def down(self):
-        return time.monotonic() < self.cut_until
+    def _open(self, i):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.ports[i]))
+        s.listen(16)
+        self.ports[i] = s.getsockname()[1]
+        self.listeners[i] = s
+        threading.Thread(target=self._accept, args=(s, self.targets[i]), daemon=True,
+                         name=f"uplink-{self.targets[i]}").start()
 
-    def cut(self, seconds):
-        """Cut the link for `seconds`: every open connection dies now."""
-        with self.lock:
-            self.cut_until = time.monotonic() + seconds
-            conns, self.conns = self.conns, set()
-        for c in conns:
-            _close(c)
+    def _sync(self, reset=False):
+        """Each port open exactly when its node is up and the link not cut."""
+        for i in range(len(self.targets)):
+            want = self.node_up[i] and not self.is_cut
+            if want and self.listeners[i] is None:
+                self._open(i)
+            elif not want and self.listeners[i] is not None:
+                _close(self.listeners[i])
+                self.listeners[i] = None
+        if reset:
+            with self.lock:
+                conns, self.conns = self.conns, set()
+            for c in conns:
+                _close(c, reset=True)
+
+    def cut(self):
+        self.is_cut = True
+        self._sync(reset=True)
+
+    def restore(self):
+        self.is_cut = False
+        self._sync()
+
+    def node(self, i, up):
+        """Central node i went down (its port closes) or came back."""
+        self.node_up[i] = up
+        self._sync()
 
     def _accept(self, listener, target):
-        while not self.closed:
+        while True:
             try:
                 a, _ = listener.accept()
             except OSError:
-                return
-            if self.down():
-                _close(a)
-                continue
+                return                     # closed: cut, node down, or the end
             try:
                 b = socket.create_connection(("127.0.0.1", target), timeout=2)
                 b.settimeout(None)
             except OSError:
-                _close(a)        # that central node is down: the bridge tries the next one
+                _close(a, reset=True)      # as the node itself would refuse it
                 continue
             for s in (a, b):
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -75,17 +95,21 @@ class Uplink:
         _close(dst)
 
     def close(self):
-        self.closed = True
-        for s in self.listeners:
-            _close(s)
-        self.cut(0)
+        self.node_up = [False] * len(self.targets)
+        self._sync(reset=True)
 
 
-def _close(s):
-    try:
-        s.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
+def _close(s, reset=False):
+    if reset:   # RST, not FIN: what a peer that is gone looks like
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    else:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
     try:
         s.close()
     except OSError:
