@@ -26,10 +26,11 @@ def _password(b):
 
 
 def _quoted_free(value, where):
-    """Mosquitto's configuration has no quoting: a value with a newline or a leading space
-    would end the line or change meaning."""
-    if any(c in value for c in "\r\n\0") or value != value.strip() or not value:
-        raise ConfigError([f"{where}: cannot be written into mosquitto.conf (blank, or a line break)"])
+    """Mosquitto's configuration has no quoting: a line break would end the value and a space
+    split it. Printable characters without spaces only."""
+    if not value or not value.isprintable() or any(c.isspace() for c in value):
+        raise ConfigError([f"{where}: cannot be written into mosquitto.conf (empty, a space, "
+                           f"a line break or a control character)"])
     return value
 
 
