@@ -32,7 +32,7 @@ def parse_faults(faults, tables, nodes=3):
         where = f"studio fault {i + 1}"
         if not isinstance(f, dict) or f.get("fault") not in FAULTS:
             raise ValueError(f"{where}: fault: one of {', '.join(FAULTS)}, got {f!r}")
-        extra = set(f) - {"fault", "at", "seconds", "node", "table"}
+        extra = set(f) - {"fault", "at", "at_s", "seconds", "node", "table"}
         if extra:
             raise ValueError(f"{where}: unknown keys {sorted(extra)}")
         at, seconds = f.get("at", 1), f.get("seconds", 0)
@@ -47,8 +47,12 @@ def parse_faults(faults, tables, nodes=3):
             raise ValueError(f"{where}: table: 1-{tables}, got {table!r}")
         if f["fault"] != "central_node_kill" and not seconds:
             raise ValueError(f"{where}: seconds: how long the {f['fault']} lasts is needed")
-        out.append({"fault": f["fault"], "at": at, "seconds": seconds, "node": node, "table": table})
-    return sorted(out, key=lambda f: f["at"])
+        at_s = f.get("at_s")
+        if at_s is not None and (not isinstance(at_s, (int, float)) or at_s < 0):
+            raise ValueError(f"{where}: at_s: seconds into the run, >= 0, got {at_s!r}")
+        out.append({"fault": f["fault"], "at": at, "seconds": seconds, "node": node, "table": table,
+                    **({"at_s": at_s} if at_s is not None else {})})
+    return sorted(out, key=lambda f: (f.get("at_s", 0), f["at"]))
 
 
 class Studio:
@@ -155,9 +159,15 @@ class Studio:
     def resulted(self):
         return sum(h.resulted + h.voided for h in self.tables)
 
-    def play(self, timeout=None):
+    def _due(self, f):
+        if "at_s" in f:
+            return time.monotonic() - self.t0 >= f["at_s"]
+        return self.resulted() >= f["at"]
+
+    def play(self, timeout=None, duration=None):
         """Every table plays its rounds in its own thread; the faults fire as the studio's
-        rounds add up. Returns when every table is done (TimeoutError after `timeout`)."""
+        rounds add up (or at `at_s` seconds). Returns when every table is done (TimeoutError
+        after `timeout`); with `duration`, no table starts a round after that many seconds."""
         longest = max([f["seconds"] for f in self.faults] + [0])
         self.t0 = time.monotonic()
         done = {}
@@ -174,9 +184,12 @@ class Studio:
         pending = list(self.faults)
         self.later = []           # (when, step): the second half of a fault, in this thread
         while len(done) < len(self.tables):
-            while pending and self.resulted() >= pending[0]["at"]:
+            while pending and self._due(pending[0]):
                 self._fault(pending.pop(0))
             now = time.monotonic()
+            if duration and now - self.t0 > duration:
+                for h in self.tables:      # the round under way ends, no other starts
+                    h.rounds = max(1, h.started, h.resulted + h.voided)
             for item in [x for x in self.later if x[0] <= now]:
                 self.later.remove(item)
                 item[1]()
