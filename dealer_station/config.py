@@ -31,9 +31,9 @@ def sections():
     from drivers import panel, shoe_section, wheel
     from drivers.camera import section as camera
 
-    from . import archive, metrics, mqtt_link, station
+    from . import archive, bridge, metrics, mqtt_link, station
     return (TABLE, shoe_section.CONFIG, mqtt_link.CONFIG, station.CONFIG, PATHS, panel.CONFIG,
-            wheel.CONFIG, camera.CONFIG, archive.CONFIG, metrics.CONFIG)
+            wheel.CONFIG, camera.CONFIG, archive.CONFIG, bridge.CONFIG, metrics.CONFIG)
 
 
 def schema():
