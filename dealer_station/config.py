@@ -113,6 +113,22 @@ SCHEMA = {
         "bind": Key(str, "127.0.0.1"),
         "port": Key(int, 9464, lo=0, hi=65535),
     },
+    # the table console (docs/console.md): accounts checked in console/config_check.py
+    "console": {
+        "enabled": Key(bool, False),
+        "bind": Key(str, "127.0.0.1", pattern=r"^[A-Za-z0-9._:\[\]-]{1,253}$"),
+        "port": Key(int, 8470, lo=0, hi=65535),
+        "tls_cert": Key(str, None),
+        "tls_key": Key(str, None),
+        "open_dealer_view": Key(bool, True),
+        "session_idle_s": Key(float, 900.0, lo=30, hi=86400),
+        "session_max_s": Key(float, 43200.0, lo=60, hi=7 * 86400),
+        "login_failures": Key(int, 5, lo=1, hi=100),
+        "login_window_s": Key(float, 300.0, lo=1, hi=86400),
+        "login_lockout_s": Key(float, 300.0, lo=1, hi=86400),
+        "max_streams": Key(int, 16, lo=1, hi=256),
+        "accounts": Key(list, []),
+    },
 }
 
 
@@ -222,6 +238,8 @@ def check_config(data):
             errors.append("camera.templates: visual recognition needs the folder of templates")
         if cam["mode"] == "barcode" and cam["decoder"] == "pyzbar" and cam["symbology"] == "datamatrix":
             errors.append("camera.decoder: pyzbar cannot read DataMatrix, use zxing")
+    from .console.config_check import check_console
+    errors += check_console(cfg["console"])
     if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
         errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
     # A key already in error is not blamed a second time for what follows from it.

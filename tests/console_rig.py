@@ -1,0 +1,79 @@
+"""A simulated table with its console, played in a thread, and a headless Chromium (Debian's,
+driven by Playwright): shared by tests/test_console_browser.py and bench/bench_console.py."""
+import io
+import os
+import tempfile
+import threading
+
+from dealer_station.sim.harness import Harness
+
+CHROMIUM = "/usr/bin/chromium"
+ACCOUNTS = [("pit", "supervisor", "pit-secret-1"), ("dealer", "dealer", "dealer-secret-1")]
+# the browser's received stream and what the page showed after each update (test instrumentation)
+RECORD = """
+window.__log = [];
+const RealES = window.EventSource;
+window.EventSource = function (url, opts) {
+  const es = new RealES(url, opts);
+  es.addEventListener("view", (ev) => setTimeout(() =>
+    window.__log.push([ev.data, document.body.innerText]), 0));
+  return es;
+};
+"""
+
+
+class TableRun:
+    """table-sim's Harness with the console on, playing `rounds` in a thread."""
+
+    def __init__(self, profile, rounds, faults=(), speed=4.0, camera=False, pit_boss=True, seed=3):
+        self.dir = tempfile.mkdtemp(prefix="console-test-")
+        self.h = Harness(profile, rounds, seed=seed, faults=list(faults), speed=speed,
+                         plain=True, out=io.StringIO(), workdir=self.dir, camera=camera,
+                         console={"accounts": ACCOUNTS}, pit_boss=pit_boss)
+        self.messages = []
+        note = self.h.note
+        self.h.note = lambda m: (self.messages.append(m), note(m))
+        self.error = None
+        self.thread = None
+
+    def start(self):
+        self.h.start()
+        self.url = self.h.console_url.rstrip("/")
+        self.thread = threading.Thread(target=self._play, daemon=True)
+        self.thread.start()
+        return self
+
+    def _play(self):
+        try:
+            self.h.play(timeout=300)
+        except Exception as e:      # handed to the test that waits for the end
+            self.error = e
+
+    def wait_done(self, timeout=120):
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            raise TimeoutError(f"the table did not finish its rounds in {timeout} s")
+        if self.error:
+            raise self.error
+
+    def of_type(self, kind):
+        return [m for m in list(self.messages) if m["type"] == kind]
+
+    def close(self):
+        self.h.close()
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def launch(pw):
+    if not os.path.exists(CHROMIUM):
+        raise RuntimeError(f"{CHROMIUM} missing: ./scripts/setup installs Debian's chromium")
+    return pw.chromium.launch(executable_path=CHROMIUM)
+
+
+def login(page, base, name, password, next_page="/pit"):
+    page.goto(f"{base}/login?next={next_page}")
+    page.fill("#name", name)
+    page.fill("#password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}{next_page}")
