@@ -212,6 +212,8 @@ class Daemon:
                 log.error("metrics endpoint %s:%d: %s", m["bind"], m["port"], e.strerror)
         if self.console is not None:
             c = self.cfg["console"]
+            # after a restart the pages find the rounds, result and open irregularities again
+            self.hub.messages(self.journal.outbox_from(max(1, self.station.next_seq - 500)))
             self._console_push()
             try:
                 port = self.console.serve()

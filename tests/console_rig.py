@@ -31,17 +31,28 @@ class TableRun:
                          plain=True, out=io.StringIO(), workdir=self.dir, camera=camera,
                          console={"accounts": ACCOUNTS}, pit_boss=pit_boss)
         self.messages = []
+        self.heard = threading.Condition()
         note = self.h.note
-        self.h.note = lambda m: (self.messages.append(m), note(m))
+
+        def noted(m):
+            with self.heard:
+                self.messages.append(m)
+                self.heard.notify_all()
+            note(m)
+        self.h.note = noted
         self.error = None
         self.thread = None
 
     def start(self):
+        """The table up (daemon, devices, console), not yet playing."""
         self.h.start()
         self.url = self.h.console_url.rstrip("/")
-        self.thread = threading.Thread(target=self._play, daemon=True)
-        self.thread.start()
         return self
+
+    def play(self):
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._play, daemon=True)
+            self.thread.start()
 
     def _play(self):
         try:
@@ -50,6 +61,7 @@ class TableRun:
             self.error = e
 
     def wait_done(self, timeout=120):
+        self.play()
         self.thread.join(timeout)
         if self.thread.is_alive():
             raise TimeoutError(f"the table did not finish its rounds in {timeout} s")
@@ -57,7 +69,16 @@ class TableRun:
             raise self.error
 
     def of_type(self, kind):
-        return [m for m in list(self.messages) if m["type"] == kind]
+        with self.heard:
+            return [m for m in self.messages if m["type"] == kind]
+
+    def wait_for(self, kind, n=1, timeout=60):
+        """The first n messages of this type the betting system received (waits for them)."""
+        with self.heard:
+            if not self.heard.wait_for(lambda: len(
+                    [m for m in self.messages if m["type"] == kind]) >= n, timeout):
+                raise TimeoutError(f"no {n} {kind} in {timeout} s")
+            return [m for m in self.messages if m["type"] == kind][:n]
 
     def close(self):
         self.h.close()
