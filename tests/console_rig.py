@@ -15,8 +15,11 @@ window.__log = [];
 const RealES = window.EventSource;
 window.EventSource = function (url, opts) {
   const es = new RealES(url, opts);
-  es.addEventListener("view", (ev) => setTimeout(() =>
-    window.__log.push([ev.data, document.body.innerText]), 0));
+  const add = es.addEventListener.bind(es);
+  es.addEventListener = (type, fn, o) => add(type, type !== "view" ? fn : (ev) => {
+    fn(ev);                                       // the page renders, then its text is taken
+    window.__log.push([ev.data, document.body.innerText]);
+  }, o);
   return es;
 };
 """

@@ -71,8 +71,6 @@ class Hub:
             elif t == "round_voided":
                 self.history.appendleft({"round": m["round"], "ended": "voided", "ts": m.get("ts"),
                                          "summary": m.get("reason")})
-            elif t == "round_started":
-                self.last_result = None
             elif t == "last_round":
                 self.last_round = m
             elif t == "shoe_started":

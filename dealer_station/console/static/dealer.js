@@ -70,10 +70,11 @@ function baccarat(v, layout) {
 
 function roulette(v, layout) {
   const res = v.last_result;
-  const p = place("wheel", "Winning number");
+  const p = place("wheel", v.snapshot.round ? "Spinning — last number" : "Winning number");
   const n = DS.el("div", "number " + (res ? (res.colour || "green") : "none"),
-                  res && !v.snapshot.round ? String(res.number) : "\u2014");
+                  res ? String(res.number) : "\u2014");
   p.appendChild(n);
+  if (res && res.colour) p.appendChild(DS.el("div", "total", res.colour));
   layout.appendChild(p);
   const last = DS.el("div", "history");
   v.history.slice(0, 12).forEach((h) => last.appendChild(DS.el("span", "past", h.summary)));
