@@ -206,6 +206,9 @@ def table_main(argv):
     print(f"table-sim: console {h.console_url}dealer (pit boss: {h.console_url}pit, "
           f"{accounts[0][0]} / {accounts[0][2]}; dealer {accounts[1][0]} / {accounts[1][2]})",
           file=sys.stderr, flush=True)
+    if not h.plain:        # the live view draws over the terminal: the URL stays in its lines
+        h.say(f"console {h.console_url}dealer, pit boss {h.console_url}pit ({accounts[0][0]} / "
+              f"{accounts[0][2]})")
     try:
         h.play()
     except KeyboardInterrupt:
