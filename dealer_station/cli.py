@@ -133,12 +133,26 @@ def parser():
     run.set_defaults(func=_run)
     from .status_cmd import add_parser as add_status_parser
     add_status_parser(sub)
+    pw = sub.add_parser("console-password", help="a password's scrypt hash for a [console] "
+                        "account (the password is read from the terminal or standard input)")
+    pw.set_defaults(func=_console_password)
     chk = sub.add_parser("check-config", help="validate a configuration, printing every error")
     chk.add_argument("config")
     chk.set_defaults(func=_check_config)
     from .bridge import add_parser as add_bridge_parser
     add_bridge_parser(sub)
     return p
+
+
+def _console_password(args):
+    import getpass
+    from .console.auth import hash_password
+    pw = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+    if len(pw) < 8:
+        print("dealer-station: a console password has at least 8 characters", file=sys.stderr)
+        return 2
+    print(hash_password(pw))
+    return 0
 
 
 def main(argv=None):

@@ -32,8 +32,10 @@ def sections():
     from drivers.camera import section as camera
 
     from . import archive, bridge, metrics, mqtt_link, station
+    from .console import config_check as console
     return (TABLE, shoe_section.CONFIG, mqtt_link.CONFIG, station.CONFIG, PATHS, panel.CONFIG,
-            wheel.CONFIG, camera.CONFIG, archive.CONFIG, bridge.CONFIG, metrics.CONFIG)
+            wheel.CONFIG, camera.CONFIG, archive.CONFIG, bridge.CONFIG, metrics.CONFIG,
+            console.CONFIG)
 
 
 def schema():

@@ -63,6 +63,10 @@ class Daemon:
                                 "profile": self.profile.name})
         self.notifier = Notifier()
         self.metrics_at = 0.0
+        self.console = self.hub = None
+        self.console_dirty = False
+        if cfg["console"]["enabled"]:
+            self._build_console()
         for e in restore_logs:
             self.do(e)
 
@@ -103,6 +107,27 @@ class Daemon:
         from drivers import panel
         p, self.pin_factory = panel.build(self.cfg["panel"])
         return p
+
+    def _build_console(self):
+        from .console.hub import Hub
+        from .console.server import Console
+        t = self.cfg["timers"]
+        self.hub = Hub(self.table_id, self.profile.name, t["decision_s"], t["insurance_s"])
+        # a command from a page goes on the loop's queue as an MQTT one would
+        self.console = Console(self.cfg["console"], self.hub,
+                               lambda payload, corr: self.q.put(("console", payload, corr)),
+                               self.metrics, self.camera, log)
+
+    def _console_push(self, at=None):
+        """The console's view after an input: from the public snapshot and published events."""
+        self.console_dirty = False
+        timer = None
+        if self.station.timer is not None:
+            deadline, _, body = self.station.timer
+            timer = {"what": "decision" if body["type"] == "decision_timeout" else "insurance",
+                     "seat": body.get("seat"), "hand": body.get("hand"),
+                     "deadline": time.time() + (deadline - time.monotonic())}
+        self.hub.update(self.station.status(), timer, at)
 
     # -- start and stop -----------------------------------------------------------------------
 
@@ -149,6 +174,18 @@ class Daemon:
                 self.metrics_port = port
             except OSError as e:   # metrics are for operators: the table plays on without them
                 log.error("metrics endpoint %s:%d: %s", m["bind"], m["port"], e.strerror)
+        if self.console is not None:
+            c = self.cfg["console"]
+            # after a restart the pages find the rounds, result and open irregularities again
+            self.hub.messages(self.journal.outbox_from(max(1, self.station.next_seq - 500)))
+            self._console_push()
+            try:
+                port = self.console.serve()
+                scheme = "https" if c["tls_cert"] else "http"
+                log.info("console on %s://%s:%d/", scheme, c["bind"], port)
+                self.console_port = port
+            except (OSError, ValueError) as e:   # the table plays on without its console
+                log.error("console %s:%d: %s", c["bind"], c["port"], getattr(e, "strerror", e))
         self.link.start()
         self.notifier.ready(f"table {self.table_id}: recovered {self.recovery['inputs_replayed']} inputs")
 
@@ -212,6 +249,8 @@ class Daemon:
         if self.wheel is not None:
             self.wheel.close()
         self.metrics.close()
+        if self.console is not None:
+            self.console.close()
         self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
         self.journal.close()
 
@@ -281,8 +320,11 @@ class Daemon:
             return
         try:
             reads = self._reads(self.station.reads(ev))
-            for e in self.station.step(ev, clock(), reads):
+            now = clock()
+            for e in self.station.step(ev, now, reads):
                 self.do(e)
+            if self.console_dirty:
+                self._console_push(now.wall)
         except STORAGE_ERRORS:
             raise        # a command stays unacknowledged: the broker delivers it again
         except Exception as e:
@@ -294,6 +336,8 @@ class Daemon:
 
     def _event(self, item):
         """A queued item as a station event: the MQTT link's tuples are translated here."""
+        if isinstance(item, tuple) and item and item[0] == "console":
+            return Command(item[1], None, item[2], None, 0)     # answered to the page
         if not isinstance(item, tuple) or not item or item[0] != "mqtt":
             return item
         what, args = item[1], item[2:]
@@ -320,6 +364,8 @@ class Daemon:
         effects, messages, reply = self.station.process(body, origin, clock())
         for e in effects + self.station.pump():
             self.do(e)
+        if self.console_dirty:
+            self._console_push()
         return messages, reply
 
     # -- effects ------------------------------------------------------------------------------
@@ -328,6 +374,9 @@ class Daemon:
         t = type(e)
         if t is Record:
             self.journal.write(e)
+            if self.hub is not None:
+                self.hub.messages(e.messages)
+                self.console_dirty = True
         elif t is Publish:
             self.mids[self.link.publish_event(e.message)] = e.seq
         elif t is MarkSent:
@@ -337,7 +386,10 @@ class Daemon:
         elif t is AckCommand:
             self.link.ack(e.mid, e.qos)
         elif t is Reply:
-            self.link.reply(e.payload, e.response_topic, e.correlation)
+            if self.console is not None and self.console.owns(e.correlation):
+                self.console.reply(e.correlation, e.payload)
+            else:
+                self.link.reply(e.payload, e.response_topic, e.correlation)
         elif t is Count:
             self.metrics.inc(e.name, e.labels)
         elif t is Log:
@@ -346,6 +398,7 @@ class Daemon:
             self.timer_at = e.deadline
         elif t is Status:
             self.link.publish_status(e.doc)
+            self.console_dirty = self.hub is not None
         elif t is Lights:
             if self.panel is not None:
                 self.panel.show(e.view)

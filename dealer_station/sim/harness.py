@@ -31,7 +31,10 @@ IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identi
 class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
                  out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1",
-                 log_path=None, table="sim", central=None, max_sends=None, extra_toml=""):
+                 log_path=None, table="sim", central=None, max_sends=None, extra_toml="",
+                 console=None, pit_boss=True):
+        """console: {"port": N (0: a free one), "accounts": [(name, role, password)]} serves the
+        table console; pit_boss=False leaves a paused table to the console's pit boss."""
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
@@ -77,6 +80,9 @@ class Harness:
         self.central = central      # the betting system on the studio's central tier
         self.max_sends = max_sends
         self.extra_toml = extra_toml    # more sections of the table's TOML ([bridge], say)
+        self.console = console
+        self.console_url = None
+        self.pit_boss = pit_boss
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -98,9 +104,20 @@ class Harness:
                     f'[broker]\nhost = "{host}"\nport = {port}\nreconnect_min_s = 1\nreconnect_max_s = 1\n\n'
                     f'[timers]\ndecision_s = 0\ninsurance_s = 0\nvoid_after_outage_s = 0\n\n'
                     f'[paths]\njournal = "{os.path.join(self.dir, "journal.sqlite")}"\n\n'
-                    f'[metrics]\nport = 0\n\n' + self.panel.config()
+                    f'[metrics]\nport = 0\n\n' + self._console_config() + self.panel.config()
                     + (self.tcam.config() if self.tcam else "") + self.extra_toml)
         return path
+
+    def _console_config(self):
+        if not self.console:
+            return ""
+        from dealer_station.console.auth import hash_password
+        from .broker import free_port
+        port = self.console.get("port") or free_port()     # kept across daemon restarts
+        self.console_url = f"http://127.0.0.1:{port}/"
+        accounts = ", ".join(f'{{name = "{n}", role = "{r}", password_hash = "{hash_password(p)}"}}'
+                             for n, r, p in self.console.get("accounts", ()))
+        return f'[console]\nenabled = true\nport = {port}\naccounts = [{accounts}]\n\n'
 
     def _calibration(self):
         """The camera's calibration file, with the keyboard scanner's codes added to its
@@ -395,7 +412,9 @@ class Harness:
             if self.rss_start is None and self.resulted >= 10:
                 self.rss_start = self.daemon_rss_mb()    # warmed up: imports done, caches full
             live = [m for m in burst if m["type"] not in QUIET]
-            if self.pause is not None:
+            if self.pause is not None and not self.pit_boss:
+                pass             # the console's pit boss resolves it, from the page
+            elif self.pause is not None:
                 # pressed again if the table did not answer (it was restarting, say)
                 if self.pressed_at is None or time.monotonic() - self.pressed_at > 3:
                     self._pit_boss()
