@@ -98,6 +98,35 @@ class TableContext:
         return True
 
 
+def _keygen(args):
+    from .signing import KeyFileError, generate
+    try:
+        kid = generate(args.out)
+    except KeyFileError as e:
+        print(f"dealer-station keygen: {e}", file=sys.stderr)
+        return 2
+    print(f"{args.out}: Ed25519 key {kid}; public key {args.out}.pub (give it to the betting system)")
+    return 0
+
+
+def _manifest(args):
+    from .integrity import IntegrityError, check, write_manifest
+    try:
+        if args.check:
+            n = check(args.out)
+            print(f"{args.out}: ok, {n} files as installed")
+        else:
+            n = write_manifest(args.out)
+            print(f"{args.out}: {n} files")
+    except IntegrityError as e:
+        print(f"dealer-station manifest: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"dealer-station manifest: {args.out}: {e.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _check_config(args):
     from .config import ConfigError, read_config
     from .config_files import config_warnings
@@ -133,6 +162,17 @@ def parser():
     run.set_defaults(func=_run)
     from .status_cmd import add_parser as add_status_parser
     add_status_parser(sub)
+    from .verify import add_parser as add_verify_parser
+    add_verify_parser(sub)
+    kg = sub.add_parser("keygen", help="a new Ed25519 key pair for signing the events "
+                                       "(FILE, owner-only, and FILE.pub)")
+    kg.add_argument("--out", required=True, help="the private key file (never overwritten)")
+    kg.set_defaults(func=_keygen)
+    mf = sub.add_parser("manifest", help="record the installed files' hashes (scripts/install; "
+                                         "checked at start with integrity.manifest)")
+    mf.add_argument("--out", required=True)
+    mf.add_argument("--check", action="store_true", help="check the files against --out instead")
+    mf.set_defaults(func=_manifest)
     chk = sub.add_parser("check-config", help="validate a configuration, printing every error")
     chk.add_argument("config")
     chk.set_defaults(func=_check_config)

@@ -16,6 +16,7 @@ ENGINE_COMMANDS = {"betting_closed": "betting_closed", "decision": "decision",
                    "void_round": "void_round", "shoe_loaded": "shoe_loaded",
                    "manual_card": "card"}
 OTHER_COMMANDS = ("resend",)
+ENGINE_REASON = ("pause", "void_round")     # engine inputs with a `reason` field
 MAX_PAYLOAD = 4096
 MAX_DEPTH = 4            # {"seats": [1, 2]} is depth 2; no command nests deeper than this
 MAX_INT = 2 ** 53 - 1    # the integers every JSON consumer reads exactly
@@ -131,7 +132,10 @@ def parse(payload):
 
 def to_input(cmd):
     """An engine command -> the engine input (without the envelope id: the daemon tracks it)."""
-    body = {k: v for k, v in cmd.items() if k != "id"}
+    # `by` and an override's `reason` are for the rights and the audit log (station.py); the
+    # engine takes a reason only where its input has one
+    body = {k: v for k, v in cmd.items() if k not in ("id", "by")
+            and (k != "reason" or cmd["type"] in ENGINE_REASON)}
     body["type"] = ENGINE_COMMANDS[cmd["type"]]
     if cmd["type"] == "manual_card":
         if set(body) - {"type", "card"}:

@@ -108,6 +108,20 @@ SCHEMA = {
         "keep_shoes": Key(int, 2, lo=1, hi=100),
         "keep_rounds": Key(int, 1000, lo=10, hi=1_000_000),
     },
+    # game integrity (docs/install.md, "Keys"): the events' signing key, the installed files'
+    # hashes checked at start
+    "integrity": {
+        "signing_key": Key(str, None),
+        "manifest": Key(str, None),
+    },
+    # staff and their roles (controller rights: dealer_station/rights.py); absent: not enforced
+    "staff": {
+        "dealer": Key(list, []),
+        "supervisor": Key(list, []),
+        "system": Key(list, []),
+        "require_login": Key(bool, True),
+        "reason_codes": Key(list, []),
+    },
     "metrics": {
         "enabled": Key(bool, True),
         "bind": Key(str, "127.0.0.1"),
@@ -222,6 +236,10 @@ def check_config(data):
             errors.append("camera.templates: visual recognition needs the folder of templates")
         if cam["mode"] == "barcode" and cam["decoder"] == "pyzbar" and cam["symbology"] == "datamatrix":
             errors.append("camera.decoder: pyzbar cannot read DataMatrix, use zxing")
+    if "staff" in data and isinstance(data["staff"], dict):
+        from controller.rights import staff_errors
+        errors += staff_errors(cfg["staff"])
+    cfg["staff"]["enabled"] = "staff" in data
     if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
         errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
     # A key already in error is not blamed a second time for what follows from it.

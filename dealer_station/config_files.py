@@ -137,6 +137,14 @@ def check_files(cfg):
     _templates(cfg, errors)
     _broker(cfg["broker"], errors)
     _journal(cfg["paths"]["journal"], errors)
+    if cfg["integrity"]["signing_key"]:
+        from .signing import KeyFileError, load_private
+        try:
+            load_private(cfg["integrity"]["signing_key"])
+        except KeyFileError as e:
+            errors.append(f"integrity.signing_key: {e}")
+    if cfg["integrity"]["manifest"]:
+        _readable("integrity.manifest", cfg["integrity"]["manifest"], errors)
     if cfg["archive"]["enabled"]:
         # the archive folder: the checks of the journal's folder, named archive.dir
         more = []
