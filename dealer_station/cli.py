@@ -15,7 +15,7 @@ def _replay(args):
 
     profile = load_profile(args.profile)
     if args.file == "-":
-        run(profile, sys.stdin, sys.stdout)
+        return run(profile, sys.stdin, sys.stdout, sys.stderr)
     else:
         try:
             if args.file.endswith(".gz"):
@@ -27,7 +27,7 @@ def _replay(args):
             raise SystemExit(f"dealer-station replay: {args.file}: {e.strerror}")
         with f:
             try:
-                run(profile, f, sys.stdout)
+                return run(profile, f, sys.stdout, sys.stderr)
             except CheckpointError as e:     # an archive's starting state, for another table
                 raise SystemExit(f"dealer-station replay: {args.file}: {e}")
     return 0
@@ -162,6 +162,8 @@ def parser():
     run.set_defaults(func=_run)
     from .status_cmd import add_parser as add_status_parser
     add_status_parser(sub)
+    from .export import add_round_parser
+    add_round_parser(sub)
     from .verify import add_parser as add_verify_parser
     add_verify_parser(sub)
     kg = sub.add_parser("keygen", help="a new Ed25519 key pair for signing the events "

@@ -228,7 +228,8 @@ class Station:
 
     # -- inputs to the engine -------------------------------------------------------------------
 
-    def process(self, body, origin, clock, shoe_seq=None, command_id=None, decision=None):
+    def process(self, body, origin, clock, shoe_seq=None, command_id=None, decision=None,
+                action=None):
         """Step the engine on `body`. Returns ([effects], messages, reply). `decision`: the
         staff rights' decision (controller/rights.py) that let it in, for the audit log."""
         body = dict(body)
@@ -258,7 +259,7 @@ class Station:
         audit = ()
         if decision is not None and (decision.override or decision.who is not None):
             rej = outputs[0] if len(outputs) == 1 and outputs[0]["type"] == "rejected" else None
-            audit = (self._audit_entry(clock, origin, body["type"], command_id, decision,
+            audit = (self._audit_entry(clock, origin, action or body["type"], command_id, decision,
                                        "accepted" if rej is None else f"rejected:{rej['code']}", n),)
         effects = [Record(n, clock.wall, origin, body, shoe_seq, tuple(messages), command_id,
                           reply, cp, audit)]
@@ -398,7 +399,8 @@ class Station:
                                  "code": d.code, "reason": d.reason}
                     else:
                         effects, _, reply = self.process(commands.to_input(cmd), "command", clock,
-                                                         command_id=cmd["id"], decision=d)
+                                                         command_id=cmd["id"], decision=d,
+                                                         action=cmd["type"])
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
             effects = [Refuse("command", e.code, e.reason, bytes(ev.payload[:REFUSED_KEEP])),
@@ -478,7 +480,7 @@ class Station:
                           bool(self.table.pending), panel=True)
         if d.code is not None:
             return self._refuse_right(clock, "panel", kind, None, d)
-        return self.process(body, "panel", clock, decision=d)[0]
+        return self.process(body, "panel", clock, decision=d, action=kind)[0]
 
     # -- staff rights and the audit log ---------------------------------------------------------
 
