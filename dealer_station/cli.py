@@ -59,8 +59,13 @@ def _run(args):
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     for w in config_warnings(cfg):
         logging.getLogger("dealer-station").warning("configuration: %s", w)
+    from .daemon import IntegrityFailed
     try:
         daemon.run(args.config)
+    except IntegrityFailed as e:
+        print(f"dealer-station: software integrity failed: {e} (reinstall: scripts/install)",
+              file=sys.stderr)
+        return 3           # systemd: RestartPreventExitStatus=3, a restart would not mend it
     except (JournalError, sqlite3.Error) as e:
         if isinstance(e, sqlite3.Error):
             e = storage_error(cfg["paths"]["journal"], e)

@@ -34,6 +34,10 @@ STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
 RELOAD = object()     # queued by SIGHUP: the loop re-reads the configuration
 
 
+class IntegrityFailed(RuntimeError):
+    """An installed file is not the one recorded at install: the table is not opened."""
+
+
 def clock():
     return Clock(time.time(), time.monotonic())
 
@@ -199,6 +203,28 @@ class Daemon:
         self.link.start()
         self.notifier.ready(f"table {self.table_id}: recovered {self.recovery['inputs_replayed']} inputs")
 
+    def check_integrity(self):
+        """integrity.manifest: every installed file as recorded at install (integrity.py), or
+        the table stays closed: the retained status says `integrity_failed` and the first file
+        that differs, and the process ends (IntegrityFailed: exit 3, not restarted)."""
+        path = self.cfg["integrity"]["manifest"]
+        if not path:
+            return
+        from .integrity import IntegrityError, check
+        try:
+            n = check(path)
+        except (IntegrityError, OSError) as e:
+            file = getattr(e, "file", path)
+            why = getattr(e, "why", None) or getattr(e, "strerror", None) or str(e)
+            log.error("software integrity failed, the table is not opened: %s: %s", file, why)
+            self.link.start()
+            self.link.close({"state": "integrity_failed", "table": self.table_id,
+                             "version": __version__, "file": file, "reason": why})
+            self.journal.close()
+            raise IntegrityFailed(f"{file}: {why}") from None
+        self.cfg["manifest_checked"] = f"{path}: {n} files"
+        log.info("software integrity: %d installed files as recorded in %s", n, path)
+
     def healthy(self):
         """The loop is running (we are in it); the threads the loop depends on must be alive."""
         threads = [getattr(self.link.client, "_thread", None)]
@@ -272,6 +298,7 @@ class Daemon:
                  self.cfg["paths"]["journal"])
         t0 = time.monotonic()
         why = "stopped"
+        self.check_integrity()
         self.start()
         try:
             while not self.stopping:
