@@ -157,7 +157,7 @@ class Daemon:
         self.do(self.station.boot(clock(), {
             "version": __version__, "config_hash": config_hash(self.cfg),
             "signing_key": self.signer.kid if self.signer else None,
-            "manifest": self.cfg.get("manifest_checked")}))
+            "manifest": getattr(self, "manifest_checked", None)}))
         log.info("events %s", f"signed (Ed25519, key {self.signer.kid})" if self.signer
                  else "unsigned (no integrity.signing_key)")
         for e in self.station.replay(self.journal.inputs_after(self.from_n), self.journal.unsent(),
@@ -222,7 +222,7 @@ class Daemon:
                              "version": __version__, "file": file, "reason": why})
             self.journal.close()
             raise IntegrityFailed(f"{file}: {why}") from None
-        self.cfg["manifest_checked"] = f"{path}: {n} files"
+        self.manifest_checked = f"{path}: {n} files"
         log.info("software integrity: %d installed files as recorded in %s", n, path)
 
     def healthy(self):

@@ -106,6 +106,5 @@ def config_hash(cfg):
         if dataclasses.is_dataclass(o):
             return dataclasses.asdict(o)
         return repr(o)
-    doc = {k: v for k, v in cfg.items() if k != "manifest_checked"}
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=default)
+    text = json.dumps(cfg, sort_keys=True, separators=(",", ":"), default=default)
     return hashlib.sha256(text.encode()).hexdigest()

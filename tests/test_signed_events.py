@@ -157,3 +157,49 @@ def test_keygen_never_overwrites(tmp_path):
     r = cli("keygen", "--out", path)
     assert r.returncode == 2 and "never overwritten" in r.stderr
     assert open(path).read() == before
+
+
+def test_the_daemons_stream_on_the_wire_verifies_across_a_kill(tmp_path, key):
+    """The real daemon and Mosquitto: what a subscriber received, repeats after a SIGKILL
+    included, is the table's signed chain."""
+    from controller import get_profile
+    from drivers.virtual_shoe import VirtualShoe
+    from mqtt_rig import Broker, Client, DaemonProc, workdir
+    from table_driver import TableDriver
+    import shutil
+    d = workdir()
+    own = str(tmp_path / "events.key")
+    shutil.copy(key, own)
+    os.chmod(own, 0o600)
+    b = Broker(d)
+    b.start()
+    shoe = VirtualShoe(heartbeat=0.2, decks=8, seed=5)
+    shoe.start()
+    c = Client(b.port)
+    p = DaemonProc(d, b.port, shoe.path, profile="punto_banco",
+                   extra_config=f'\n[integrity]\nsigning_key = "{own}"\n')
+    try:
+        p.start()
+        c.wait_online()
+        assert c.command({"type": "shoe_loaded"})["status"] == "accepted"
+        drv = TableDriver(c, shoe, "baccarat", seed=2)
+        drv.play(lambda x: len(x.results) >= 1)
+        p.kill()
+        p.start()
+        c.wait_online(count=2)
+        drv.play(lambda x: len(x.results) >= 3)
+        c.caught_up(p.journal)
+        with c.lock:
+            events = [pl for t, pl in c.all if t.endswith("/events")]
+        path = capture(tmp_path, events)
+        rc, out = verify(path, key, "--allow-repeats")
+        assert rc == 0 and "signatures checked" in out, out
+        rc, out = verify(p.journal, key)
+        assert rc == 0, out
+        assert "events signed (Ed25519, key" in p.logtext()
+    finally:
+        p.stop()
+        c.close()
+        shoe.close()
+        b.stop()
+        shutil.rmtree(d, ignore_errors=True)
