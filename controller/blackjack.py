@@ -77,7 +77,7 @@ class Seat:
 
 class Round:
     __slots__ = ("number", "profile", "seats", "dealer", "order", "deal_i", "phase", "cur_s",
-                 "cur_h", "revealed")
+                 "cur_h", "revealed", "pre")
 
     def but(self, **kw):
         r = Round.__new__(Round)
@@ -91,6 +91,7 @@ class Round:
         r.cur_s = self.cur_s
         r.cur_h = self.cur_h
         r.revealed = self.revealed
+        r.pre = self.pre
         for k, v in kw.items():
             setattr(r, k, v)
         return r
@@ -197,6 +198,7 @@ def start(profile, number, seats):
     rnd.phase = "deal"
     rnd.cur_s = rnd.cur_h = 0
     rnd.revealed = False
+    rnd.pre = ()          # (seat, action), ...: decisions pre-selected before the seat's turn
     out = [{"type": "round_started", "round": number, "game": "blackjack",
             "profile": profile.name, "seats": list(seats)}]
     return rnd, out + announce(rnd)
@@ -239,7 +241,15 @@ def on_decision(rnd, seat, hand, action):
     if e is None or e.what != "decision":
         raise Rejected("not_awaiting_decision", f"no decision is awaited now (waiting for {describe(e)})")
     if (seat, hand) != (e.seat, e.hand):
-        raise Rejected("out_of_turn", f"it is seat {e.seat} hand {e.hand}'s turn, not seat {seat} hand {hand}")
+        pos = rnd.seat_pos(seat)
+        if hand != 0 or pos is None or pos <= rnd.cur_s or action not in ACTIONS_PRE:
+            raise Rejected("out_of_turn", f"it is seat {e.seat} hand {e.hand}'s turn, not seat "
+                                          f"{seat} hand {hand} (a later seat may pre-select "
+                                          f"hit, stand or double for its hand 0)")
+        # 000: a player may pre-select before the turn; applied at the turn if still legal
+        pre = tuple(x for x in rnd.pre if x[0] != seat) + ((seat, action),)
+        return rnd.but(pre=pre), [{"type": "decision_preselected", "round": rnd.number,
+                                   "seat": seat, "hand": 0, "action": action}]
     s = rnd.seats[rnd.cur_s]
     h = s.hands[hand]
     acts = allowed(rnd, s, h)
@@ -261,6 +271,28 @@ def on_decision(rnd, seat, hand, action):
                                   Hand((c1,), split=True, split_aces=aces)) + s.hands[hand + 1:]
     rnd = rnd.but(seats=_put(rnd.seats, rnd.cur_s, Seat(s.seat, hands, s.dealt)))
     return _advance(rnd, [])
+
+
+ACTIONS_PRE = ("hit", "stand", "double")
+
+
+def _preselected(rnd, out):
+    """At a seat's first decision: its pre-selected action, applied if still legal."""
+    s = rnd.seats[rnd.cur_s]
+    mine = [a for x, a in rnd.pre if x == s.seat]
+    if not mine or rnd.cur_h != 0:
+        return None
+    rnd = rnd.but(pre=tuple(x for x in rnd.pre if x[0] != s.seat))
+    action = mine[0]
+    acts = allowed(rnd, s, s.hands[0])
+    if action not in acts:
+        out.append({"type": "preselection_dropped", "round": rnd.number, "seat": s.seat, "hand": 0,
+                    "action": action, "allowed": acts})
+        return rnd, out + announce(rnd)
+    out.append({"type": "preselection_applied", "round": rnd.number, "seat": s.seat, "hand": 0,
+                "action": action})
+    rnd, more = on_decision(rnd, s.seat, 0, action)
+    return rnd, out + more
 
 
 def on_timeout(rnd, seat, hand):
@@ -303,8 +335,18 @@ def _after_deal(rnd, out):
 def _peek(rnd, out):
     up = rnd.up_card
     kind = "ace" if up[0] == "A" else "ten" if BJ_VALUE[up] == 10 else None
-    if kind in rnd.profile.peek and hand_total(rnd.dealer)[0] == 21:
-        return _finish(_reveal(rnd, out), out)
+    if kind in rnd.profile.peek:
+        bj = hand_total(rnd.dealer)[0] == 21
+        # Said at once, so the betting system knows when losing insurance is collected (it never
+        # names the hole card: a blackjack is revealed with the card that follows).
+        insured = rnd.profile.insurance and kind == "ace"
+        peeked = {"type": "peek_result", "round": rnd.number, "blackjack": bj,
+                  "insurance": ("won" if bj else "lost") if insured else None}
+        if bj:   # after the reveal: nothing before it may depend on the hole card
+            rnd = _reveal(rnd, out)
+            out.append(peeked)
+            return _finish(rnd, out)
+        out.append(peeked)
     return _advance(rnd.but(phase="play", cur_s=0, cur_h=0), out)
 
 
@@ -331,6 +373,10 @@ def _advance(rnd, out):
         break
     rnd = rnd.but(seats=seats, cur_s=s_i, cur_h=h_i)
     if s_i < len(seats):
+        if rnd.pre and not seats[s_i].hands[h_i].needs_card:
+            done = _preselected(rnd, out)
+            if done is not None:
+                return done
         return rnd, out + announce(rnd)
     rnd = _reveal(rnd, out)
     if _dealer_draws(rnd):
@@ -339,7 +385,15 @@ def _advance(rnd, out):
     return _finish(rnd, out)
 
 
+def expose_hole(rnd):
+    """The hole card exposed by mistake and kept in play (the supervisor's "continue")."""
+    out = []
+    return _reveal(rnd, out), out
+
+
 def _reveal(rnd, out):
+    if rnd.revealed:        # exposed earlier (a dealer error kept in play): said once
+        return rnd
     out.append({"type": "hole_card_revealed", "round": rnd.number,
                 "card": rnd.dealer[rnd.hole_index]})
     return rnd.but(revealed=True)

@@ -34,7 +34,7 @@ class CheckpointError(ValueError):
 
 
 def quiescent(t):
-    return t.round is None and not t.paused and not t.pending
+    return t.round is None and not t.paused and not t.pending and not t.faults
 
 
 def encode(t):

@@ -62,6 +62,16 @@ class Game:
         """The settled bets (`pay._Bet`) of a round_result of this game."""
         raise NotImplementedError
 
+    def corrected_result(self, profile, number, value):
+        """The corrected round_result fields of round `number` given `value` (correct_result's
+        number); a card game's result follows from its cards: it is corrected by a void only."""
+        raise Rejected("not_allowed", f"a {self.name} result is corrected by void: true only "
+                                      f"(its result follows from the cards dealt)")
+
+    def expose_hole(self, rnd):
+        """The face-down card exposed by mistake, kept in play: revealed now."""
+        raise Rejected("not_allowed", f"{self.name} deals no face-down card")
+
 
 class Blackjack(Game):
     name = "blackjack"
@@ -95,6 +105,9 @@ class Blackjack(Game):
 
     def over(self, rnd):
         return rnd.phase == "over"
+
+    def expose_hole(self, rnd):
+        return blackjack.expose_hole(rnd)
 
     def hidden(self, rnd):
         if rnd is not None and not rnd.revealed and len(rnd.dealer) > rnd.hole_index:
@@ -149,14 +162,23 @@ class Baccarat(Game):
 class Roulette(Game):
     name = "roulette"
     uses_cards = False
-    inputs = frozenset(("winning_number", "miss_spin"))
+    inputs = frozenset(("winning_number", "miss_spin", "no_spin", "manual_number",
+                        "number_mismatch"))
     bet_kinds = pay.ROULETTE_KINDS
     rules = roulette
     expect, announce = staticmethod(roulette.expect), staticmethod(roulette.announce)
     payouts = ("straight", "split", "street", "corner", "six_line", "column", "dozen", "even_chance")
+    min_revolutions = roulette.MIN_REVOLUTIONS
 
-    def on_number(self, rnd, number, spin):
-        return roulette.on_number(rnd, number, spin)
+    def on_number(self, rnd, number, spin, revolutions=None, manual=None):
+        return roulette.on_number(rnd, number, spin, revolutions, manual)
+
+    def on_spin_void(self, rnd, spin, reason, by):
+        return roulette.on_spin_void(rnd, spin, reason, by)
+
+    def corrected_result(self, profile, number, value):
+        return {"type": "round_result", "round": number, "game": "roulette",
+                "profile": profile.name, **roulette.describe(value)}
 
     def settle(self, profile, result, bets):
         return [pay.roulette(profile, result, b) for b in bets]

@@ -22,11 +22,12 @@ BET_FIELDS = {
 }
 BLACKJACK_KINDS = ("seat", "behind")
 BACCARAT_KINDS = ("player", "banker", "tie")
-ROULETTE_KINDS = ("straight", "split", "street", "corner", "six_line", "column", "dozen", "red",
-                  "black", "odd", "even", "low", "high")
+ROULETTE_KINDS = ("straight", "split", "street", "trio", "corner", "six_line", "column", "dozen",
+                  "red", "black", "odd", "even", "low", "high")
+INSIDE_KINDS = ("straight", "split", "street", "trio", "corner", "six_line")
 for _k in ROULETTE_KINDS:
     BET_FIELDS[_k] = {"id", "kind", "amount"} | (
-        {"numbers"} if _k in ("straight", "split", "street", "corner", "six_line") else
+        {"numbers"} if _k in INSIDE_KINDS else
         {"which"} if _k in ("column", "dozen") else set())
 
 
@@ -154,13 +155,19 @@ def roulette(profile, res, bet):
         raise SettlementError(f"bet {bet.get('id')!r}: numbers must be a list of pockets")
     cover = covered(kind, numbers, bet.get("which"))
     if cover is None:
-        what = f"numbers {numbers}" if kind in ("straight", "split", "street", "corner", "six_line") \
-            else f"which {bet.get('which')!r} (1-3)"
-        raise SettlementError(f"bet {bet.get('id')!r}: {kind} on {what} is not a bet on the layout")
-    pay = profile.payouts["even_chance" if kind in ("red", "black", "odd", "even", "low", "high")
-                          else kind]
+        what = f"numbers {numbers}" if kind in INSIDE_KINDS else f"which {bet.get('which')!r} (1-3)"
+        trio = " (0-1-2 and 0-2-3 are trios: kind trio)" if (
+            kind == "street" and covered("trio", numbers) is not None) else ""
+        raise SettlementError(f"bet {bet.get('id')!r}: {kind} on {what} is not a bet on the "
+                              f"layout{trio}")
+    # a trio pays as a street (11:1) unless the profile gives its own "trio" payout
+    key = ("even_chance" if kind in ("red", "black", "odd", "even", "low", "high")
+           else "street" if kind == "trio" and "trio" not in profile.payouts else kind)
+    pay = profile.payouts[key]
     b = _Bet(bet.get("id"))
-    won = res["number"] in cover      # zero: every outside bet loses (RULES.md)
+    # Zero is in no outside bet's numbers (red/black, odd/even, low/high, dozens, columns), so
+    # they lose on zero: no la partage or en prison (docs/game-math.md, roulette settlement).
+    won = res["number"] in cover
     b.line(kind, a, a * (1 + pay) if won else 0, "win" if won else "lose")
     return b
 
@@ -175,11 +182,22 @@ def _hand_return(profile, hand, stake):
     return stake * OUTCOME_RETURN[hand["outcome"]]
 
 
+def _seat_refund(profile, bet):
+    """RULES.md (000): bets behind and Pairs on a seat that took no cards are refunded; a seat
+    bet there was not valid when betting closed, so it goes back whole as well."""
+    b = refund(profile, bet)
+    for x in b.lines:
+        x["result"] = "refund: seat not in play"
+    return b
+
+
 def blackjack(profile, res, seats, bet):
     bid = bet.get("id")
     seat = bet.get("seat")
+    if not (isinstance(seat, int) and not isinstance(seat, bool) and 1 <= seat <= profile.seats):
+        raise SettlementError(f"bet {bid!r}: no seat {seat!r} at this table (1-{profile.seats})")
     if seat not in seats:
-        raise SettlementError(f"bet {bid!r}: seat {seat!r} was not in play in round {res['round']}")
+        return _seat_refund(profile, bet)
     s = seats[seat]
     a = _amount(bet, "amount")
     up = _up_card(profile, res["dealer"]["cards"])

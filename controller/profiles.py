@@ -63,6 +63,7 @@ class Profile:
     shuffle_every_round: bool = False
     pairs: bool = False
     lucky7: bool = False
+    require_inspection: bool = False  # shoe_loaded must record the shoe's inspection (002)
     card_source: str = "shoe"      # "camera": the camera's reads deal the cards (no shoe scanner)
     payouts: FrozenMap = field(default_factory=FrozenMap)
 
@@ -180,6 +181,7 @@ _RULES = {  # key: (type, lo, hi, choices)
     "shuffle_every_round": (bool, None, None, None), "pairs": (bool, None, None, None),
     "lucky7": (bool, None, None, None),
     "card_source": (str, None, None, ("shoe", "camera")),
+    "require_inspection": (bool, None, None, None),
 }
 
 

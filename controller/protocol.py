@@ -10,6 +10,8 @@ VERSION = 1
 SOURCES = ("shoe", "camera", "manual")
 ACTIONS = ("hit", "stand", "double", "split", "surrender")
 ENVELOPE = ("type", "id", "ts")
+DEALER_ERRORS = ("exposed_card", "exposed_hole_card", "wrong_place", "misdeal")
+DECISIONS = ("continue", "replace", "void")
 
 
 class Rejected(Exception):
@@ -79,6 +81,50 @@ def _spin(v):
     raise ValueError(f"expected the wheel's spin number 0-999, got {v!r}")
 
 
+def _staff(v):
+    if isinstance(v, str) and 0 < len(v) <= 64 and v.isprintable():
+        return v
+    raise ValueError(f"expected a staff id (1-64 printable characters), got {v!r}")
+
+
+def _revolutions(v):
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 99:
+        return v
+    raise ValueError(f"expected a count of revolutions 0-99, got {v!r}")
+
+
+def _seq(v):
+    if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2 ** 53 - 1:
+        return v
+    raise ValueError(f"expected a published event's sequence number (1 or more), got {v!r}")
+
+
+def _round_no(v):
+    if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2 ** 53 - 1:
+        return v
+    raise ValueError(f"expected a round number (1 or more), got {v!r}")
+
+
+def _true(v):
+    if v is True:
+        return v
+    raise ValueError(f"expected true (leave it out otherwise), got {v!r}")
+
+
+def _one_of(*choices):
+    def check(v):
+        if v in choices:
+            return v
+        raise ValueError(f"must be one of {', '.join(choices)}, got {v!r}")
+    return check
+
+
+def _word(v):
+    if isinstance(v, str) and 0 < len(v) <= 32 and v.replace("_", "").isalnum():
+        return v
+    raise ValueError(f"expected a name of 1-32 letters, digits or _, got {v!r}")
+
+
 def _detail(v):
     if isinstance(v, (str, dict)):
         return v
@@ -87,7 +133,8 @@ def _detail(v):
 
 # type: {field: (validator, required, default)}
 SCHEMAS = {
-    "shoe_loaded": {},
+    "shoe_loaded": {"inspection": (_one_of("scanner", "manual"), False, None),
+                    "by": (_staff, False, None)},
     "card": {"card": (_card, True, None), "source": (_source, False, "shoe")},
     "card_unreadable": {"source": (_source, False, "shoe"), "detail": (_detail, False, None)},
     "cut_card": {},
@@ -100,8 +147,26 @@ SCHEMAS = {
     "resume": {},
     "void_round": {"reason": (_text, True, None)},
     "card_seen": {"card": (_card, True, None), "zone": (_zone, True, None)},
-    "winning_number": {"number": (_pocket, True, None), "spin": (_spin, False, None)},
-    "miss_spin": {"spin": (_spin, False, None)},
+    "winning_number": {"number": (_pocket, True, None), "spin": (_spin, False, None),
+                       "revolutions": (_revolutions, False, None)},
+    "miss_spin": {"spin": (_spin, False, None), "revolutions": (_revolutions, False, None)},
+    # the procedures of issue #18 (RULES.md: no-spin, device faults, dealer errors, corrections);
+    # who may send each: controller/rights.py
+    "no_spin": {"reason": (_text, True, None), "by": (_staff, True, None),
+                "spin": (_spin, False, None)},
+    "number_mismatch": {"first": (_pocket, True, None), "then": (_pocket, True, None),
+                        "spin": (_spin, False, None)},
+    "manual_number": {"number": (_pocket, True, None), "reason": (_text, True, None),
+                      "by": (_staff, True, None)},
+    "correct_result": {"round": (_round_no, True, None), "seq": (_seq, True, None),
+                       "reason": (_text, True, None), "by": (_staff, True, None),
+                       "number": (_pocket, False, None), "void": (_true, False, None)},
+    "device_fault": {"device": (_word, True, None), "reason": (_text, True, None)},
+    "device_restored": {"device": (_word, True, None)},
+    "dealer_error": {"error": (_one_of(*DEALER_ERRORS), True, None), "by": (_staff, True, None),
+                     "detail": (_text, False, None)},
+    "supervisor_decision": {"decision": (_one_of(*DECISIONS), True, None),
+                            "reason": (_text, True, None), "by": (_staff, True, None)},
 }
 
 

@@ -1,6 +1,8 @@
 """Staff rights: who may give which command (issue #16). Pure: the station core asks `decide`.
 
-RIGHTS is the one table command type -> the roles allowed. A new command is one line here.
+RIGHTS is the one table command type -> the roles allowed. A new command is one line here
+(the house procedures of issue #18 included: `dealer` inputs may also come from a supervisor;
+`system` inputs come from a device driver or the daemon itself, never from a person).
 Roles: `dealer` (the table's dealer, the panel without the pit boss key), `supervisor` (pit boss,
 the panel's key), `system` (the betting system's own part of a round). An override (a command that
 changes what the table decided or the cards it read) needs a supervisor and a reason code.
@@ -20,6 +22,7 @@ class Right(NamedTuple):
 PLAY = Right(frozenset({SYSTEM, SUPERVISOR}))                # the betting system runs the round
 STAFF = Right(frozenset({DEALER, SUPERVISOR, SYSTEM}))       # anyone at the table
 OVERRIDE = Right(frozenset({SUPERVISOR}), override=True)     # a supervisor, with a reason code
+DEVICE = Right(frozenset({SYSTEM}))                          # the table's own drivers
 
 RIGHTS = {
     "betting_closed": PLAY,
@@ -30,6 +33,16 @@ RIGHTS = {
     "resume": STAFF._replace(irregular=OVERRIDE),   # after an irregularity: an override
     "void_round": OVERRIDE,
     "manual_card": OVERRIDE,
+    # the house procedures (issue #18)
+    "no_spin": STAFF,                  # the dealer or supervisor declares the spin void
+    "miss_spin": DEVICE,               # the wheel's own flag (or its revolution count)
+    "number_mismatch": DEVICE,         # the wheel driver: two numbers for one spin
+    "manual_number": OVERRIDE,         # the winning number entered by hand, with a reason
+    "correct_result": OVERRIDE,        # a published result corrected, with a reason
+    "dealer_error": STAFF,             # exposed card, card to the wrong place, misdeal
+    "supervisor_decision": OVERRIDE,   # continue, replace or void after a dealer error
+    "device_fault": DEVICE,            # the daemon, from a driver's state
+    "device_restored": DEVICE,
 }
 
 
@@ -51,9 +64,10 @@ class Staff:
 
     @classmethod
     def from_config(cls, section):
-        if not section or not section.get("enabled"):
+        """The [staff] section, or None (not enforced) when no role names a login."""
+        roles = {who: role for role in ROLES for who in (section or {}).get(role) or ()}
+        if not roles:
             return None
-        roles = {who: role for role in ROLES for who in section.get(role) or ()}
         return cls(roles, section.get("require_login", True), section.get("reason_codes") or ())
 
 

@@ -1,9 +1,11 @@
 """A European single-zero roulette round (RULES.md, "Roulette"): betting closes ("no more bets",
-from the wheel or the betting system), the wheel's winning number ends the round, a miss-spin
-voids it. Also the layout: which numbers each bet covers, written once for the engine, the
+from the wheel or the betting system), the wheel's winning number ends the round. A no-spin
+(the wheel's flag, too few revolutions, or declared by the dealer) voids the spin, not the round:
+the bets stay locked and the round waits for the next valid spin. Also the layout: which numbers each bet covers, written once for the engine, the
 settlement and the analysis."""
 from .expectation import Expect
 
+TRIOS = (frozenset((0, 1, 2)), frozenset((0, 2, 3)))    # the three-number bets with zero
 RED = frozenset({1, 3, 5, 7, 9, 12, 14, 16, 18, 19, 21, 23, 25, 27, 30, 32, 34, 36})
 
 
@@ -18,8 +20,7 @@ def describe(n):
 
 
 def _streets():
-    out = [frozenset((r, r + 1, r + 2)) for r in range(1, 35, 3)]
-    return out + [frozenset((0, 1, 2)), frozenset((0, 2, 3))]    # the two trios with zero
+    return [frozenset((r, r + 1, r + 2)) for r in range(1, 35, 3)]
 
 
 def _splits():
@@ -41,7 +42,7 @@ def _corners():
 
 
 INSIDE = {"straight": {frozenset((n,)) for n in range(37)}, "split": _splits(),
-          "street": set(_streets()), "corner": _corners(),
+          "street": set(_streets()), "trio": set(TRIOS), "corner": _corners(),
           "six_line": {frozenset(range(r, r + 6)) for r in range(1, 32, 3)}}
 OUTSIDE = {"red": RED, "black": frozenset(range(1, 37)) - RED,
            "odd": frozenset(range(1, 37, 2)), "even": frozenset(range(2, 37, 2)),
@@ -62,13 +63,17 @@ def covered(kind, numbers=None, which=None):
     return None
 
 
-class Round:
-    __slots__ = ("number", "profile", "over")
+MIN_REVOLUTIONS = 3      # RULES.md: a valid spin completes at least 3 revolutions
 
-    def __init__(self, number, profile, over=False):
+
+class Round:
+    __slots__ = ("number", "profile", "over", "void_spins")
+
+    def __init__(self, number, profile, over=False, void_spins=0):
         self.number = number
         self.profile = profile
         self.over = over
+        self.void_spins = void_spins      # spins declared void in this round (re-spun)
 
 
 def expect(rnd):
@@ -85,10 +90,26 @@ def start(profile, number):
                   "profile": profile.name, "seats": None}] + announce(rnd)
 
 
-def on_number(rnd, n, spin=None):
-    done = Round(rnd.number, rnd.profile, over=True)
+def on_spin_void(rnd, spin, reason, by=None):
+    """The spin is void (no-spin): the bets stay locked and the ball is spun again."""
+    again = Round(rnd.number, rnd.profile, void_spins=rnd.void_spins + 1)
+    out = {"type": "spin_void", "round": rnd.number, "spin": spin, "reason": reason,
+           "void_spins": again.void_spins}
+    if by is not None:
+        out["by"] = by
+    return again, [out] + announce(again)
+
+
+def on_number(rnd, n, spin=None, revolutions=None, manual=None):
+    """The winning number; `manual` = (by, reason) when a supervisor entered it by hand."""
+    if revolutions is not None and revolutions < MIN_REVOLUTIONS:
+        return on_spin_void(rnd, spin, f"too few revolutions ({revolutions}, at least "
+                                       f"{MIN_REVOLUTIONS})")
+    done = Round(rnd.number, rnd.profile, over=True, void_spins=rnd.void_spins)
     result = {"type": "round_result", "round": rnd.number, "game": "roulette",
               "profile": rnd.profile.name, **describe(n)}
     if spin is not None:
         result["spin"] = spin
+    if manual is not None:
+        result["manual"] = {"by": manual[0], "reason": manual[1]}
     return done, [result]

@@ -11,11 +11,15 @@ from .pay import (BACCARAT_KINDS, BET_FIELDS, BLACKJACK_KINDS, OUTCOME_RETURN,  
 
 
 def settle(profile, outcome, bets, raw=False):
-    """Settle `bets` (list of dicts) on `outcome`, a published `round_result` or `round_voided`.
+    """Settle `bets` (list of dicts) on `outcome`, a published `round_result`, `round_voided` or
+    `result_corrected` (its new result, or a refund where it voids the round).
     Returns one dict per bet, in order: id, staked, returned, net, lines (Decimal money), or with
     `raw`, id and lines in exact ints and Fractions."""
+    if isinstance(outcome, dict) and outcome.get("type") == "result_corrected":
+        outcome = ({"type": "round_voided", "round": outcome.get("round")}
+                   if outcome.get("voided") else outcome.get("result"))
     if not isinstance(outcome, dict) or outcome.get("type") not in ("round_result", "round_voided"):
-        raise SettlementError("settle a round_result or a round_voided output")
+        raise SettlementError("settle a round_result, round_voided or result_corrected output")
     game = game_of(profile)
     for b in bets:
         check_bet(b, game.bet_kinds)
@@ -26,3 +30,18 @@ def settle(profile, outcome, bets, raw=False):
     else:
         done = game.settle(profile, outcome, bets)
     return [b.raw() if raw else b.out() for b in done]
+
+
+def correction(profile, original, corrected, bets):
+    """What a `result_corrected` changes for each bet settled on `original` (the round_result it
+    refers to by `corrects`): id, was, now (returns) and difference (now - was), Decimal money.
+    The betting system pays or collects the difference; the original settlement stays on record."""
+    if not isinstance(corrected, dict) or corrected.get("type") != "result_corrected":
+        raise SettlementError("correction takes a result_corrected output")
+    if not isinstance(original, dict) or original.get("round") != corrected.get("round"):
+        raise SettlementError(f"result_corrected of round {corrected.get('round')!r} does not "
+                              f"refer to round {original.get('round') if isinstance(original, dict) else None!r}")
+    was = settle(profile, original, bets)
+    now = settle(profile, corrected, bets)
+    return [{"id": a["id"], "was": a["returned"], "now": b["returned"],
+             "difference": b["returned"] - a["returned"]} for a, b in zip(was, now)]

@@ -81,6 +81,22 @@ class Shoe:
         return self._copy(counts=c[:i] + (c[i] + 1,) + c[i + 1:], unknown=self.unknown - 1,
                           log=(entry, self.log), log_len=self.log_len + 1)
 
+    def redirect(self, n, dest):
+        """Read number `n` went to `dest` after all (a card taken back and burned): the log's
+        entry is rewritten, the cells after it copied, the rest shared."""
+        newer = []
+        node = self.log
+        while node is not None and node[0][0] != n:
+            newer.append(node[0])
+            node = node[1]
+        if node is None:
+            raise KeyError(n)
+        n_, card, source, _ = node[0]
+        log = ((n_, card, source, dest), node[1])
+        for x in reversed(newer):
+            log = (x, log)
+        return self._copy(log=log)
+
     def entries(self):
         """The read log oldest first: (seq, card, source, destination)."""
         out = []

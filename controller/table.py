@@ -5,7 +5,7 @@ rounds of each game, irregularities and pause / resume / void. Pure: no I/O, no 
 randomness; a Table is never changed in place, so an old state stays valid (replay, audit).
 An input that is malformed or not allowed now gives one `rejected` output and the same Table.
 """
-from . import camera_check
+from . import camera_check, procedures
 from .cards import BJ_VALUE
 from .expectation import Expect, Finished, Pending, Sighting, describe
 from .games import game_of
@@ -18,7 +18,7 @@ ANNOUNCEMENTS = frozenset(("awaiting_card", "awaiting_decision", "insurance_offe
 
 class Table:
     __slots__ = ("profile", "game", "phase", "shoe", "round", "rounds", "shoes", "last_round", "paused",
-                 "pending", "seen", "finished", "early")
+                 "pending", "seen", "finished", "early", "faults", "undo")
 
     def but(self, **kw):
         t = Table.__new__(Table)
@@ -35,6 +35,8 @@ class Table:
         t.seen = self.seen
         t.finished = self.finished
         t.early = self.early
+        t.faults = self.faults
+        t.undo = self.undo
         for k, v in kw.items():
             setattr(t, k, v)
         return t
@@ -60,6 +62,10 @@ def new_table(profile):
     # Sighting(zone, card), ... the camera saw where the table waits for a card, before the shoe's
     # read came (a resend, a replugged cable): checked when the shoe's card for that place arrives
     t.early = ()
+    t.faults = ()            # (device, reason), ... of required devices reported down
+    # (round before, round after, card, shoe log n) of the last card dealt to the round: what a
+    # supervisor's "replace" after a dealer error takes back
+    t.undo = None
     return t
 
 
@@ -124,10 +130,19 @@ def _shoe_loaded(t, ev):
         raise Rejected("paused", f"the table is paused ({t.paused}): resume first")
     n = t.shoes + 1
     p = t.profile
+    how = ev.get("inspection")
+    if how is None and p.require_inspection:
+        raise Rejected("inspection_required", f"{p.name} requires the shoe's inspection: "
+                                              f"inspection scanner or manual (with by)")
+    if (how == "manual") != ("by" in ev):
+        raise Rejected("malformed", "shoe_loaded.by: the supervisor who confirmed a manual "
+                                    "inspection, given with inspection manual only")
     t = t.but(shoe=Shoe(n, p.decks), shoes=n, last_round=False,
               phase="burn" if p.burn else "ready")
     out = [{"type": "shoe_started", "shoe": n, "profile": p.name, "decks": p.decks,
             "cards": p.cards, "burn": p.burn}]
+    if how is not None:
+        out[0]["inspection"] = {"method": how, "by": ev.get("by")}
     return t, out + announce(t)
 
 
@@ -170,7 +185,7 @@ def _deliver(t, card, source, e, logged=False):
     if e.to == "burn":
         return _burn(t.but(shoe=shoe), card)
     rnd, out = t.game.on_card(t.round, card)
-    t = t.but(shoe=shoe, round=rnd)
+    t = t.but(shoe=shoe, round=rnd, undo=(t.round, rnd, card, shoe.log_len))
     if not t.early:
         return _after_round_step(t, out)
     t, out, irregular = camera_check.match_early(t, card, e, out)
@@ -292,6 +307,9 @@ def _betting_closed(t, ev):
         raise Rejected("no_shoe", "no shoe is loaded")
     if t.phase == "shuffle_due":
         raise Rejected("shuffle_due", "the last round of this shoe is over: shuffle and load a new shoe")
+    if t.faults:
+        raise Rejected("device_down", f"betting does not close on a round while a required device "
+                                      f"is down ({', '.join(d for d, _ in t.faults)})")
     rnd, out = t.game.start(p, t.rounds + 1, ev.get("seats"))
     if t.phase == "burn":  # the round may not be dealt before the burn is complete
         t = t.but(round=rnd, rounds=rnd.number, seen=(), finished=None, early=())
@@ -346,11 +364,21 @@ def _pending_summary(pending):
 def _resume(t, ev):
     if not t.paused:
         raise Rejected("not_paused", "the table is not paused")
+    if t.faults:
+        raise Rejected("device_down", f"a required device is down ({', '.join(d for d, _ in t.faults)})"
+                                      f": the round continues once it is restored, or is voided")
+    if any(p.kind == "dealer_error" for p in t.pending):
+        raise Rejected("decision_pending", "a dealer error awaits the supervisor's decision "
+                                           "(supervisor_decision)")
     rnd = t.round.number if t.round is not None else None
     # Unexpected cards go to the discard rack, foreign cards are taken out of play, unreadable
     # cards never identified are discarded: the round goes on where it stopped.
     out = [{"type": "round_resumed", "round": rnd, **_pending_summary(t.pending)}]
+    held = procedures.take_held(t)
     t = t.but(paused=None, pending=())
+    if held is not None and t.round is not None:   # the wheel's number that came while paused
+        rnd, more = t.game.on_number(t.round, held.card, held.expect, None)
+        return _after_round_step(t.but(round=rnd), out + more)
     return t, out + announce(t)
 
 
@@ -364,28 +392,6 @@ def _void_round(t, ev):
         return t, out + announce(t)
     t, out = _round_ended(t, out)
     return t, out + announce(t)
-
-
-def _winning_number(t, ev):
-    t.game.check_input("winning_number")
-    if t.paused:
-        raise Rejected("paused", f"the table is paused ({t.paused})")
-    if t.round is None:
-        # The ball landed but betting was never closed: the bets were open during the spin.
-        return _irregular(t, "unexpected_result", {"number": ev["number"], "spin": ev.get("spin"),
-                                                   "why": "no round: betting was not closed"},
-                          Pending("result", ev["number"], None))
-    rnd, out = t.game.on_number(t.round, ev["number"], ev.get("spin"))
-    return _after_round_step(t.but(round=rnd), out)
-
-
-def _miss_spin(t, ev):
-    t.game.check_input("miss_spin")
-    if t.round is None:
-        raise Rejected("no_round", "no spin is under way")
-    spin = ev.get("spin")
-    return _void_round(t, {"reason": "miss-spin: the ball did not complete its revolutions"
-                           + (f" (spin {spin})" if spin is not None else "")})
 
 
 def _card_seen(t, ev):
@@ -407,5 +413,18 @@ _HANDLERS = {
     "cut_card": _cut_card, "betting_closed": _betting_closed, "decision": _decision,
     "insurance_closed": _insurance_closed, "decision_timeout": _decision_timeout,
     "pause": _pause, "resume": _resume, "void_round": _void_round,
-    "winning_number": _winning_number, "miss_spin": _miss_spin, "card_seen": _card_seen,
+    "card_seen": _card_seen,
 }
+
+
+class Ops:
+    """The engine's transitions the procedures (procedures.py) build on."""
+    irregular = staticmethod(_irregular)
+    void_round = staticmethod(_void_round)
+    after_round_step = staticmethod(_after_round_step)
+    announce = staticmethod(announce)
+    pending_summary = staticmethod(_pending_summary)
+
+
+for _kind, _f in procedures.HANDLERS.items():
+    _HANDLERS[_kind] = (lambda f: lambda t, ev: f(t, ev, Ops))(_f)

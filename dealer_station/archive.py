@@ -31,6 +31,15 @@ import time
 
 from controller import checkpoint, get_profile, guarded_step, new_table
 from controller.profiles import ProfileError
+from drivers.section import Key, Section
+
+# at each new shoe (roulette: every keep_rounds rounds); docs/install.md
+CONFIG = Section("archive", {
+    "enabled": Key(bool, False),
+    "dir": Key(str, "/var/lib/dealer-station/archive"),
+    "keep_shoes": Key(int, 2, lo=1, hi=100),
+    "keep_rounds": Key(int, 1000, lo=10, hi=1_000_000),
+})
 
 FORMAT = 1
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode

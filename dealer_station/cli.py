@@ -183,6 +183,8 @@ def parser():
     chk = sub.add_parser("check-config", help="validate a configuration, printing every error")
     chk.add_argument("config")
     chk.set_defaults(func=_check_config)
+    from .bridge import add_parser as add_bridge_parser
+    add_bridge_parser(sub)
     return p
 
 

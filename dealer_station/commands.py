@@ -10,13 +10,18 @@ cannot encode), or a key given twice (which reading would a client mean?).
 import json
 import math
 
+from controller.protocol import SCHEMAS
+
 # command type -> engine input type (manual_card: a pit boss entering a card by hand)
 ENGINE_COMMANDS = {"betting_closed": "betting_closed", "decision": "decision",
                    "insurance_closed": "insurance_closed", "pause": "pause", "resume": "resume",
                    "void_round": "void_round", "shoe_loaded": "shoe_loaded",
-                   "manual_card": "card"}
+                   "manual_card": "card",
+                   # the procedures (issue #18): who may send each is in controller/rights.py
+                   "no_spin": "no_spin", "manual_number": "manual_number",
+                   "correct_result": "correct_result", "dealer_error": "dealer_error",
+                   "supervisor_decision": "supervisor_decision"}
 OTHER_COMMANDS = ("resend",)
-ENGINE_REASON = ("pause", "void_round")     # engine inputs with a `reason` field
 MAX_PAYLOAD = 4096
 MAX_DEPTH = 4            # {"seats": [1, 2]} is depth 2; no command nests deeper than this
 MAX_INT = 2 ** 53 - 1    # the integers every JSON consumer reads exactly
@@ -133,9 +138,9 @@ def parse(payload):
 def to_input(cmd):
     """An engine command -> the engine input (without the envelope id: the daemon tracks it)."""
     # `by` and an override's `reason` are for the rights and the audit log (station.py); the
-    # engine takes a reason only where its input has one
-    body = {k: v for k, v in cmd.items() if k not in ("id", "by")
-            and (k != "reason" or cmd["type"] in ENGINE_REASON)}
+    # engine gets them only where its input has them (controller/protocol.py)
+    fields = SCHEMAS.get(ENGINE_COMMANDS[cmd["type"]], {})
+    body = {k: v for k, v in cmd.items() if k != "id" and (k not in ("by", "reason") or k in fields)}
     body["type"] = ENGINE_COMMANDS[cmd["type"]]
     if cmd["type"] == "manual_card":
         if set(body) - {"type", "card"}:

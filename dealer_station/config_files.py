@@ -72,15 +72,17 @@ def _templates(cfg, errors):
         errors.append(f"camera.templates: {e}")
 
 
-def _broker(b, errors):
-    if b["password_file"] and _readable("broker.password_file", b["password_file"], errors):
+def _broker(b, errors, section="broker"):
+    """The password file, CA, certificate and key of [broker] (or [bridge]: its files are
+    checked by `dealer-station bridge-conf`, which runs as root like Mosquitto reads them)."""
+    if b["password_file"] and _readable(f"{section}.password_file", b["password_file"], errors):
         with open(b["password_file"], "rb") as f:
             if not f.read().strip():
-                errors.append(f"broker.password_file: {b['password_file']} is empty")
+                errors.append(f"{section}.password_file: {b['password_file']} is empty")
     ok = True
     for key in ("ca_file", "cert_file", "key_file"):
         if b[key]:
-            ok = _readable(f"broker.{key}", b[key], errors) and ok
+            ok = _readable(f"{section}.{key}", b[key], errors) and ok
     if not ok:
         return
     ctx = ssl.create_default_context()
@@ -88,13 +90,13 @@ def _broker(b, errors):
         try:
             ctx.load_verify_locations(cafile=b["ca_file"])
         except ssl.SSLError as e:
-            errors.append(f"broker.ca_file: {b['ca_file']}: no PEM certificate in it ({e.reason})")
+            errors.append(f"{section}.ca_file: {b['ca_file']}: no PEM certificate in it ({e.reason})")
     if b["cert_file"] and b["key_file"]:
         try:
             # The callback stops OpenSSL asking for a passphrase on the terminal.
             ctx.load_cert_chain(b["cert_file"], b["key_file"], password=lambda: b"")
         except ssl.SSLError as e:
-            errors.append(f"broker.cert_file: {b['cert_file']} with {b['key_file']}: cannot load "
+            errors.append(f"{section}.cert_file: {b['cert_file']} with {b['key_file']}: cannot load "
                           f"the certificate and key (not PEM, an encrypted key, or a key that does "
                           f"not match the certificate: {e.reason})")
 

@@ -91,62 +91,26 @@ class Daemon:
         return self.station.stopping
 
     def _build_shoe(self):
-        c = self.cfg["shoe"]
-        settings = {"baudrate": c["baudrate"]}
-        if c["protocol"] == "v1":
-            from drivers.shoe import ShoeDriver
-            resume = self.station.shoe_resume()
-            return ShoeDriver(c["url"], settings, min_confidence=c["min_confidence"],
-                              resend_timeout=c["resend_timeout_ms"] / 1000,
-                              stall_timeout=c["stall_timeout_s"], auto_ack=False, resume=resume)
-        if c["protocol"] == "line":
-            from drivers.scanner import ScannerDriver
-            from .config import read_codebook
-            return ScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
-                                 settings, c["double_fire_ms"] / 1000, c["cut_payload"])
-        if c["protocol"] == "hid":
-            from drivers.hid_scanner import HidScannerDriver
-            from .config import read_codebook
-            return HidScannerDriver(c["url"], read_codebook(self.cfg["table"]["calibration"]),
-                                    c["layout"], c["suffix"], c["code_timeout_ms"] / 1000,
-                                    c["double_fire_ms"] / 1000, c["cut_payload"])
-        return None
+        from drivers import shoe_section
+        from .config import read_codebook
+        resume = self.station.shoe_resume() if self.cfg["shoe"]["protocol"] == "v1" else None
+        return shoe_section.build(self.cfg["shoe"],
+                                  lambda: read_codebook(self.cfg["table"]["calibration"]), resume)
 
     def _build_wheel(self):
-        c = self.cfg["wheel"]
-        if not c["enabled"]:
-            return None
-        from drivers.wheel import WheelDriver
-        return WheelDriver(c["url"], {"baudrate": c["baudrate"]}, poll_s=c["poll_s"] or None,
-                           failed_launch_s=c["failed_launch_s"], no_ball_s=c["no_ball_s"])
+        from drivers import wheel
+        return wheel.build(self.cfg["wheel"])
 
     def _build_camera(self):
+        from drivers.camera import section
         c = self.cfg["camera"]
-        if not c["enabled"]:
-            return None
-        from drivers.camera.driver import CameraDriver, Zones
-        from drivers.camera.recognize import DECODERS, Templates, VisualRecognizer
-        from drivers.camera.video import open_source
-        from drivers.codebook import codebook_from_mapping
-        cal = read_calibration(self.cfg["table"]["calibration"])
-        zones = Zones(cal.get("zones") or {})
-        source = int(c["source"]) if c["source"].isdigit() else c["source"]
-        src = open_source(source, cal.get("camera"))
-        if c["mode"] == "barcode":
-            return CameraDriver(src, zones, "barcode", DECODERS[c["decoder"]](c["symbology"]),
-                                codebook_from_mapping(cal.get("codebook")),
-                                stable=c["stable_frames"], gone=c["gone_frames"])
-        return CameraDriver(src, zones, "visual",
-                            recognizer=VisualRecognizer(Templates.load(c["templates"])),
-                            stable=c["stable_frames"], gone=c["gone_frames"])
+        return section.build(c, read_calibration(self.cfg["table"]["calibration"])
+                             if c["enabled"] else None)
 
     def _build_panel(self):
-        c = self.cfg["panel"]
-        if not c["enabled"]:
-            return None
-        from drivers.panel import Panel, make_pin_factory
-        self.pin_factory = make_pin_factory(c["pin_factory"], c["mock_socket"])
-        return Panel(c["pins"], self.pin_factory, c["hold_s"], c["bounce_ms"] / 1000)
+        from drivers import panel
+        p, self.pin_factory = panel.build(self.cfg["panel"])
+        return p
 
     # -- start and stop -----------------------------------------------------------------------
 

@@ -19,6 +19,30 @@ import json
 import os
 from pathlib import Path
 
+from drivers.section import Key, Section
+
+# game integrity (docs/install.md, "Keys and software integrity"): the events' signing key, the
+# installed files' hashes checked at start
+CONFIG = Section("integrity", {
+    "signing_key": Key(str, None),
+    "manifest": Key(str, None),
+})
+
+
+def _staff_check(cfg, errors):
+    from controller.rights import staff_errors
+    errors += staff_errors(cfg["staff"])
+
+
+# staff and their roles (controller/rights.py); enforced when a role names a login
+STAFF = Section("staff", {
+    "dealer": Key(list, []),
+    "supervisor": Key(list, []),
+    "system": Key(list, []),
+    "require_login": Key(bool, True),
+    "reason_codes": Key(list, []),
+}, _staff_check)
+
 PACKAGES = ("controller", "drivers", "calibration", "dealer_station")
 SKIP_DIRS = {"__pycache__"}
 

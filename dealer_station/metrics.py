@@ -6,6 +6,14 @@ import json
 import threading
 import time
 
+from drivers.section import Key, Section
+
+CONFIG = Section("metrics", {
+    "enabled": Key(bool, True),
+    "bind": Key(str, "127.0.0.1"),
+    "port": Key(int, 9464, lo=0, hi=65535),
+})
+
 STALE_S = 10.0     # a snapshot older than this: the main loop is stuck
 
 

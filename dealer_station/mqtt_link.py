@@ -20,6 +20,42 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from drivers.section import Key, Section
+
+
+def _check_config(cfg, errors):
+    broker = cfg["broker"]
+    if broker["tls"] and not broker["ca_file"]:
+        errors.append("broker.ca_file: required when broker.tls is true")
+    if bool(broker["cert_file"]) != bool(broker["key_file"]):
+        errors.append("broker.key_file: a client certificate needs both cert_file and key_file")
+    if broker["password"] and broker["password_file"]:
+        errors.append("broker.password_file: give password or password_file, not both")
+    if (broker["password"] or broker["password_file"]) and not broker["username"]:
+        errors.append("broker.username: a password needs a username")
+    if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
+        errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
+
+
+CONFIG = Section("broker", {
+    "host": Key(str, "127.0.0.1", pattern=r"^[A-Za-z0-9._:\[\]-]{1,253}$"),
+    "port": Key(int, 1883, lo=1, hi=65535),
+    "username": Key(str, None),
+    "password": Key(str, None, secret=True),
+    "password_file": Key(str, None),
+    "tls": Key(bool, False),
+    "ca_file": Key(str, None),
+    "cert_file": Key(str, None),
+    "key_file": Key(str, None),
+    "keepalive_s": Key(int, 15, lo=5, hi=600),
+    "session_expiry_s": Key(int, 86400, lo=60, hi=7 * 86400),
+    "message_expiry_s": Key(int, 86400, lo=60, hi=7 * 86400),
+    "topic_prefix": Key(str, "dealer-station/v1", pattern=r"^[A-Za-z0-9_/-]{1,64}$"),
+    "reconnect_min_s": Key(int, 1, lo=1, hi=60),
+    "reconnect_max_s": Key(int, 10, lo=1, hi=600),
+    "inflight": Key(int, 100, lo=1, hi=1000),
+}, _check_config)
+
 
 class Topics:
     def __init__(self, prefix, table):

@@ -163,7 +163,15 @@ def table_main(argv):
     ap.add_argument("--shoe", choices=scenario.SHOES, default=None,
                     help="v1: the protocol-v1 shoe on a pty (the default); hid: a keyboard-mode "
                          "barcode scanner shoe (input_event records through a FIFO)")
+    ap.add_argument("--tables", type=int, default=None,
+                    help="a studio of N tables: each with its own edge broker bridged to a 3-node "
+                         "central cluster (docs/scale.md); the camera is off unless --camera")
+    ap.add_argument("--camera", action="store_true", help="--tables: run the virtual cameras too")
+    ap.add_argument("--studio-faults", help='--tables: a JSON list of studio faults, e.g. '
+                    '[{"fault": "uplink_cut", "at": 10, "table": 2, "seconds": 60}]')
     a = ap.parse_args(argv)
+    if a.tables is not None:
+        return studio_main(a)
     try:
         sc = scenario.load(a.scenario) if a.scenario else scenario.parse([])
         profile = a.profile or sc.get("profile") or "luxury21"
@@ -210,6 +218,52 @@ def table_main(argv):
             f.write(text + "\n")
     print(text)
     return 0 if report["messages_lost"] == 0 and report["balances_match"] and not stuck else 1
+
+
+def studio_main(a):
+    """table-sim --tables N [--rounds R] [--studio-faults FILE|JSON] [--report FILE]"""
+    import json
+    import signal
+    from .sim.studio import PROFILES, Studio
+    try:
+        text = a.studio_faults or "[]"
+        if not text.lstrip().startswith("["):
+            with open(text) as f:
+                text = f.read()
+        faults = json.loads(text)
+        if not isinstance(faults, list):
+            raise ValueError("--studio-faults: a JSON list of faults")
+        studio = Studio(a.tables, a.rounds if a.rounds is not None else 5, faults,
+                        profiles=[a.profile] if a.profile else PROFILES,
+                        seed=a.seed if a.seed is not None else 1, speed=a.speed, camera=a.camera)
+    except (OSError, ValueError) as e:
+        print(f"table-sim: {e}", file=sys.stderr)
+        return 2
+
+    def stop(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+    report, stuck = None, False
+    try:
+        studio.start()
+        print(f"table-sim: studio in {studio.dir}", file=sys.stderr, flush=True)
+        studio.play()
+    except KeyboardInterrupt:
+        pass
+    except (OSError, TimeoutError, RuntimeError, ValueError) as e:
+        print(f"table-sim: {e}", file=sys.stderr)
+        stuck = True
+    finally:
+        try:
+            report = studio.report() if studio.tables else None
+        finally:
+            studio.close()
+    text = json.dumps(report, indent=1)
+    if a.report:
+        with open(a.report, "w") as f:
+            f.write(text + "\n")
+    print(text)
+    return 0 if report and report["ok"] and not stuck else 1
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Callbacks only emit PanelPress events (a queue put); the daemon decides what the
 """
 
 from .events import PanelPress  # noqa: F401 (re-exported)
+from .section import Key, Section, name, show
 
 BUTTONS = ("shoe_loaded", "pit_boss", "resume", "key", "void")
 LIGHTS = ("deal", "decision", "last_round", "shuffle_due", "paused")
@@ -117,3 +118,42 @@ def make_pin_factory(name, mock_socket=None):
         return NativeFactory()
     from gpiozero.pins.lgpio import LGPIOFactory
     return LGPIOFactory()
+
+
+def _check_config(cfg, errors):
+    panel = cfg["panel"]
+    if not panel["enabled"]:
+        return
+    parts = BUTTONS + LIGHTS + SEAT_LIGHTS + ("buzzer",)
+    pins = panel["pins"] or {}
+    if not pins:
+        errors.append("panel.pins: a table of part = GPIO number is needed when the panel is enabled")
+    for part, pin in pins.items():
+        if part not in parts:
+            errors.append(f"panel.pins.{name(part)}: unknown part (known: {', '.join(parts)})")
+        elif not isinstance(pin, int) or isinstance(pin, bool) or not 0 <= pin <= 27:
+            errors.append(f"panel.pins.{part}: a BCM GPIO number 0-27, got {show(pin)}")
+    if panel["mock_socket"] and panel["pin_factory"] != "mock":
+        errors.append("panel.mock_socket: only mock pins are driven through a socket "
+                      f"(pin_factory is {panel['pin_factory']!r})")
+    numbers = [p for p in pins.values() if isinstance(p, int)]
+    if len(set(numbers)) != len(numbers):
+        errors.append("panel.pins: a GPIO pin is given to two parts")
+
+
+CONFIG = Section("panel", {
+    "enabled": Key(bool, False),
+    "pin_factory": Key(str, "lgpio", choices=("lgpio", "native", "mock")),
+    "hold_s": Key(float, 1.0, lo=0.2, hi=5.0),
+    "bounce_ms": Key(int, 50, lo=0, hi=500),
+    "pins": Key(dict, None),
+    "mock_socket": Key(str, None),
+}, _check_config)
+
+
+def build(c):
+    """(panel, pin factory) of a checked [panel] section, or (None, None) when not enabled."""
+    if not c["enabled"]:
+        return None, None
+    factory = make_pin_factory(c["pin_factory"], c["mock_socket"])
+    return Panel(c["pins"], factory, c["hold_s"], c["bounce_ms"] / 1000), factory

@@ -3,6 +3,7 @@ rules) and the driver on a serial URL (9600 8N1). Emits typed events; never call
 from dataclasses import dataclass
 
 from .events import DeviceState, WheelException, WheelState, WinningNumber  # noqa: F401 (re-exported)
+from .section import Key, Section
 from .serial_link import SerialLink
 from .wheel_protocol import FLAGS, LineSplitter, NumberLine, Reply, Status, parse_line
 
@@ -175,3 +176,27 @@ class WheelDriver:
     def close(self):
         if self.link is not None:
             self.link.close()
+
+
+def _check_config(cfg, errors):
+    if cfg["wheel"]["enabled"] and not cfg["wheel"]["url"]:
+        errors.append("wheel.url: required when the wheel is enabled")
+
+
+CONFIG = Section("wheel", {
+    "enabled": Key(bool, False),
+    "url": Key(str, None),
+    "baudrate": Key(int, 9600, choices=(9600, 19200, 38400, 57600, 115200)),
+    "poll_s": Key(float, 0.0, lo=0, hi=5),
+    "failed_launch_s": Key(float, 3.0, lo=0.05, hi=60),
+    "no_ball_s": Key(float, 5.0, lo=0.05, hi=120),
+    "auto_start": Key(bool, True),
+}, _check_config)
+
+
+def build(c):
+    """The wheel of a checked [wheel] section, or None when it is not enabled."""
+    if not c["enabled"]:
+        return None
+    return WheelDriver(c["url"], {"baudrate": c["baudrate"]}, poll_s=c["poll_s"] or None,
+                       failed_launch_s=c["failed_launch_s"], no_ball_s=c["no_ball_s"])

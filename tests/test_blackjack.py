@@ -101,7 +101,8 @@ def test_luxury21_insurance_on_ace_up_even_to_a_blackjack_then_peek():
     rej = r.decide(2, "stand")
     assert rej[0]["type"] == "rejected"
     out = r.feed({"type": "insurance_closed"})
-    assert types(out) == ["hole_card_revealed", "round_result"]
+    assert types(out) == ["hole_card_revealed", "peek_result", "round_result"]
+    assert out[1] == {"type": "peek_result", "round": 1, "blackjack": True, "insurance": "won"}
     res = out[-1]
     assert [s["hands"][0]["outcome"] for s in res["seats"]] == ["push", "lose"]
 
@@ -111,8 +112,9 @@ def test_insurance_closed_without_dealer_blackjack_continues_play():
     r.close(1)
     r.feed("Ts", "As", "6d", "9h")
     out = r.feed({"type": "insurance_closed"})
-    assert types(out) == ["awaiting_decision"]
-    assert out[0]["allowed"] == ["hit", "stand", "double"]  # no surrender against an ace
+    assert types(out) == ["peek_result", "awaiting_decision"]
+    assert out[0] == {"type": "peek_result", "round": 1, "blackjack": False, "insurance": "lost"}
+    assert out[1]["allowed"] == ["hit", "stand", "double"]  # no surrender against an ace
 
 
 def test_luxury21_round_ends_when_every_seated_player_has_blackjack():
@@ -263,13 +265,13 @@ def test_lucky7_peeks_on_ten_and_even_money_is_offered_to_a_blackjack():
     ins = one(out, "insurance_offered")
     assert ins["insurance"] == [2] and ins["even_money"] == [1]
     out = r.feed({"type": "insurance_closed"})
-    assert types(out) == ["hole_card_revealed", "round_result", "shuffle_due"]
+    assert types(out) == ["hole_card_revealed", "peek_result", "round_result", "shuffle_due"]
     assert one(out, "round_result")["seats"][0]["lucky7"] == 0
     assert one(r.outputs, "shuffle_due")                   # lucky7 shuffles after every round
     r = ready("lucky7")
     r.close(1)
     out = r.feed("7s", "As", "7h", "Kd")                    # hole A, up K: peek, blackjack
-    assert types(out)[-3:] == ["hole_card_revealed", "round_result", "shuffle_due"]
+    assert types(out)[-4:] == ["hole_card_revealed", "peek_result", "round_result", "shuffle_due"]
     assert one(out, "round_result")["seats"][0]["lucky7"] == 2   # two 7s paid for two
 
 
@@ -334,7 +336,7 @@ def test_out_of_turn_and_illegal_decisions_are_rejected_and_change_nothing():
     r.close(1, 2)
     r.feed("5s", "9h", "9d", "6s", "7h", "7c")
     before = r.table
-    for bad, code in [({"type": "decision", "seat": 2, "hand": 0, "action": "hit"}, "out_of_turn"),
+    for bad, code in [({"type": "decision", "seat": 2, "hand": 0, "action": "split"}, "out_of_turn"),
                       ({"type": "decision", "seat": 1, "hand": 1, "action": "hit"}, "out_of_turn"),
                       ({"type": "decision", "seat": 1, "hand": 0, "action": "split"}, "not_allowed"),
                       ({"type": "decision", "seat": 1, "hand": 0, "action": "fold"}, "malformed"),
@@ -344,3 +346,36 @@ def test_out_of_turn_and_illegal_decisions_are_rejected_and_change_nothing():
         out = r.feed(bad)
         assert len(out) == 1 and out[0]["type"] == "rejected" and out[0]["code"] == code, out
         assert r.table is before
+
+
+def test_a_later_seat_pre_selects_and_its_choice_is_applied_at_its_turn():
+    """000: a player may pre-select a decision before the turn; applied if still legal."""
+    r = ready("luxury21")
+    r.close(1, 2)
+    r.feed("Ts", "9s", "Kd", "7h", "2c", "8d")
+    out = r.decide(2, "double")
+    assert out == [{"type": "decision_preselected", "round": 1, "seat": 2, "hand": 0,
+                    "action": "double"}]
+    out = r.decide(1, "stand")
+    assert types(out) == ["preselection_applied", "awaiting_card"]
+    res = one(r.feed("9h"), "round_result")
+    assert res["seats"][1]["hands"][0]["doubled"] is True
+
+
+def test_an_exposed_hole_card_kept_in_play_is_revealed_and_a_replaced_one_burned():
+    r = ready("luxury21")
+    r.close(1)
+    r.feed("Ts", "9d", "7c", "5h")
+    out = r.feed({"type": "dealer_error", "error": "exposed_hole_card", "by": "d1"})
+    assert "5h" not in str(out) and one(out, "irregularity")["code"] == "dealer_error"
+    assert one(r.feed({"type": "resume"}), "rejected")["code"] == "decision_pending"
+    out = r.feed({"type": "supervisor_decision", "decision": "replace", "by": "s1", "reason": "x"})
+    assert one(out, "card_replaced")["card"] is None and "5h" not in str(out)
+    assert r.table.shoe.entries()[-1][1:] == ("5h", "shoe", "burn")
+    out = r.feed("8h")
+    assert types(out) == ["card_dealt", "awaiting_decision"]
+    out = r.feed({"type": "dealer_error", "error": "exposed_hole_card", "by": "d1"})
+    out = r.feed({"type": "supervisor_decision", "decision": "continue", "by": "s1", "reason": "x"})
+    assert one(out, "hole_card_revealed")["card"] == "8h"
+    out = r.decide(1, "stand")
+    assert types(out) == ["round_result"]          # revealed once, not again at the turn

@@ -9,7 +9,9 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from dealer_station.config import SCHEMA, check_config
+from dealer_station.config import check_config, schema
+
+SCHEMA = schema()
 from mqtt_rig import ROOT, free_port
 
 BASE = {"table": 'id = "t1"\nprofile = "luxury21"\n', "shoe": 'protocol = "none"\n',

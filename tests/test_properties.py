@@ -478,7 +478,7 @@ def test_the_hole_card_cannot_be_learned_before_it_is_revealed(name, rng, other)
             seen.extend(out)
             e = expect(t)
             if e is None:
-                ev = {"type": "betting_closed", "seats": list(range(1, 8))}
+                ev = {"type": "betting_closed", "seats": list(range(1, profile.seats + 1))}
             elif e.what == "card":
                 ev = {"type": "card", "card": c[i]}
                 i += 1

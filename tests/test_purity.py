@@ -124,3 +124,21 @@ def test_the_station_core_loads_no_device_library():
 def test_a_table_without_camera_or_panel_never_imports_opencv_or_gpiozero():
     assert loaded_by("dealer_station.daemon, dealer_station.cli",
                      ("cv2", "gpiozero", "numpy", "zxingcpp", "pyzbar")) == "[]"
+
+
+def test_checking_a_config_with_camera_and_panel_loads_neither():
+    """Each module owns its config section (drivers/section.py); reading those sections must not
+    drag in the device libraries that only building the device needs."""
+    code = ("dealer_station.config; dealer_station.config.check_config({'table': {'id': 't1', "
+            "'profile': 'luxury21', 'calibration': 'c.toml'}, 'camera': {'enabled': True}, "
+            "'panel': {'enabled': True, 'pins': {'resume': 5}}})")
+    assert loaded_by(code, ("cv2", "gpiozero", "numpy", "zxingcpp", "pyzbar")) == "[]"
+
+
+def test_every_config_section_is_owned_outside_the_config_reader():
+    """Klipper's habit: the schema of [shoe] lives with the shoe, [broker] with the MQTT link...;
+    the reader keeps only the table's identity and its paths."""
+    from dealer_station import config
+    owners = {s.name: s for s in config.sections()}
+    mine = {n for n, s in owners.items() if vars(config).get(n.upper()) is s}
+    assert mine == {"table", "paths"}, mine

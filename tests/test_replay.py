@@ -28,6 +28,20 @@ def test_replay_reproduces_the_documented_sample_shoe(profile):
     assert len(expected.splitlines()) > 40
 
 
+@pytest.mark.parametrize("profile", ["roulette", "luxury21", "punto_banco"])
+def test_replay_reproduces_the_procedure_samples(profile):
+    """Issue #18: a replay sample per house procedure, input and expected output checked in."""
+    p = replay("--profile", profile, str(SAMPLES / f"{profile}-procedures.jsonl"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == (SAMPLES / f"{profile}-procedures.out.jsonl").read_text()
+    kinds = {json.loads(x)["type"] for x in p.stdout.splitlines()}
+    want = {"roulette": {"spin_void", "number_held", "result_corrected", "device_fault"},
+            "luxury21": {"peek_result", "preselection_applied", "supervisor_decided",
+                         "card_replaced", "result_corrected", "device_restored"},
+            "punto_banco": {"device_fault", "supervisor_decided", "result_corrected"}}[profile]
+    assert want <= kinds, want - kinds
+
+
 def test_replay_reads_standard_input_and_is_deterministic():
     text = (SAMPLES / "luxury21-shoe.jsonl").read_text()
     a = replay("--profile", "luxury21", "-", stdin=text)

@@ -12,9 +12,10 @@ import pytest
 from controller import get_profile
 from controller.analysis import roulette_exact
 from controller.roulette import describe
+
 from controller.settlement import SettlementError, settle
 from drivers.wheel import WheelDriver, WheelException, WheelSession, WheelState, WinningNumber
-from helpers import Run, one
+from helpers import Run, of, one
 
 CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "cammegh",
                        "ss2-capture.log")
@@ -148,8 +149,13 @@ def test_roulette_round_in_the_engine():
                    "number": 27, "colour": "red", "even_odd": "odd", "low_high": "high",
                    "dozen": 3, "column": 3, "spin": 4}
     r.feed({"type": "betting_closed"})
+    # RULES.md "No-spin": the spin is void, not the round; the bets stay locked, the re-spin's
+    # number is the round's result (it used to void the round and refuse the re-spin's number)
     out = r.feed({"type": "miss_spin", "spin": 5})
-    assert one(out, "round_voided")["reason"].startswith("miss-spin")
+    assert [o["type"] for o in out] == ["spin_void", "awaiting_result"]
+    assert not of(out, "round_voided")
+    res = one(r.feed({"type": "winning_number", "number": 3, "spin": 6}), "round_result")
+    assert (res["round"], res["number"]) == (2, 3)
     out = r.feed({"type": "winning_number", "number": 3})
     assert one(out, "irregularity")["code"] == "unexpected_result"
     assert one(r.feed({"type": "shoe_loaded"}), "rejected")["code"] == "not_allowed"
@@ -176,6 +182,8 @@ def res(n):
     ({"kind": "split", "numbers": [17, 20]}, 20, 18, 17),
     ({"kind": "split", "numbers": [0, 2]}, 0, 3, 17),
     ({"kind": "street", "numbers": [13, 14, 15]}, 14, 16, 11),
+    ({"kind": "trio", "numbers": [0, 1, 2]}, 0, 3, 11),
+    ({"kind": "trio", "numbers": [0, 2, 3]}, 3, 1, 11),
     ({"kind": "corner", "numbers": [17, 18, 20, 21]}, 21, 19, 8),
     ({"kind": "corner", "numbers": [0, 1, 2, 3]}, 0, 4, 8),
     ({"kind": "six_line", "numbers": [31, 32, 33, 34, 35, 36]}, 33, 30, 5),
@@ -206,7 +214,7 @@ def test_every_bet_has_the_single_zero_edge_1_in_37():
     from fractions import Fraction
     r = roulette_exact(get_profile("roulette"))
     assert {k: v["bets"] for k, v in r.items()} == {
-        "straight": 37, "split": 60, "street": 14, "corner": 23, "six_line": 11, "red": 1,
+        "straight": 37, "split": 60, "street": 12, "trio": 2, "corner": 23, "six_line": 11, "red": 1,
         "black": 1, "odd": 1, "even": 1, "low": 1, "high": 1, "dozen": 3, "column": 3}
     assert all(v["expected_return"] == [Fraction(-1, 37)] for v in r.values())
 

@@ -192,7 +192,7 @@ def test_a_voided_round_refunds_everything():
 
 
 @pytest.mark.parametrize("bet,message", [
-    ({"id": 1, "kind": "seat", "seat": 3, "amount": 100}, "seat 3 was not in play"),
+    ({"id": 1, "kind": "seat", "seat": 8, "amount": 100}, "no seat 8 at this table"),
     ({"id": 1, "kind": "seat", "seat": 1, "amount": 0}, "amount must be a positive whole number"),
     ({"id": 1, "kind": "seat", "seat": 1, "amount": 1.5}, "amount must be a positive"),
     ({"id": 1, "kind": "seat", "seat": 1, "amount": 100, "colour": "red"}, "unknown field 'colour'"),
@@ -209,3 +209,44 @@ def test_european_profile_has_no_side_bets():
     res = bj_result("european", [1], ["8s", "9d", "8h", "8c"], decisions=[(1, 0, "stand")])
     with pytest.raises(SettlementError, match="no Pairs side bet"):
         settle(get_profile("european"), res, [{"id": 1, "kind": "seat", "seat": 1, "amount": 1, "pairs": 1}])
+
+
+def test_bets_behind_and_pairs_on_a_seat_that_took_no_cards_are_refunded():
+    """000: a seat without a valid bet takes no cards; bets behind and Pairs there go back."""
+    from helpers import ready
+    r = ready("luxury21")
+    r.close(1)
+    res = [o for o in r.feed("Ts", "Kd", "7h", "8d") if o["type"] == "round_result"]
+    res = res or [o for o in r.decide(1, "stand") if o["type"] == "round_result"]
+    bets = [{"id": "b", "kind": "behind", "seat": 2, "amount": 50, "pairs": 5},
+            {"id": "s", "kind": "seat", "seat": 3, "amount": 100, "pairs": 10}]
+    out = settle(get_profile("luxury21"), res[0], bets)
+    assert [(o["staked"], o["returned"], o["net"]) for o in out] == [(D(55), D(55), D(0)),
+                                                                     (D(110), D(110), D(0))]
+    assert {x["result"] for o in out for x in o["lines"]} == {"refund: seat not in play"}
+
+
+def test_a_correction_pays_the_difference_and_a_void_correction_refunds():
+    from controller.roulette import describe
+    from controller.settlement import correction
+    p = get_profile("roulette")
+    orig = {"type": "round_result", "round": 4, "game": "roulette", "profile": "roulette", **describe(31)}
+    fixed = {"type": "result_corrected", "round": 4, "corrects": 21, "voided": False,
+             "result": {**orig, **describe(13)}, "reason": "x", "by": "s"}
+    bets = [{"id": 1, "kind": "straight", "numbers": [13], "amount": 10},
+            {"id": 2, "kind": "straight", "numbers": [31], "amount": 10},
+            {"id": 3, "kind": "black", "amount": 10}]
+    diff = correction(p, orig, fixed, bets)
+    assert [(d["was"], d["now"], d["difference"]) for d in diff] == [
+        (D(0), D(360), D(360)), (D(360), D(0), D(-360)), (D(20), D(20), D(0))]
+    void = {**fixed, "voided": True, "result": None}
+    assert [o["returned"] for o in settle(p, void, bets)] == [D(10)] * 3
+    with pytest.raises(SettlementError, match="does not refer"):
+        correction(p, {**orig, "round": 3}, fixed, bets)
+
+
+def test_a_street_on_a_trio_says_it_is_a_trio():
+    with pytest.raises(SettlementError, match="kind trio"):
+        settle(get_profile("roulette"), {"type": "round_result", "round": 1, "game": "roulette",
+                                         "number": 0}, [{"id": 1, "kind": "street",
+                                                         "numbers": [0, 1, 2], "amount": 1}])

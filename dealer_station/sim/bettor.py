@@ -44,7 +44,9 @@ GAP_S = 0.5               # a gap in the events not filled this long: `resend` f
 
 class BettingSystem:
     def __init__(self, host, port, table, profile, seed=1, level="hard", prefix="dealer-station/v1",
-                 players=None):
+                 players=None, central=None, max_sends=MAX_SENDS):
+        """central: the studio's central tier ({"nodes", "ca", "username", "password"},
+        central_client.py) instead of the table's broker at host:port."""
         self.base = f"{prefix}/{table}"
         self.profile = profile
         self.rng = random.Random(seed)
@@ -68,6 +70,17 @@ class BettingSystem:
         self.gap_since = None
         self.lose = Counter()     # faults: "command", "reply", "event" -> how many to lose
         self.subscribed = threading.Event()
+        self.max_sends = max_sends
+        self.stop = threading.Event()
+        if central is not None:
+            from .central_client import central_client
+            self.c = central_client(
+                f"bs-{table}", central, on_message=self._message,
+                on_connect=lambda cl, u, f, rc, p: cl.subscribe(
+                    [(f"{self.base}/events", 1), (f"{self.base}/replies", 1)]),
+                on_subscribe=lambda cl, u, mid, codes, p: self.subscribed.set())
+            threading.Thread(target=self._deadlines, name="bettor-deadlines", daemon=True).start()
+            return
         c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bs-{table}-{uuid.uuid4().hex[:6]}",
                         protocol=mqtt.MQTTv5)
         c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(
@@ -80,7 +93,6 @@ class BettingSystem:
         c.connect(host, port, clean_start=False, properties=props)
         c.loop_start()
         self.c = c
-        self.stop = threading.Event()
         threading.Thread(target=self._deadlines, name="bettor-deadlines", daemon=True).start()
 
     def wait_subscribed(self, timeout=10.0):
@@ -138,9 +150,9 @@ class BettingSystem:
             for cid, p in list(self.pending.items()):
                 if now < p[1]:
                     continue
-                if p[2] >= MAX_SENDS:
+                if p[2] >= self.max_sends:
                     del self.pending[cid]
-                    self.protocol_errors.append(f"no reply to {p[0]} after {MAX_SENDS} sends")
+                    self.protocol_errors.append(f"no reply to {p[0]} after {self.max_sends} sends")
                     continue
                 p[1], p[2] = now + REPLY_TIMEOUT_S, p[2] + 1
                 again.append(p[0])

@@ -31,7 +31,7 @@ IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identi
 class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
                  out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1",
-                 log_path=None):
+                 log_path=None, table="sim", central=None, max_sends=None, extra_toml=""):
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
@@ -73,6 +73,10 @@ class Harness:
         self.waiting = "the shoe"
         self.last_zone = None
         self.tcam = None
+        self.table = table          # the table id (a studio runs several)
+        self.central = central      # the betting system on the studio's central tier
+        self.max_sends = max_sends
+        self.extra_toml = extra_toml    # more sections of the table's TOML ([bridge], say)
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -90,12 +94,12 @@ class Harness:
             device = f'[shoe]\nprotocol = "v1"\nurl = "{self.shoe.path}"\nresend_timeout_ms = 150\n\n'
         calibration = f'calibration = "{self._calibration()}"\n' if self.tcam or self.shoe_kind == "hid" else ""
         with open(path, "w") as f:
-            f.write(f'[table]\nid = "sim"\nprofile = "{p.name}"\n{calibration}\n' + device +
+            f.write(f'[table]\nid = "{self.table}"\nprofile = "{p.name}"\n{calibration}\n' + device +
                     f'[broker]\nhost = "{host}"\nport = {port}\nreconnect_min_s = 1\nreconnect_max_s = 1\n\n'
                     f'[timers]\ndecision_s = 0\ninsurance_s = 0\nvoid_after_outage_s = 0\n\n'
                     f'[paths]\njournal = "{os.path.join(self.dir, "journal.sqlite")}"\n\n'
                     f'[metrics]\nport = 0\n\n' + self.panel.config()
-                    + (self.tcam.config() if self.tcam else ""))
+                    + (self.tcam.config() if self.tcam else "") + self.extra_toml)
         return path
 
     def _calibration(self):
@@ -148,11 +152,12 @@ class Harness:
         self.panel = SimPanel(os.path.join(self.dir, "panel.sock"))
         self.config = self._config(host, port)
         # the betting system first: subscribed before the table's first event
-        self.bs = BettingSystem(host, port, "sim", p, seed=self.seed, level=self.level,
-                                players=self.players)
-        self.bs.wait_subscribed()
+        more = {"max_sends": self.max_sends} if self.max_sends else {}
+        self.bs = BettingSystem(host, port, self.table, p, seed=self.seed, level=self.level,
+                                players=self.players, central=self.central, **more)
+        self.bs.wait_subscribed(30.0 if self.central else 10.0)
         self._start_daemon()
-        wait_online(host, port, "sim", self.dir)   # recovered and subscribed
+        wait_online(host, port, self.table, self.dir)   # recovered and subscribed
         if not self.roulette:
             self._load_shoe()                 # the press waits for the daemon's panel
 

@@ -1,0 +1,139 @@
+"""The central tier of a simulated studio: a cluster of nats-server nodes on loopback ports, each
+with JetStream (MQTT needs it: sessions and QoS 1 messages live in replicated streams) and an MQTT
+listener over TLS. Per-user permissions: a table may publish only under its own topic tree and
+read only its own commands; the betting system reads every table and sends commands.
+
+A QoS 1 subscription is a JetStream consumer delivering on an internal subject `$MQTT.sub.<id>`:
+every MQTT user that subscribes needs permission to subscribe there too (NATS 2.9).
+
+MQTT topics map to NATS subjects with '/' -> '.', so `dealer-station/v1/t1/events` is the subject
+`dealer-station.v1.t1.events`."""
+import os
+import shutil
+import signal
+import subprocess
+
+from .broker import die_with_parent, free_port, wait_port
+
+NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
+
+
+def subject(topic):
+    return topic.replace("/", ".").replace("+", "*").replace("#", ">")
+
+
+class CentralCluster:
+    def __init__(self, workdir, tls, tables, consumer=("betting-system", "bs-secret"), nodes=3,
+                 prefix="dealer-station/v1"):
+        """tls: {"ca", "cert", "key"} paths; tables: {table id: password}."""
+        if not os.path.exists(NATS):
+            raise RuntimeError("nats-server is not installed (./scripts/setup installs it)")
+        self.dir = os.path.join(workdir, "central")
+        self.n = nodes
+        self.tls = tls
+        self.consumer = consumer
+        self.ports = [{"client": free_port(), "route": free_port(), "mqtt": free_port()}
+                      for _ in range(nodes)]
+        self.procs = [None] * nodes
+        p = subject(prefix)
+        users = []
+        for t, pw in tables.items():
+            users.append('{user: "%s", password: "%s", allowed_connection_types: ["MQTT"], '
+                         'permissions: {publish: ["%s.%s.>"], subscribe: ["%s.%s.commands", "$MQTT.sub.>"]}}'
+                         % (t, pw, p, t, p, t))
+        user, pw = consumer
+        users.append('{user: "%s", password: "%s", allowed_connection_types: ["MQTT"], '
+                     'permissions: {publish: ["%s.*.commands"], subscribe: ["%s.>", "$MQTT.sub.>"]}}'
+                     % (user, pw, p, p))
+        self.confs = []
+        for i, ports in enumerate(self.ports):
+            node_dir = os.path.join(self.dir, f"n{i + 1}")
+            os.makedirs(node_dir, exist_ok=True)
+            routes = ", ".join(f"nats-route://127.0.0.1:{q['route']}"
+                               for j, q in enumerate(self.ports) if j != i)
+            conf = os.path.join(node_dir, "nats.conf")
+            with open(conf, "w") as f:
+                f.write(f"""server_name: n{i + 1}
+listen: 127.0.0.1:{ports['client']}
+jetstream {{ store_dir: "{node_dir}/js", max_memory_store: 64MB, max_file_store: 2GB }}
+cluster {{ name: studio, listen: 127.0.0.1:{ports['route']}, routes: [{routes}] }}
+mqtt {{
+  listen: 127.0.0.1:{ports['mqtt']}
+  tls {{ cert_file: "{tls['cert']}", key_file: "{tls['key']}", ca_file: "{tls['ca']}", timeout: 5 }}
+  # a QoS 1 message not acknowledged by a subscriber in this time is delivered again
+  ack_wait: "10s"
+  max_ack_pending: 1000
+  # sessions, retained and QoS 1 messages on every node: one node lost loses nothing
+  stream_replicas: {min(3, nodes)}
+}}
+authorization {{
+  users: [
+    {(chr(10) + '    ').join(users)}
+  ]
+}}
+""")
+            self.confs.append(conf)
+
+    @property
+    def mqtt_ports(self):
+        return [p["mqtt"] for p in self.ports]
+
+    def start(self):
+        for i in range(self.n):
+            self.start_node(i, wait=False)
+        for i in range(self.n):
+            self.wait_ready(i)
+
+    def wait_ready(self, i, timeout=60.0):
+        """Until node i accepts an MQTT session (a listening port is not enough: the session
+        stream must have a leader, which takes a few seconds after a start)."""
+        import ssl
+        import time
+        import paho.mqtt.client as mqtt
+        wait_port(self.ports[i]["mqtt"], timeout=timeout)
+        end = time.monotonic() + timeout
+        while True:
+            c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"probe-{i}",
+                            protocol=mqtt.MQTTv311)
+            c.username_pw_set(*self.consumer)
+            c.tls_set(ca_certs=self.tls["ca"], cert_reqs=ssl.CERT_REQUIRED)
+            try:
+                c.connect("127.0.0.1", self.ports[i]["mqtt"], keepalive=10)
+                give_up = time.monotonic() + 8
+                while not c.is_connected() and time.monotonic() < give_up and c.loop(0.5) == 0:
+                    pass
+                ok = c.is_connected()
+                c.disconnect()
+            except OSError:
+                ok = False
+            if ok:
+                return
+            if time.monotonic() > end:
+                raise TimeoutError(f"central node n{i + 1} did not take an MQTT session in {timeout:g} s")
+            time.sleep(0.5)
+
+    def start_node(self, i, wait=True):
+        log = open(os.path.join(os.path.dirname(self.confs[i]), "nats.log"), "a")
+        self.procs[i] = subprocess.Popen([NATS, "-c", self.confs[i]], stdout=log, stderr=log,
+                                         preexec_fn=die_with_parent)
+        log.close()
+        if wait:
+            self.wait_ready(i)
+
+    def kill_node(self, i):
+        p = self.procs[i]
+        if p and p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+
+    def stop(self):
+        for p in self.procs:
+            if p and p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            if p:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()

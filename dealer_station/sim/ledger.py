@@ -1,0 +1,108 @@
+"""The betting system's ledger in a simulated studio: one consumer of every table's events on the
+central tier (`dealer-station/v1/+/events`, QoS 1, a persistent session), following
+docs/protocol.md's rules for consumers across tables: deduplicate by (table, seq), apply each
+table's events strictly in sequence order, hold what comes after a gap and ask that table for the
+missing ones with `resend`. It measures what the studio benchmark reports: messages per second and
+the latency from the card read (the event's `ts`, stamped when the daemon received the card) to
+this consumer."""
+import datetime
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+
+GAP_S = 0.5          # a gap open this long: `resend` from it (again every GAP_S while it stays)
+
+
+def _ts(s):
+    try:
+        return datetime.datetime.fromisoformat(s).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+class Ledger:
+    def __init__(self, central, prefix="dealer-station/v1", client_id="ledger"):
+        from .central_client import central_client
+        self.prefix = prefix
+        self.lock = threading.Lock()
+        self.last = Counter()          # table -> last seq applied
+        self.held = {}                 # table -> {seq: message}
+        self.gap_since = {}
+        self.applied = {}              # table -> [message, ...] in the order applied
+        self.counts = Counter()
+        self.latencies = []            # (received at, seconds) of card_dealt, first copies only
+        self.first_at = self.last_at = None
+        self.subscribed = threading.Event()
+        self.c = central_client(
+            client_id, central, on_message=self._message,
+            on_connect=lambda cl, u, f, rc, p: cl.subscribe(f"{prefix}/+/events", 1),
+            on_subscribe=lambda cl, u, mid, codes, p: self.subscribed.set())
+        self.stop = threading.Event()
+        threading.Thread(target=self._gaps, name="ledger-gaps", daemon=True).start()
+
+    def _message(self, client, userdata, msg):
+        now = time.time()
+        try:
+            m = json.loads(msg.payload)
+            table, seq = m["table"], m["seq"]
+        except (ValueError, KeyError, TypeError):
+            self.counts["malformed"] += 1
+            return
+        with self.lock:
+            self.counts["received"] += 1
+            self.first_at = self.first_at or now
+            self.last_at = now
+            held = self.held.setdefault(table, {})
+            if seq <= self.last[table] or seq in held:
+                self.counts["duplicates"] += 1
+                return
+            if seq != self.last[table] + 1:
+                self.counts["arrived_past_a_gap"] += 1
+            if m.get("type") == "card_dealt" and _ts(m.get("ts")) is not None:
+                self.latencies.append((now, now - _ts(m["ts"])))
+            held[seq] = m
+            out = self.applied.setdefault(table, [])
+            while self.last[table] + 1 in held:
+                self.last[table] += 1
+                out.append(held.pop(self.last[table]))
+
+    def _gaps(self):
+        while not self.stop.wait(0.1):
+            now, ask = time.monotonic(), []
+            with self.lock:
+                for table, held in self.held.items():
+                    if not held:
+                        self.gap_since.pop(table, None)
+                        continue
+                    since = self.gap_since.setdefault(table, now)
+                    if now - since > GAP_S:
+                        self.gap_since[table] = now
+                        ask.append((table, self.last[table] + 1))
+                        self.counts["resend_requests"] += 1
+            for table, start in ask:
+                self.c.publish(f"{self.prefix}/{table}/commands", json.dumps(
+                    {"type": "resend", "from": start, "id": f"ledger-{uuid.uuid4().hex[:8]}"}), qos=1)
+
+    def wait_for(self, wanted, timeout):
+        """Until every table's last applied seq reaches wanted[table] (or the timeout)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                if all(self.last[t] >= n for t, n in wanted.items()):
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def close(self):
+        self.stop.set()
+        self.c.disconnect()
+        self.c.loop_stop()
+
+
+def percentile(values, q):
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]

@@ -1,0 +1,134 @@
+"""A studio (issue #21): the [bridge] configuration and the Mosquitto bridge written from it, and
+a real run: 5 tables, each with its own edge Mosquitto bridged over TLS (a throwaway CA made by
+openssl) to a 3-node nats-server cluster; one central node killed and one table's uplink cut
+mid-run. The studio's ledger must see every (table, seq) the tables journaled, in order per table
+after deduplication, and every table's balances must match its journal's settlement."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from dealer_station.bridge import bridge_conf
+from dealer_station.config import ConfigError, check_config
+
+BASE = {"table": {"id": "t7", "profile": "punto_banco"}, "shoe": {"protocol": "none"}}
+GOOD = {"enabled": True, "central": ["c1.studio:8883", "c2.studio:8883", "c3.studio:8883"],
+        "password": "s3cret", "ca_file": "/etc/dealer-station/central-ca.pem"}
+
+
+def cfg_with(**bridge):
+    return check_config({**BASE, "bridge": {**GOOD, **bridge}})
+
+
+def test_bridge_conf_from_the_tables_config():
+    cfg, errors = cfg_with()
+    assert errors == []
+    text = bridge_conf(cfg)
+    lines = text.splitlines()
+    for want in ("address c1.studio:8883 c2.studio:8883 c3.studio:8883",
+                 "bridge_protocol_version mqttv311", "try_private false", "cleansession false",
+                 "max_queued_messages 500000", f"max_queued_bytes {256 * 2 ** 20}",
+                 "remote_username t7", "remote_password s3cret", "bridge_insecure false",
+                 "bridge_cafile /etc/dealer-station/central-ca.pem",
+                 "topic dealer-station/v1/t7/events out 1", "topic dealer-station/v1/t7/status out 1",
+                 "topic dealer-station/v1/t7/replies/# out 1",
+                 "topic dealer-station/v1/t7/commands in 1"):
+        assert want in lines, want
+    # only the table's own tree: no wildcard over other tables
+    assert not [x for x in lines if x.startswith("topic") and "/t7/" not in x]
+
+
+@pytest.mark.parametrize("bridge, error", [
+    ({"central": []}, "bridge.central: the central nodes are needed"),
+    ({"central": ["c1:8883", "c1:8883"]}, "bridge.central: a node is given twice"),
+    ({"central": ["c1"]}, "bridge.central[0]: expected \"host:port\""),
+    ({"central": ["c1:99999"]}, "bridge.central[0]"),
+    ({"central": "c1:8883"}, "bridge.central: expected list"),
+    ({"ca_file": None}, "bridge.ca_file: required: the bridge speaks TLS only"),
+    ({"password": None}, "bridge.password: the table's own credentials are needed"),
+    ({"password_file": "/x"}, "bridge.password_file: give password or password_file"),
+    ({"max_queued_messages": 1000}, "bridge.max_queued_messages: must be 10000-1e+07"),
+    ({"max_queued_bytes": 0}, "bridge.max_queued_bytes"),
+    ({"protocol": "mqttv31"}, "bridge.protocol: must be one of mqttv311, mqttv50"),
+    ({"queue": 5}, "bridge.queue: unknown key"),
+    ({"restart_min_s": 10, "restart_max_s": 5}, "bridge.restart_max_s: must not be below"),
+])
+def test_bridge_config_errors_name_the_key(bridge, error):
+    bridge = {k: v for k, v in {**GOOD, **bridge}.items() if v is not None}
+    _, errors = check_config({**BASE, "bridge": bridge})
+    assert any(e.startswith(error) for e in errors), errors
+    assert not any("s3cret" in e for e in errors)
+
+
+def test_bridge_needs_the_daemon_on_the_tables_own_broker():
+    _, errors = check_config({**BASE, "broker": {"host": "central.studio"}, "bridge": GOOD})
+    assert any(e.startswith("broker.host: with a bridge") for e in errors), errors
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=30))
+def test_a_password_never_breaks_the_mosquitto_file(pw):
+    cfg, errors = cfg_with(password=pw)
+    assert errors == []
+    try:
+        text = bridge_conf(cfg)
+    except ConfigError as e:
+        assert e.errors[0].startswith("bridge.password:") and pw not in e.errors[0]
+        return
+    assert [x for x in text.splitlines() if x.startswith("remote_password")] == [f"remote_password {pw}"]
+
+
+def test_bridge_conf_command(tmp_path):
+    """The command scripts/install runs: mode 0640, files checked, errors by section.key."""
+    ca = tmp_path / "ca.pem"
+    from dealer_station.sim.tls import make_ca
+    paths = make_ca(str(tmp_path / "tls"))
+    shutil.copy(paths["ca"], ca)
+    (tmp_path / "pw").write_text("from-a-file\n")
+    toml = tmp_path / "table.toml"
+    toml.write_text(f'[table]\nid = "t7"\nprofile = "punto_banco"\n[shoe]\nprotocol = "none"\n'
+                    f'[paths]\njournal = "{tmp_path}/j.sqlite"\n[metrics]\nenabled = false\n'
+                    f'[bridge]\nenabled = true\ncentral = ["c1:8883"]\nca_file = "{ca}"\n'
+                    f'password_file = "{tmp_path}/pw"\n')
+    out = tmp_path / "bridge.conf"
+    cmd = [sys.executable, "-m", "dealer_station.cli", "bridge-conf", "--config", str(toml)]
+    r = subprocess.run(cmd + ["--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "remote_password from-a-file" in out.read_text()
+    assert oct(os.stat(out).st_mode & 0o777) == "0o640"
+    ca.write_text("not a certificate")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 2 and "bridge.ca_file:" in r.stderr, r.stderr
+    tomllib.loads(toml.read_text())
+
+
+needs = pytest.mark.skipif(not (shutil.which("nats-server") or os.path.exists("/usr/sbin/nats-server"))
+                           or not os.path.exists("/usr/sbin/mosquitto"),
+                           reason="nats-server and mosquitto come from ./scripts/setup")
+
+
+@needs
+def test_studio_loses_nothing_through_a_node_kill_and_an_uplink_cut(tmp_path):
+    from dealer_station.sim.studio import Studio
+    faults = [{"fault": "central_node_kill", "at": 2, "node": 1},
+              {"fault": "uplink_cut", "at": 4, "table": 2, "seconds": 3}]
+    s = Studio(5, 3, faults, speed=2, workdir=str(tmp_path))
+    try:
+        s.start()
+        s.play(timeout=240)
+        r = s.report()
+    finally:
+        s.close()
+    assert [f["fault"] for f in r["faults"]] == ["central_node_kill", "uplink_cut"]
+    for t, v in r["per_table"].items():
+        assert v["journaled"] > 0, t
+        assert v["ledger_missing"] == 0 and v["ledger_in_order"], (t, v)
+        assert v["ledger_matches_journal"], (t, v)
+        assert v["balances_match"] and v["bettor_messages_lost"] == 0, (t, v)
+        assert v["protocol_errors"] == 0, (t, v)
+    assert r["ok"], json.dumps(r)
