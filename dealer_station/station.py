@@ -410,9 +410,9 @@ class Station:
                                  "code": d.code, "reason": d.reason}
                     else:
                         body = commands.to_input(cmd)
-                        if d.who is not None and "by" not in body and "by" in SCHEMAS.get(
-                                body["type"], {}):
-                            body["by"] = d.who     # the login the broker vouched for
+                        need = SCHEMAS.get(body["type"], {}).get("by")
+                        if d.who is not None and "by" not in body and need and need[1]:
+                            body["by"] = d.who     # required: the login the broker vouched for
                         effects, _, reply = self.process(body, "command", clock,
                                                          command_id=cmd["id"], decision=d,
                                                          action=cmd["type"])
