@@ -23,7 +23,8 @@ import json
 import traceback
 from collections import deque
 
-from controller import checkpoint, expect, guarded_step, new_table
+from controller import checkpoint, expect, guarded_step, new_table, rights
+from controller.protocol import SCHEMAS
 from controller.snapshot import public_snapshot
 from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCard, DeviceState,
                             PanelPress, ShoeHello, ShoeStatus, WheelException, WheelState,
@@ -31,8 +32,8 @@ from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCar
 from drivers.panel import panel_view
 from drivers.section import Key, Section
 
-from . import commands
-from .station_types import (AckCommand, AckShoe, Archive, BrokerDown, BrokerUp, Command, Count,
+from . import commands, signing
+from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerDown, BrokerUp, Command, Count,
                             LocalInput,
                             Log, Publish, Published, Record, Refuse, Reply, SetMeta, Status, Stop,
                             Timer, TimerDue, WheelCommand, Lights, MarkSent)
@@ -48,6 +49,8 @@ PANEL_INPUTS = {"shoe_loaded": {"type": "shoe_loaded"},
                 "pit_boss": {"type": "pause", "reason": "pit boss called from the dealer panel"},
                 "resume": {"type": "resume"},
                 "void": {"type": "void_round", "reason": "voided with the pit boss key"}}
+PANEL_COMMANDS = {"shoe_loaded": "shoe_loaded", "pit_boss": "pause", "resume": "resume",
+                  "void": "void_round"}
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 REFUSED_KEEP = 256     # bytes of a refused payload kept: enough to know it, not a way to fill a card
 
@@ -63,8 +66,10 @@ class Settings:
     def __init__(self, table_id, profile, version="0", decision_s=0.0, insurance_s=0.0,
                  void_after_outage_s=0.0, inflight=100, wheel_auto_start=False, shoe_acks=False,
                  panel=False, archive=False, archive_rounds=1000,
-                 replies_topic="dealer-station/v1/t1/replies"):
+                 replies_topic="dealer-station/v1/t1/replies", signer=None, staff=None):
         self.table_id = table_id
+        self.signer = signer                  # signing.Signer, or None: events unsigned
+        self.staff = staff                    # rights.Staff, or None: rights not enforced
         self.profile = profile
         self.version = version
         self.decision_s = decision_s
@@ -79,14 +84,16 @@ class Settings:
         self.replies_topic = replies_topic    # a response topic must be this or under it
 
     @classmethod
-    def from_config(cls, cfg, version):
+    def from_config(cls, cfg, version, signer=None):
+        from controller.rights import Staff
         t = cfg["timers"]
         return cls(cfg["table"]["id"], cfg["profile"], version, t["decision_s"], t["insurance_s"],
                    t["void_after_outage_s"], cfg["broker"]["inflight"],
                    cfg["wheel"]["enabled"] and cfg["wheel"]["auto_start"],
                    cfg["shoe"]["protocol"] == "v1", cfg["panel"]["enabled"],
                    cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"],
-                   f"{cfg['broker']['topic_prefix']}/{cfg['table']['id']}/replies")
+                   f"{cfg['broker']['topic_prefix']}/{cfg['table']['id']}/replies", signer,
+                   Staff.from_config(cfg.get("staff")))
 
 
 # the timers the station arms: a decision's, insurance's, and the void of a round that waited
@@ -104,6 +111,8 @@ class Station:
         self.table = new_table(settings.profile)
         self.next_n = 1            # the journal's next input number
         self.next_seq = 1          # the table's next event sequence number
+        self.prev = signing.GENESIS  # chain hash of the message seq next_seq - 1
+        self.audit_head = signing.GENESIS  # hash of the audit log's newest entry
         self.pending = deque()     # (seq, message) journaled, not yet handed to the broker
         self.inflight = set()      # seqs handed to the broker, not yet acknowledged
         self.timer = None          # (monotonic deadline, expectation, input)
@@ -115,10 +124,15 @@ class Station:
 
     # -- recovery -------------------------------------------------------------------------------
 
-    def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None)):
+    def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None),
+                last_message=None, audit_head=None):
         """Pick the newest checkpoint this version reads. Returns (input n to replay after,
-        [effects]) (a Log for each checkpoint passed over)."""
+        [effects]) (a Log for each checkpoint passed over). `last_message`: the journal's newest
+        outbox text (the event chain goes on from its hash); `audit_head`: the newest audit hash."""
         self.next_n, self.next_seq = next_n, next_seq
+        self.prev = signing.digest(last_message) if last_message else signing.GENESIS
+        if audit_head:
+            self.audit_head = audit_head
         self.last_shoe = tuple(last_shoe)
         if shoe_base:
             boot, seq, at_n = (int(x) for x in shoe_base.split(":"))
@@ -225,17 +239,25 @@ class Station:
 
     # -- inputs to the engine -------------------------------------------------------------------
 
-    def process(self, body, origin, clock, shoe_seq=None, command_id=None):
-        """Step the engine on `body`. Returns ([effects], messages, reply)."""
+    def process(self, body, origin, clock, shoe_seq=None, command_id=None, decision=None,
+                action=None):
+        """Step the engine on `body`. Returns ([effects], messages, reply). `decision`: the
+        staff rights' decision (controller/rights.py) that let it in, for the audit log."""
         body = dict(body)
         body["ts"] = iso(clock.wall)
         errors = []
         t, outputs = guarded_step(self.table, body, errors.append)
         n = self.next_n
         messages = []
-        seq = self.next_seq
+        seq, prev = self.next_seq, self.prev
         for o in outputs:
-            messages.append((seq, _dumps({"seq": seq, "table": self.s.table_id, "v": 1, **o})))
+            # sealed here, once: the outbox keeps these bytes, and every publish, republish
+            # after a crash and resend sends them unchanged (signing.py)
+            text = _dumps({"seq": seq, "table": self.s.table_id, "v": 1, **o, "prev": prev})
+            if self.s.signer is not None:
+                text = self.s.signer.seal(text)
+            messages.append((seq, text))
+            prev = signing.digest(text)
             seq += 1
         reply = None
         if command_id is not None:
@@ -245,12 +267,18 @@ class Station:
         if checkpoint.quiescent(t) and ("shoe_started" in kinds or (
                 kinds & {"round_result", "round_voided"} and t.rounds % CHECKPOINT_ROUNDS == 0)):
             cp = checkpoint.encode(t)
+        audit = ()
+        if decision is not None and (decision.override or decision.who is not None):
+            rej = outputs[0] if len(outputs) == 1 and outputs[0]["type"] == "rejected" else None
+            audit = (self._audit_entry(clock, origin, action or body["type"], command_id, decision,
+                                       "accepted" if rej is None else f"rejected:{rej['code']}", n),)
         effects = [Record(n, clock.wall, origin, body, shoe_seq, tuple(messages), command_id,
-                          reply, cp)]
+                          reply, cp, audit)]
         # only now, with the record first in line, does the station adopt the new state
         self.table = t
         self.next_n = n + 1
         self.next_seq = seq
+        self.prev = prev
         self.pending.extend(messages)
         if shoe_seq is not None:
             self.last_shoe = (n, shoe_seq)
@@ -374,8 +402,20 @@ class Station:
                     effects = []
                     reply = {**prior, "status": "duplicate", "original": prior["status"]}
                 else:
-                    effects, _, reply = self.process(commands.to_input(cmd), "command", clock,
-                                                     command_id=cmd["id"])
+                    d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
+                                      cmd.get("reason"), bool(self.table.pending))
+                    if d.code is not None:
+                        effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
+                        reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
+                                 "code": d.code, "reason": d.reason}
+                    else:
+                        body = commands.to_input(cmd)
+                        need = SCHEMAS.get(body["type"], {}).get("by")
+                        if d.who is not None and "by" not in body and need and need[1]:
+                            body["by"] = d.who     # required: the login the broker vouched for
+                        effects, _, reply = self.process(body, "command", clock,
+                                                         command_id=cmd["id"], decision=d,
+                                                         action=cmd["type"])
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
             effects = [Refuse("command", e.code, e.reason, bytes(ev.payload[:REFUSED_KEEP])),
@@ -448,7 +488,42 @@ class Station:
             return [self.status_effect()]
         if e.button == "void" and not e.armed:
             return [Log("warning", "void pressed without the pit boss key: ignored")]
-        return self.process(PANEL_INPUTS[e.button], "panel", clock)[0]
+        who = "panel-key" if self.devices.get("panel", {}).get("key") else "panel"
+        kind = PANEL_COMMANDS[e.button]
+        body = PANEL_INPUTS[e.button]
+        d = rights.decide(self.s.staff, kind, who, None, body.get("reason", "pit boss key"),
+                          bool(self.table.pending), panel=True)
+        if d.code is not None:
+            return self._refuse_right(clock, "panel", kind, None, d)
+        return self.process(body, "panel", clock, decision=d, action=kind)[0]
+
+    # -- staff rights and the audit log ---------------------------------------------------------
+
+    def _chain(self, doc):
+        text, h = signing.chain_entry(self.audit_head, doc)
+        self.audit_head = h
+        return text, h
+
+    def _audit_entry(self, clock, origin, action, command_id, d, result, input_n=None):
+        """One audit log entry, chained to the one before (signing.chain_entry)."""
+        return self._chain({"at": iso(clock.wall), "origin": origin, "action": action,
+                            "id": command_id, "who": d.who, "role": d.role,
+                            "override": d.override, "reason": d.reason, "result": result,
+                            "input": input_n})
+
+    def boot(self, clock, info):
+        """The audit log's entry for a start of the software: version, configuration hash, key
+        id, and the input number it starts after (the round export finds it there)."""
+        return Audit(self._chain({"at": iso(clock.wall), "action": "start", "origin": "system",
+                                  "after_input": self.next_n - 1, **info}))
+
+    def _refuse_right(self, clock, origin, kind, command_id, d):
+        """A command its sender may not give: never reaches the engine (nor the journal's
+        inputs, so replay is untouched); the refusal is in the audit log."""
+        return [Audit(self._audit_entry(clock, origin, kind, command_id, d, f"rejected:{d.code}")),
+                Count("rejected_total", (("code", d.code),)),
+                Log("warning", f"{kind} from {d.who or origin} ({d.role or 'no role'}) rejected: "
+                               f"{d.code}")]
 
     def _wheel(self, e, clock):
         """The wheel runs the roulette round: no more bets closes betting, the winning number

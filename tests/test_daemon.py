@@ -8,6 +8,7 @@ import time
 import pytest
 
 from controller import get_profile, new_table, step
+from dealer_station.signing import ENVELOPE
 from drivers.virtual_shoe import VirtualShoe
 from mqtt_rig import Broker, Client, DaemonProc, Proxy, ROOT, wait_for, workdir
 from table_driver import TableDriver
@@ -72,7 +73,7 @@ def replayed(profile, inputs):
 
 
 def strip(msgs):
-    return [{k: v for k, v in m.items() if k not in ("seq", "table", "v", "ts")} for m in msgs]
+    return [{k: v for k, v in m.items() if k not in ENVELOPE} for m in msgs]
 
 
 @pytest.mark.parametrize("profile,decks,cut", [("luxury21", 8, 208), ("punto_banco", 8, 7)])
