@@ -123,7 +123,7 @@ class Daemon:
         self.hub = Hub(self.table_id, self.profile.name, t["decision_s"], t["insurance_s"])
         # a command from a page goes on the loop's queue as an MQTT one would
         self.console = Console(self.cfg["console"], self.hub,
-                               lambda payload, corr: self.q.put(("console", payload, corr)),
+                               lambda payload, corr, account: self.q.put(("console", payload, corr, account)),
                                self.metrics, self.camera, log)
 
     def _console_push(self, at=None):
@@ -375,7 +375,9 @@ class Daemon:
     def _event(self, item):
         """A queued item as a station event: the MQTT link's tuples are translated here."""
         if isinstance(item, tuple) and item and item[0] == "console":
-            return Command(item[1], None, item[2], None, 0)     # answered to the page
+            # answered to the page; the console vouches for its logged-in account as the broker's
+            # ACL does for commands/<login>: the staff rights apply to that account's [staff] role
+            return Command(item[1], None, item[2], None, 0, item[3])
         if not isinstance(item, tuple) or not item or item[0] != "mqtt":
             return item
         what, args = item[1], item[2:]
