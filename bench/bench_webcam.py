@@ -1,6 +1,6 @@
 """Visual recognition at the technician's photo scale (issue 17): 800x600 webcam photos, straight
 down, one card per photo at any angle, the card about 300 x 420 pixels. Templates from one photo
-per card on a light-grey table (`shoe-calibrate camera templates --labels`), then other photos of
+per card on a light-grey table at any angle (`shoe-calibrate camera templates --labels`), then other photos of
 the same deck on every surface under every condition of the camera model read through
 `shoe-calibrate camera accuracy`; and every other deck's photos read with those templates (all
 must be refused). Prints per deck, per surface and per condition, with the confusion."""
@@ -62,7 +62,7 @@ def main():
     report = {}
     for di, deck in enumerate(decks):
         ref = write_photos(os.path.join(root, deck, "reference"), deck, 100 + di,
-                           [(c, "grey", "rotation") for c in CARDS])
+                           [(c, "light_grey", "rotation") for c in CARDS])
         tdir = os.path.join(root, deck, "templates")
         t0 = time.perf_counter()
         ct.templates_from_labels(ref, tdir)
@@ -81,7 +81,7 @@ def main():
                     foreign[other] = {"photos": fr["photos"], "read": fr["correct"] + fr["wrong"]}
         report[deck] = {"accuracy": r, "foreign": foreign, "seconds": round(time.perf_counter() - t0, 1)}
         if not a.json:
-            print(f"== {deck}: templates from 52 photos on a grey table; {r['photos']} other photos")
+            print(f"== {deck}: templates from 52 photos on a light-grey table; {r['photos']} other photos")
             by = {}
             for g, x in r["groups"].items():
                 for part in g.split("/")[1:]:
