@@ -54,7 +54,7 @@ def main():
     ap.add_argument("--conditions", default=",".join(cm.CONDITIONS))
     ap.add_argument("--keep", help="folder to keep the photos in")
     ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
+    a, _ = ap.parse_known_args()      # scripts/bench passes every bench the same arguments
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     decks, conds = a.decks.split(","), a.conditions.split(",")
