@@ -10,11 +10,11 @@ import numpy as np
 
 DECKS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "decks")
 DECKS = ("cardsjs", "svgcards", "synth")
-SURFACES = ("green_felt", "blue_felt", "red_felt", "grey", "white", "wood")
+SURFACES = ("green_felt", "blue_felt", "red_felt", "grey", "light_grey", "white", "wood")
 CONDITIONS = ("clean", "defocus", "motion", "noise", "jpeg", "white_balance", "shadow", "glare",
               "perspective", "rotation")
 _FELT = {"green_felt": (40, 110, 35), "blue_felt": (120, 60, 20), "red_felt": (35, 30, 140),
-         "grey": (150, 150, 148), "white": (222, 224, 224)}
+         "grey": (150, 150, 148), "light_grey": (188, 189, 186), "white": (222, 224, 224)}
 _cache = {}
 
 
@@ -82,14 +82,19 @@ def lay(frame, face, quad):
     frame[:] = np.clip(f, 0, 255).astype(np.uint8)
 
 
-def camera(frame, rng, cond="clean"):
+def camera(frame, rng, cond="clean", webcam=False):
     """The camera: every photograph gets mild defocus, sensor noise, a small white-balance error
-    and JPEG at quality 60-90; `cond` stresses one of them (or adds a shadow or glare)."""
+    and JPEG at quality 60-90; `cond` stresses one of them (or adds a shadow or glare). A
+    `webcam` (the technician's photo) also has its cheap lens's vignetting, softer focus,
+    automatic exposure (the white card near or at saturation) and in-camera sharpening halos."""
     f = frame.astype(np.float32)
     h, w = f.shape[:2]
     wb = rng.uniform(0.75, 1.2, 3) if cond == "white_balance" else rng.uniform(0.94, 1.06, 3)
     f *= np.float32(wb)
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    if webcam:
+        r2 = ((xx - w / 2) ** 2 + (yy - h / 2) ** 2) / ((w / 2) ** 2 + (h / 2) ** 2)
+        f *= (1 - rng.uniform(0.15, 0.35) * r2)[..., None] * rng.uniform(0.95, 1.12)
     if cond == "shadow":           # a hand or the dealer's arm: a soft-edged dark band
         a = rng.uniform(0, math.pi)
         d = (xx - w * rng.uniform(0.3, 0.7)) * math.cos(a) + (yy - h * rng.uniform(0.3, 0.7)) * math.sin(a)
@@ -98,8 +103,11 @@ def camera(frame, rng, cond="clean"):
         cx, cy = rng.uniform(0.3, 0.7) * w, rng.uniform(0.3, 0.7) * h
         f += (70 * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * (0.12 * w) ** 2)))[..., None]
     f = np.clip(f, 0, 255).astype(np.uint8)
-    sigma = rng.uniform(1.2, 1.8) if cond == "defocus" else rng.uniform(0.4, 0.9)
+    sigma = rng.uniform(1.2, 1.8) if cond == "defocus" else rng.uniform(0.8, 1.4) if webcam else \
+        rng.uniform(0.4, 0.9)
     f = cv2.GaussianBlur(f, (0, 0), sigma)
+    if webcam:
+        f = cv2.addWeighted(f, 1.6, cv2.GaussianBlur(f, (0, 0), 2.0), -0.6, 0)
     if cond == "motion":
         n = int(rng.integers(4, 8))
         k = np.zeros((n, n), np.float32)
@@ -132,7 +140,7 @@ def webcam_photo(deck, card, table, rng, cond="clean", size=(800, 600), width=30
                      rng.uniform(0.1, 0.18) if cond == "perspective" else 0.0,
                      face.shape[0] / face.shape[1])
     lay(frame, face, quad)
-    return camera(frame, rng, cond), quad
+    return camera(frame, rng, cond, webcam=True), quad
 
 
 def hand(frame, deck, cards, centre, width, angle, rng, offset=(0.3, 0.22)):
