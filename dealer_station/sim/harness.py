@@ -32,9 +32,10 @@ class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
                  out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1",
                  log_path=None, table="sim", central=None, max_sends=None, extra_toml="",
-                 console=None, pit_boss=True):
+                 console=None, pit_boss=True, wheel_times=None):
         """console: {"port": N (0: a free one), "accounts": [(name, role, password)]} serves the
-        table console; pit_boss=False leaves a paused table to the console's pit boss."""
+        table console; pit_boss=False leaves a paused table to the console's pit boss.
+        wheel_times: the virtual wheel's periods per state (a test holds a spin in no more bets)."""
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
@@ -83,6 +84,7 @@ class Harness:
         self.console = console
         self.console_url = None
         self.pit_boss = pit_boss
+        self.wheel_times = wheel_times
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -151,7 +153,8 @@ class Harness:
         self.shoe = self.wheel = None
         if self.roulette:
             from drivers.virtual_wheel import VirtualWheel
-            self.wheel = VirtualWheel(seed=self.seed, period=self.period)
+            self.wheel = VirtualWheel(seed=self.seed, period=self.period,
+                                      **({"times": self.wheel_times} if self.wheel_times else {}))
             self.wheel.start()
         elif self.shoe_kind == "hid":
             from drivers.virtual_hid_scanner import VirtualHidScanner
