@@ -205,17 +205,17 @@ def test_the_consoles_rights_are_the_tables_one_table():
     """Who may send what from a page, and what needs a reason, are read from controller/rights.py
     (at its strictest: after an irregularity) and the engine's input schemas, not kept twice."""
     from controller import rights
-    from dealer_station.console import server
-    for kind in server.ACTIONS:
+    from dealer_station.console import actions
+    for kind in actions.ACTIONS:
         right = rights.required(kind, True)
         for role in ("dealer", "supervisor"):
-            assert (kind in server.RIGHTS[role]) == (role in right.roles)
+            assert (kind in actions.RIGHTS[role]) == (role in right.roles)
         if right.override:
-            assert kind in server.NEEDS_REASON
-    assert server.FIELDS["manual_number"] == ("number", "reason")
-    assert server.FIELDS["correct_result"] == ("round", "seq", "reason", "number", "void")
-    assert server.FIELDS["supervisor_decision"] == ("decision", "reason")
-    assert server.FIELDS["manual_card"] == ("card", "reason")     # source: always manual
+            assert kind in actions.NEEDS_REASON
+    assert actions.ACTIONS["manual_number"] == ("number", "reason")
+    assert actions.ACTIONS["correct_result"] == ("round", "seq", "reason", "number", "void")
+    assert actions.ACTIONS["supervisor_decision"] == ("decision", "reason")
+    assert actions.ACTIONS["manual_card"] == ("card", "reason")     # source: always manual
 
 
 def test_the_new_procedures_reach_the_table_with_by_and_reason(console):

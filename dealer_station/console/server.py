@@ -19,38 +19,14 @@ import time
 import urllib.parse
 
 from controller import rights
-from controller.protocol import SCHEMAS
 
-from ..commands import ENGINE_COMMANDS
+from .actions import ACTIONS, NEEDS_REASON, RIGHTS, check
 from .auth import Accounts, LoginLimiter, Sessions
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
          ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
 PAGES = {"/dealer": "dealer.html", "/pit": "pit.html", "/login": "login.html"}
-# What a page may send: the table's own commands, with the fields of their engine inputs. Who may
-# send each, and whether it needs a reason, is controller/rights.py's one table (MQTT, panel and
-# console alike), read here at its strictest: the console's buttons resolve irregularities.
-ACTIONS = ("pause", "resume", "void_round", "manual_card", "no_spin", "manual_number",
-           "correct_result", "dealer_error", "supervisor_decision")
-CONSOLE_ROLES = (rights.DEALER, rights.SUPERVISOR)
-
-
-def _fields(kind):
-    # by: the logged-in account (the console fills it); source: manual_card's is "manual"
-    own = tuple(f for f in SCHEMAS[ENGINE_COMMANDS[kind]] if f not in ("by", "source"))
-    return own if "reason" in own else own + ("reason",)     # the audit log's why
-
-
-def _needs_reason(kind):
-    reason = SCHEMAS[ENGINE_COMMANDS[kind]].get("reason")
-    return rights.required(kind, True).override or bool(reason and reason[1])
-
-
-FIELDS = {k: _fields(k) for k in ACTIONS}
-NEEDS_REASON = {k for k in ACTIONS if _needs_reason(k)}
-RIGHTS = {role: {k for k in ACTIONS if role in rights.required(k, True).roles}
-          for role in CONSOLE_ROLES}
 MAX_BODY = 4096
 REPLY_WAIT_S = 5.0
 KEEPALIVE_S = 15.0
@@ -100,23 +76,10 @@ class Console:
 
     def command(self, session, body):
         """(HTTP status, reply dict) for an action sent from a page."""
-        kind = body.get("type") if isinstance(body, dict) else None
-        if kind not in FIELDS:
-            return 400, {"status": "rejected", "code": "malformed",
-                         "reason": f"unknown action {kind!r}; known: {', '.join(FIELDS)}"}
-        reason = body.get("reason")
-        d = rights.decide(self.staff, kind, None, session.account, reason, True)
-        if d.code == "not_authorized":
-            return 403, {"status": "rejected", "code": d.code,
-                         "reason": f"{d.reason} (you are {session.account})"}
-        extra = set(body) - {"type", *FIELDS[kind]}
-        if extra:
-            return 400, {"status": "rejected", "code": "malformed",
-                         "reason": f"{kind}.{sorted(extra)[0]}: unknown field"}
-        if d.code is not None or (kind in NEEDS_REASON and not (
-                isinstance(reason, str) and reason.strip())):
-            return 400, {"status": "rejected", "code": d.code or "reason_required",
-                         "reason": f"{kind}: say why (reason)"}
+        refused = check(self.staff, session.account, body)
+        if refused:
+            return refused
+        kind, reason = body["type"], body.get("reason")
         cmd = {"id": f"console-{secrets.token_hex(8)}", **body, "by": session.account}
         corr = b"console:" + cmd["id"].encode()
         w = [threading.Event(), None]
@@ -254,7 +217,7 @@ def _handler(console):
                 if s is None:
                     return self._send(401, {"error": "log in"})
                 return self._send(200, {"account": s.account, "role": s.role, "csrf": s.csrf,
-                                        "actions": {k: {"fields": FIELDS[k],
+                                        "actions": {k: {"fields": ACTIONS[k],
                                                         "reason": k in NEEDS_REASON}
                                                     for k in ACTIONS if k in RIGHTS[s.role]}})
             if path in ("/api/metrics", "/api/camera.jpg", "/api/export"):

@@ -21,6 +21,8 @@ const WHEN = {
   no_spin: (v) => ROULETTE(v) && !!v.snapshot.round,
   manual_number: (v) => ROULETTE(v) && !!v.snapshot.round,
 };
+const ONLY = {no_spin: "wheel", manual_number: "wheel", manual_card: "cards",
+              dealer_error: "cards", supervisor_decision: "cards"};
 const may = (action) => !!(me && me.actions && me.actions[action]);
 
 function row(cells) {
@@ -75,9 +77,7 @@ function render(v) {
     `${a.reason ? ` \u2014 ${a.reason}` : ""} \u2192 ${a.status}${a.code ? ` (${a.code})` : ""}`)));
   document.querySelectorAll("[data-action]").forEach((b) => {
     const a = b.dataset.action;
-    b.hidden = !may(a) || (["no_spin", "manual_number"].includes(a) !== ROULETTE(v)) ||
-      (a === "manual_card" && ROULETTE(v)) || (a === "dealer_error" && ROULETTE(v)) ||
-      (a === "supervisor_decision" && ROULETTE(v));
+    b.hidden = !may(a) || (a in ONLY && ONLY[a] !== (ROULETTE(v) ? "wheel" : "cards"));
     b.disabled = !may(a) || !WHEN[a](v);
   });
 }
