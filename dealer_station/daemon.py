@@ -172,6 +172,7 @@ class Daemon:
                 port = self.metrics.serve(m["bind"], m["port"])
                 log.info("metrics on http://%s:%d/metrics", m["bind"], port)
                 self.metrics_port = port
+                self.journal.lock.note(f"metrics http://{m['bind']}:{port}")
             except OSError as e:   # metrics are for operators: the table plays on without them
                 log.error("metrics endpoint %s:%d: %s", m["bind"], m["port"], e.strerror)
         if self.console is not None:

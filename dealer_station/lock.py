@@ -34,7 +34,35 @@ class InstanceLock:
         self.fd = fd
         return self
 
+    def note(self, line):
+        """Add a line for `dealer-station status` (where the metrics endpoint really listens:
+        `[metrics] port = 0` takes any free port, which only the daemon knows)."""
+        if self.fd is not None:
+            os.lseek(self.fd, 0, os.SEEK_END)
+            os.write(self.fd, f"{line}\n".encode())
+
     def release(self):
         if self.fd is not None:
             os.close(self.fd)   # closing the descriptor drops the flock
             self.fd = None
+
+
+def held(journal_path, locks="/proc/locks"):
+    """(pid, notes) of the process holding the journal's lock, or None when no process does. Read
+    from /proc/locks, which needs no permission and takes no lock (trying the flock ourselves
+    could make a daemon starting at that moment fail)."""
+    path = os.path.realpath(journal_path) + ".lock"
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            lines = f.read().decode("utf-8", "replace").splitlines()
+        with open(locks) as f:
+            table = f.read()
+    except OSError:
+        return None
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    if not any(w[1] == "FLOCK" and w[5] == key for w in (x.split() for x in table.splitlines())
+               if len(w) > 5):
+        return None
+    notes = dict(x.split(" ", 1) for x in lines[1:] if " " in x)
+    return (lines[0].strip() if lines else "?"), notes

@@ -157,9 +157,43 @@ def test_status_command_running_and_stopped(studio):
     p.stop()
     r = subprocess.run(cli, capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 3
-    assert r.stdout.startswith(f"table t1 (luxury21): not running: nothing answers on "
-                               f"http://127.0.0.1:{port}/status")
+    assert r.stdout.startswith(f"table t1 (luxury21): not running: no dealer-station process "
+                               f"holds the journal {p.journal}")
     assert f"journal {p.journal}: last input" in r.stdout
+
+
+def test_status_sees_a_daemon_on_any_free_metrics_port(studio):
+    """table-sim writes `[metrics] port = 0`: the daemon is found by its journal lock and its
+    endpoint by the port it noted there."""
+    import subprocess
+    import sys
+    from mqtt_rig import ROOT
+    p = studio()                              # the rig's configuration has port = 0
+    base = endpoint(p)
+    wait_for(lambda: get(base + "/healthz")[0] == 200, 10, "healthy")
+    r = subprocess.run([sys.executable, "-m", "dealer_station.cli", "status", "--config", p.config],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("table t1 (luxury21), dealer-station ") and "running" in r.stdout
+
+
+def test_status_without_metrics_still_sees_the_daemon(tmp_path):
+    from dealer_station.lock import InstanceLock, held
+    from dealer_station.status_cmd import human
+    journal = str(tmp_path / "j.sqlite")
+    assert held(journal) is None                       # never run
+    lock = InstanceLock(journal).acquire()
+    import os
+    assert held(journal) == (str(os.getpid()), {})
+    lock.note("metrics http://127.0.0.1:4242")
+    assert held(journal)[1] == {"metrics": "http://127.0.0.1:4242"}
+    doc = {"running": True, "pid": "7", "table": "t1", "profile": "luxury21",
+           "health_unknown": "metrics disabled in the configuration: only the journal is read",
+           "journal_facts": {"journal": journal, "error": "no journal yet"}}
+    assert human(doc).startswith("table t1 (luxury21): running (pid 7), health unknown: metrics "
+                                 "disabled")
+    lock.release()
+    assert held(journal) is None                       # stopped (or killed: the kernel drops it)
 
 
 def test_sighup_applies_timers_and_names_what_needs_a_restart(studio, tmp_path):
