@@ -32,7 +32,8 @@ def card_counter(total, what):
 
 def _check_port(a, protocol):
     from .port_check import check_port
-    check_port(a.port, protocol, getattr(a, "baud", None))
+    device = getattr(a, "device", None) or ("shoe" if protocol == "v1" else "scanner")
+    check_port(a.port, protocol, getattr(a, "baud", None), device)
 
 
 def cmd_ports(a):
@@ -235,7 +236,8 @@ def cmd_monitor(a):
     _check_port(a, a.protocol or ("v1" if a.device == "shoe" else "line"))
     say(f"{a.port}: open; printing what the {a.device} sends (Ctrl-C ends)")
     monitor(a.device, a.port, book, lambda s: print(s, flush=True), a.json,
-            protocol=a.protocol, layout=a.layout, suffix=a.suffix)
+            protocol=a.protocol, layout=a.layout, suffix=a.suffix,
+            answer_within=a.answer if a.device == "shoe" and a.protocol in (None, "v1") else None)
     return 0
 
 
@@ -290,6 +292,8 @@ def parser():
     s.add_argument("--port", required=True)
     s.add_argument("--codebook", help="a calibration file with the codebook (scanner)")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--answer", type=float, default=3.0,
+                   help="shoe (v1): seconds for it to answer before the port is called silent")
     _scanner_options(s, ["v1", "line", "hid"], None)
     s.set_defaults(func=cmd_monitor)
     from .camera_cli import add_parser as add_camera_parser

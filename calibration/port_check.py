@@ -41,18 +41,28 @@ def _command_line(pid):
             words = f.read().split(b"\0")
         text = " ".join(os.path.basename(w.decode(errors="replace")) if i == 0 else
                         w.decode(errors="replace") for i, w in enumerate(words) if w)
-        return text[:80] or "?"
+        if len(text) > 80:                # cut between words, and say so
+            text = text[:80].rsplit(" ", 1)[0] + " ..."
+        return text or "?"
     except OSError:
         return "?"
 
 
-def check_port(port, protocol=None, baud=None):
+def lockers(path):
+    """'PID 123 (dealer-station run ...)' for the process holding the port's exclusive lock: the
+    one that makes it busy (a pty's virtual device also has it open, but holds no lock)."""
+    from dealer_station.lock import flock_holders
+    return [f"PID {pid} ({_command_line(pid)})" for pid in flock_holders(os.path.realpath(path))
+            if pid != str(os.getpid())]
+
+
+def check_port(port, protocol=None, baud=None, device="shoe"):
     """Raise a ToolError naming what is wrong with `port`, or return None when it opens."""
     if "://" in port:
         return None                 # a pyserial URL (socket://, loop://): nothing to stat
     if not os.path.exists(port):
-        raise ToolError(f"{port}: no such port (is the shoe plugged in?); `shoe-calibrate ports` "
-                        f"lists them")
+        raise ToolError(f"{port}: no such port (is the {device} plugged in?); `shoe-calibrate "
+                        f"ports` lists them")
     mode = os.stat(port).st_mode
     if protocol == "hid":
         if not os.access(port, os.R_OK):
@@ -68,7 +78,7 @@ def check_port(port, protocol=None, baud=None):
     except (serial.SerialException, OSError, ValueError) as e:
         text = explain(e, port)
         if "busy" in text or "Resource temporarily unavailable" in str(e):
-            who = holders(port)
+            who = lockers(port) or holders(port)
             text = (f"{port}: port busy: held by {', '.join(who)}" if who else
                     f"{port}: port busy") + "; is dealer-station using it? " \
                                             "(sudo systemctl stop dealer-station)"

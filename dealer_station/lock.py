@@ -47,22 +47,30 @@ class InstanceLock:
             self.fd = None
 
 
-def held(journal_path, locks="/proc/locks"):
-    """(pid, notes) of the process holding the journal's lock, or None when no process does. Read
-    from /proc/locks, which needs no permission and takes no lock (trying the flock ourselves
-    could make a daemon starting at that moment fail)."""
-    path = os.path.realpath(journal_path) + ".lock"
+def flock_holders(path, locks="/proc/locks"):
+    """PIDs holding a flock on `path` (a lock file, a serial port opened exclusively), from
+    /proc/locks: it needs no permission and takes no lock (trying the flock ourselves could make
+    a daemon starting at that moment fail)."""
     try:
         st = os.stat(path)
-        with open(path, "rb") as f:
-            lines = f.read().decode("utf-8", "replace").splitlines()
         with open(locks) as f:
             table = f.read()
     except OSError:
-        return None
+        return []
     key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    if not any(w[1] == "FLOCK" and w[5] == key for w in (x.split() for x in table.splitlines())
-               if len(w) > 5):
+    return [w[4] for w in (x.split() for x in table.splitlines())
+            if len(w) > 5 and w[1] == "FLOCK" and w[5] == key]
+
+
+def held(journal_path, locks="/proc/locks"):
+    """(pid, notes) of the process holding the journal's lock, or None when no process does."""
+    path = os.path.realpath(journal_path) + ".lock"
+    if not flock_holders(path, locks):
+        return None
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
         return None
     notes = dict(x.split(" ", 1) for x in lines[1:] if " " in x)
     return (lines[0].strip() if lines else "?"), notes

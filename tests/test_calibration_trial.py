@@ -1,9 +1,11 @@
 """What a technician's cold trial of shoe-calibrate found (issue #19): a second deck's codes are
 added to the codebook, not put in place of the first's; a file or folder that could not be written
 is an error before `ready:`, not after the whole deck has passed. Virtual shoe, real ptys."""
+import os
 import threading
 import time
 import tomllib
+import tty
 
 import pytest
 
@@ -128,3 +130,99 @@ def test_line_mode_without_a_codebook_names_the_calibration_option(shoe, tmp_pat
     err = early(["verify-deck", "--port", s.path, "--protocol", "line", "--operator", "Bo",
                  "--calibration", str(cal), "--report-dir", str(tmp_path / "r")], capsys)
     assert f"{cal}: no [codebook] table (learn it first" in err and "--codebook" not in err
+
+
+def test_monitor_on_a_silent_port_ends_with_the_silent_error(tmp_path, capsys):
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    try:
+        t0 = time.monotonic()
+        rc = main(["monitor", "--device", "shoe", "--port", os.ttyname(slave), "--answer", "1"])
+        took = time.monotonic() - t0
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert rc == 2 and took < 3
+    assert "opened, but the device said nothing in 1 s: wrong port or baud rate?" in \
+        capsys.readouterr().err
+
+
+def test_busy_names_the_lock_holder_not_the_device_behind_the_pty(tmp_path, capsys):
+    import subprocess
+    import sys
+    device = subprocess.Popen([sys.executable, "-c",      # a virtual device: holds the pty open
+                               "import os, sys, tty\nm, s = os.openpty()\ntty.setraw(s)\n"
+                               "print(os.ttyname(s), flush=True)\nsys.stdin.read()\n"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    path = device.stdout.readline().strip()
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import serial, sys\ns = serial.Serial(sys.argv[1], exclusive=True)\n"
+                               "print('held', flush=True)\nsys.stdin.read()\n" + "# " + "x" * 90,
+                               path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["verify-deck", "--port", path, "--operator", "Bo", "--report-dir",
+                     str(tmp_path / "r")]) == 2
+    finally:
+        for p in (holder, device):
+            p.stdin.close()
+            p.wait()
+    err = capsys.readouterr().err
+    assert f"port busy: held by PID {holder.pid} (python" in err
+    assert f"PID {device.pid}" not in err
+    assert " ...)" in err and "xxxx" not in err         # a long command line is cut between words
+
+
+# -- camera ---------------------------------------------------------------------------------
+
+def one_line(argv, capsys, text):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert text in err and "Traceback" not in err and "WARN" not in err, err
+    return err
+
+
+def test_sweep_refuses_a_source_that_cannot_set_exposure(tmp_path, capsys):
+    from drivers.camera.synth import default_zones
+    from test_calibration_ports import table_video, zones_toml
+    z = default_zones()
+    table_video(tmp_path / "table.avi", z, {c: f"D01-{c}" for c in CARDS})
+    cal = tmp_path / "c.toml"
+    cal.write_text(zones_toml(z) + codebook_text(1))
+    before = cal.read_text()
+    one_line(["camera", "sweep", "--source", str(tmp_path / "table.avi"), "--calibration",
+              str(cal), "--report-dir", str(tmp_path / "r"), "--operator", "Bo"], capsys,
+             "this source cannot set the camera's exposure")
+    assert cal.read_text() == before and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("zones, text", [
+    (None, "no such calibration file"),
+    ("", "no [zones] table, or it is empty"),
+    ("[zones]\n", "no [zones] table, or it is empty"),
+    ("[zones]\nseat_1 = [[0, 0], [10, 10]]\n", "zones.seat_1: a polygon is a list of at least three"),
+])
+@pytest.mark.parametrize("action", ["zones", "sweep"])
+def test_zones_that_are_missing_or_wrong_are_one_line(action, zones, text, tmp_path, capsys):
+    import cv2
+    import numpy as np
+    cal = tmp_path / "c.toml"
+    if zones is not None:
+        cal.write_text(zones + codebook_text(1))
+    cv2.imwrite(str(tmp_path / "t.png"), np.full((48, 64, 3), 128, np.uint8))
+    argv = (["camera", "zones", "--image", str(tmp_path / "t.png"), "--out",
+             str(tmp_path / "z.png")] if action == "zones"
+            else ["camera", "sweep", "--source", str(tmp_path / "t.avi")])
+    assert one_line(argv + ["--calibration", str(cal)], capsys, text).startswith(
+        f"shoe-calibrate: {cal}: ")
+
+
+def test_labels_missing_without_columns_or_empty_are_one_line(tmp_path, capsys):
+    (tmp_path / "deck.json").write_text("{}")          # templates there: the labels are the fault
+    acc = ["camera", "accuracy", "--templates", str(tmp_path), "--labels"]
+    one_line(["camera", "templates", "--labels", str(tmp_path / "labels.csv"), "--out",
+              str(tmp_path / "t")], capsys, f"{tmp_path}/labels.csv: No such file or directory")
+    (tmp_path / "l.csv").write_text("file,card\na.png,As\n")
+    one_line(acc + [str(tmp_path / "l.csv")], capsys, "no column image, rank, suit")
+    (tmp_path / "l.csv").write_text("image,rank,suit\n")
+    one_line(acc + [str(tmp_path / "l.csv")], capsys, "no photos listed: a check of nothing")
