@@ -4,11 +4,11 @@ packet. The real wheel driver reaches it through a device path, as it would the 
 import os
 import random
 import select
-import tempfile
 import threading
 import time
 
 from .pty_link import close_pty, open_pty
+from .scratch import scratch_dir
 
 
 class VirtualWheel:
@@ -29,7 +29,7 @@ class VirtualWheel:
         self.persist = {}                 # fault -> periods left while it persists
         self.await_ack = False
         self.received = []
-        self._dir = tempfile.mkdtemp(prefix="vwheel-") if link is None else None
+        self._dir = scratch_dir("vwheel") if link is None else None
         self.path = link or os.path.join(self._dir, "wheel")
         self._lock = threading.RLock()
         self._stop = threading.Event()

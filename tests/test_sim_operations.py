@@ -52,6 +52,16 @@ def test_it_names_its_broker_and_log_keeps_the_log_and_its_children_die_with_it(
         wait_for(lambda: not any(alive(k) for k in kids), 15, "the children to die with it")
         text = open(log).read()
         assert "starting dealer-station" in text
+        # its scratch directories stay (a killed process cannot remove them) until the next start
+        import glob
+        import tempfile
+        from drivers.scratch import scratch_dir
+        left = [glob.glob(os.path.join(tempfile.gettempdir(), f"{prefix}-{p.pid}-*"))
+                for prefix in ("table-sim", "vshoe")]
+        assert all(len(x) == 1 for x in left), left
+        for prefix in ("table-sim", "vshoe"):          # what table-sim and its shoe do at start
+            os.rmdir(scratch_dir(prefix))
+        assert not any(os.path.exists(x[0]) for x in left)
     finally:
         if p.poll() is None:
             p.kill()
@@ -73,3 +83,17 @@ def test_setup_needs_no_index_once_installed_and_run_takes_paths_from_the_caller
     # read from the caller's directory (not the repository's): its content is what is refused
     assert r.returncode == 2 and r.stderr.startswith(
         "table-sim: mine.json.faults[0]: unknown fault 'no_such_fault'")
+
+
+def test_scratch_dirs_of_dead_owners_are_removed_and_live_ones_kept(tmp_path):
+    from drivers.scratch import scratch_dir
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f"vshoe-{dead.pid}-abc").mkdir()
+    (tmp_path / f"vshoe-{dead.pid}-abc" / "shoe").write_text("")
+    (tmp_path / f"vshoe-{os.getppid()}-def").mkdir()      # its owner runs
+    (tmp_path / "vshoe-old").mkdir()                        # no owner named: not ours to judge
+    made = scratch_dir("vshoe", str(tmp_path))
+    assert os.path.basename(made).startswith(f"vshoe-{os.getpid()}-")
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [f"vshoe-{os.getppid()}-def", "vshoe-old", os.path.basename(made)])

@@ -13,6 +13,7 @@ from collections import Counter
 
 from controller import get_profile
 from controller.cards import CARDS
+from drivers.scratch import scratch_dir
 from drivers.virtual_shoe import VirtualShoe
 
 from . import scenario
@@ -54,7 +55,7 @@ class Harness:
         self.plain = plain
         self.out = out
         self.own_dir = workdir is None          # a temporary directory: removed at close
-        self.dir = workdir or tempfile.mkdtemp(prefix="table-sim-")
+        self.dir = workdir or scratch_dir("table-sim")
         # the daemon's log outlives the work directory: kept beside it, named by the time
         self.log_path = log_path or (os.path.join(self.dir, "daemon.log") if workdir else
                                      os.path.join(tempfile.gettempdir(), time.strftime(
