@@ -97,3 +97,53 @@ def test_scratch_dirs_of_dead_owners_are_removed_and_live_ones_kept(tmp_path):
     assert os.path.basename(made).startswith(f"vshoe-{os.getpid()}-")
     assert sorted(os.listdir(tmp_path)) == sorted(
         [f"vshoe-{os.getppid()}-def", "vshoe-old", os.path.basename(made)])
+
+
+def test_progress_line_counts_rounds_rate_and_eta():
+    from dealer_station.sim.progress import Progress
+    now = [100.0]
+    p = Progress(10000, every=30, clock=lambda: now[0])
+    assert p.due(0) is None                                    # not yet 30 s
+    now[0] += 300                                              # 5 minutes, 1200 rounds
+    assert p.due(1200) == "1200/10000 rounds (12%), 240/min, ETA 37 min"
+    assert p.due(1201) is None                                 # said: the next in 30 s
+    now[0] += 60 * 60
+    assert p.line(10000) == "10000/10000 rounds (100%), 154/min"
+    assert Progress(0, clock=lambda: now[0]).line(5).startswith("5 rounds, ")   # until stopped
+    assert Progress(5, every=0).due(1) is None                 # off
+
+
+def test_soak_progress_and_the_log_path_in_the_live_view(tmp_path):
+    import pty
+    args = ["--profile", "punto_banco", "--rounds", "2", "--speed", "0", "--no-camera"]
+    plain = subprocess.Popen(SIM + args + ["--plain", "--progress", "0.01"], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    master, slave = pty.openpty()                    # the live view: stdout a terminal
+    live = subprocess.Popen(SIM + args, cwd=tmp_path, stdout=slave, stderr=subprocess.PIPE,
+                            text=True)
+    os.close(slave)
+    screen = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:                              # EIO: the view's terminal closed
+            break
+        if not data:
+            break
+        screen += data
+    os.close(master)
+    assert live.wait(60) == 0 and plain.wait(60) == 0
+    out, err = plain.communicate()
+    lines = out.splitlines()
+    assert any(x.startswith("1/2 rounds (50%), ") and "/min, ETA " in x for x in lines), lines
+    assert "2/2 rounds (100%), " in out
+    log = err.splitlines()[0].rsplit("daemon log ", 1)[1]
+    assert err.splitlines()[-1] == f"table-sim: daemon log kept in {log}"
+    view = screen.decode(errors="replace")
+    live_err = live.stderr.read()
+    live_log = live_err.splitlines()[0].rsplit("daemon log ", 1)[1]
+    assert f"daemon log {live_log}" in view.split("\x1b[2J")[-1]   # on the screen, not cleared
+    assert "2/2 rounds (100%)" in view and "/2 rounds (" in view
+    assert live_err.splitlines()[-1] == f"table-sim: daemon log kept in {live_log}"
+    for f in (log, live_log):
+        os.unlink(f)

@@ -20,6 +20,7 @@ from . import scenario
 from .bettor import BettingSystem
 from .broker import Broker, die_with_parent, wait_online
 from .dealer_panel import SimPanel
+from .progress import Progress
 from .report import build_report
 from .view import draw
 
@@ -33,7 +34,7 @@ class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
                  out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1",
                  log_path=None, table="sim", central=None, max_sends=None, extra_toml="",
-                 console=None, pit_boss=True):
+                 console=None, pit_boss=True, progress_every=0.0):
         """console: {"port": N (0: a free one), "accounts": [(name, role, password)]} serves the
         table console; pit_boss=False leaves a paused table to the console's pit boss."""
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
@@ -84,6 +85,8 @@ class Harness:
         self.console = console
         self.console_url = None
         self.pit_boss = pit_boss
+        self.progress_every = progress_every    # --plain: a progress line every N s (0: none)
+        self.progress = None
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -395,6 +398,7 @@ class Harness:
         never a slow one: a paused table still answers the pit boss) or after `timeout`."""
         self.state = "burn"
         self.t0 = time.monotonic()
+        self.progress = Progress(self.rounds, self.progress_every if self.plain else 0.0)
         self.rss_start = None
         acted = 0
         deadline = time.monotonic() + (timeout or 10 ** 9)
@@ -430,6 +434,10 @@ class Harness:
                 self._between_rounds()
             if not self.plain:
                 draw(self)
+            elif (line := self.progress.due(self.resulted + self.voided)) is not None:
+                self.say(line)
+        if self.plain and self.progress.every:
+            self.say(self.progress.line(self.resulted + self.voided))      # the last word: done
 
     def _between_rounds(self):
         if self.state in ("ready", "shuffle") and self.tcam and self.tcam.ended_at is not None:
