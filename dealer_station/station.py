@@ -248,6 +248,7 @@ class Station:
         effects = [Record(n, clock.wall, origin, body, shoe_seq, tuple(messages), command_id,
                           reply, cp)]
         # only now, with the record first in line, does the station adopt the new state
+        was_paused = self.table.paused
         self.table = t
         self.next_n = n + 1
         self.next_seq = seq
@@ -262,8 +263,11 @@ class Station:
         effects += self._counts(body, origin, outputs)
         for o in outputs:      # the code and round only: an irregularity's detail may name a card
             if o["type"] == "irregularity":
-                effects.append(Log("warning", f"irregularity {o['code']} in round {o.get('round')}"
-                                   + (f": the table is paused ({t.paused})" if t.paused else "")))
+                # the pause it caused, or the earlier one it came in (not its cause)
+                why = (f", while the table is paused (since an earlier {was_paused})" if was_paused
+                       else f": the table pauses ({t.paused})" if t.paused else "")
+                effects.append(Log("warning", f"irregularity {o['code']} in round "
+                                              f"{o.get('round')}{why}"))
         if self.s.panel:
             effects.append(Lights(panel_view(expect(t), t)))
         if kinds & set(ANNOUNCE):
@@ -364,7 +368,11 @@ class Station:
             bad_topic = self._response_topic(ev.response_topic)
             if bad_topic:
                 ev = ev._replace(response_topic=None)
-                raise commands.CommandError("malformed", bad_topic)
+                try:         # the reply names the command it refuses, when the command has an id
+                    cid = commands.parse(ev.payload)["id"]
+                except commands.CommandError as e:
+                    cid = e.id
+                raise commands.CommandError("malformed", bad_topic, cid)
             cmd = commands.parse(ev.payload)
             if cmd["type"] == "resend":
                 effects, reply = self._resend(cmd, reads.get("outbox_rows", ()))

@@ -132,6 +132,28 @@ def test_an_irregularity_is_logged_without_its_card(tmp_path):
     assert "As" not in logs[0].text
 
 
+def test_an_irregularity_during_a_pause_does_not_read_as_its_cause(tmp_path):
+    r = Rig(str(tmp_path / "j.sqlite"), get_profile("luxury21"))
+    r.recover(Clock(0.0, 0.0))
+    texts = []
+    for i, card in enumerate(("As", "Kd")):
+        effects = r.step(CardRead(card, "shoe", 99 + i, None), Clock(1.0 + i, 1.0 + i))
+        texts += [e.text for e in effects if isinstance(e, Log) and "irregularity" in e.text]
+    assert texts[0].endswith(": the table pauses (unexpected_card)")
+    assert texts[1].endswith(", while the table is paused (since an earlier unexpected_card)")
+
+
+def test_a_refused_response_topic_reply_keeps_the_command_id(tmp_path):
+    from dealer_station.station_types import Command, Reply
+    r = Rig(str(tmp_path / "j.sqlite"), get_profile("luxury21"))
+    r.recover(Clock(0.0, 0.0))
+    ev = Command(b'{"type": "pause", "id": "c5", "reason": "r"}', "dealer-station/v1/t1/events",
+                 None, 1, 1)
+    reply = next(e for e in r.step(ev, Clock(1.0, 1.0)) if isinstance(e, Reply))
+    assert reply.payload["id"] == "c5" and reply.payload["code"] == "malformed"
+    assert "response topic must be" in reply.payload["reason"] and reply.response_topic is None
+
+
 def test_status_command_running_and_stopped(studio):
     import subprocess
     import sys
