@@ -179,7 +179,11 @@ def table_main(argv):
     a = ap.parse_args(argv)
     if a.tables is not None:
         return studio_main(a)
+    import re
     import secrets
+    if a.broker and not re.fullmatch(r"mqtt://[^:/\s]+:\d{1,5}", a.broker):
+        print(f"table-sim: --broker {a.broker}: expected mqtt://HOST:PORT", file=sys.stderr)
+        return 2
     # the console's accounts for this run: fresh passwords, printed with its URL
     accounts = [("pit", "supervisor", secrets.token_urlsafe(9)),
                 ("dealer", "dealer", secrets.token_urlsafe(9))]

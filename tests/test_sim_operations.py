@@ -147,3 +147,31 @@ def test_soak_progress_and_the_log_path_in_the_live_view(tmp_path):
     assert live_err.splitlines()[-1] == f"table-sim: daemon log kept in {live_log}"
     for f in (log, live_log):
         os.unlink(f)
+
+
+def test_a_broker_url_that_is_not_mqtt_host_port_is_one_line(tmp_path):
+    r = subprocess.run(SIM + ["--broker", "http://x", "--rounds", "1", "--plain"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr == "table-sim: --broker http://x: expected mqtt://HOST:PORT\n"
+
+
+def test_a_broker_that_never_connects_is_not_said_to_miss_a_suback():
+    import socket
+    from controller import get_profile
+    from dealer_station.sim.bettor import BettingSystem
+    silent = socket.socket()            # accepts the TCP connection, never answers CONNECT
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    port = silent.getsockname()[1]
+    bs = BettingSystem("127.0.0.1", port, "sim", get_profile("punto_banco"))
+    try:
+        try:
+            bs.wait_subscribed(0.5)
+            raise AssertionError("it did not time out")
+        except TimeoutError as e:
+            assert str(e) == (f"betting system: no MQTT connection to 127.0.0.1:{port} in 0.5 s "
+                              f"(nothing answers there as a broker)")
+    finally:
+        bs.close()
+        silent.close()

@@ -70,21 +70,22 @@ class BettingSystem:
         self.gap_since = None
         self.lose = Counter()     # faults: "command", "reply", "event" -> how many to lose
         self.subscribed = threading.Event()
+        self.connack = None       # the broker's CONNACK reason code, once it answered
+        self.broker_at = "the central tier"
         self.max_sends = max_sends
         self.stop = threading.Event()
         if central is not None:
             from .central_client import central_client
             self.c = central_client(
                 f"bs-{table}", central, on_message=self._message,
-                on_connect=lambda cl, u, f, rc, p: cl.subscribe(
-                    [(f"{self.base}/events", 1), (f"{self.base}/replies", 1)]),
+                on_connect=self._connected,
                 on_subscribe=lambda cl, u, mid, codes, p: self.subscribed.set())
             threading.Thread(target=self._deadlines, name="bettor-deadlines", daemon=True).start()
             return
         c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bs-{table}-{uuid.uuid4().hex[:6]}",
                         protocol=mqtt.MQTTv5)
-        c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(
-            [(f"{self.base}/events", 1), (f"{self.base}/replies", 1)])
+        self.broker_at = f"{host}:{port}"
+        c.on_connect = self._connected
         c.on_subscribe = lambda cl, u, mid, codes, p: self.subscribed.set()
         c.on_message = self._message
         no_delay(c)
@@ -95,8 +96,19 @@ class BettingSystem:
         self.c = c
         threading.Thread(target=self._deadlines, name="bettor-deadlines", daemon=True).start()
 
+    def _connected(self, cl, u, f, rc, p):
+        self.connack = rc
+        if not rc.is_failure:
+            cl.subscribe([(f"{self.base}/events", 1), (f"{self.base}/replies", 1)])
+
     def wait_subscribed(self, timeout=10.0):
         if not self.subscribed.wait(timeout):
+            if self.connack is None:       # never connected: a SUBACK was never asked for
+                raise TimeoutError(f"betting system: no MQTT connection to {self.broker_at} in "
+                                   f"{timeout:g} s (nothing answers there as a broker)")
+            if self.connack.is_failure:
+                raise TimeoutError(f"betting system: the broker at {self.broker_at} refused the "
+                                   f"connection: {self.connack}")
             raise TimeoutError(f"betting system: no SUBACK from the broker in {timeout:g} s")
 
     def _message(self, client, userdata, msg):
