@@ -31,9 +31,10 @@ def card_counter(total, what):
 
 
 def _check_port(a, protocol):
-    from .port_check import check_port
+    from .port_check import check_port, claim
     device = getattr(a, "device", None) or ("shoe" if protocol == "v1" else "scanner")
     check_port(a.port, protocol, getattr(a, "baud", None), device)
+    claim(a.port)           # kept until the command ends: no second run between check and open
 
 
 def cmd_ports(a):
@@ -310,6 +311,9 @@ def main(argv=None):
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        from .port_check import release
+        release()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Open the port before anything else, so a missing, busy or wrong port is an error at once and not
 a ten-second wait that ends in a report of 52 missing cards. The drivers themselves reopen
 silently (right for the daemon, wrong for a technician waiting for an answer)."""
+import fcntl
 import os
+import re
 import stat
+import tempfile
 
 import serial
 
@@ -94,3 +97,33 @@ def check_port(port, protocol=None, baud=None, device="shoe"):
         raise ToolError(f"{port}: port busy: also open in {', '.join(who)}; is dealer-station "
                         f"using it? Stop it first")
     return None
+
+
+_claims = []
+
+
+def claim(port, folder=None):
+    """Hold `port` for this command, against another shoe-calibrate: the port check opens and
+    closes the port before the driver opens it again, and in between a second run would find it
+    free (two readers sharing the cards). A lock file per device, held until release()."""
+    name = re.sub(r"[^A-Za-z0-9.-]", "_", os.path.realpath(port)) if "://" not in port else None
+    if name is None:
+        return None
+    path = os.path.join(folder or tempfile.gettempdir(), f"shoe-calibrate-{name}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.pread(fd, 16, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        raise ToolError(f"{port}: port busy: held by PID {pid} ({_command_line(pid)}), another "
+                        f"shoe-calibrate; one at a time on a port") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _claims.append(fd)
+    return fd
+
+
+def release():
+    while _claims:
+        os.close(_claims.pop())

@@ -226,3 +226,25 @@ def test_labels_missing_without_columns_or_empty_are_one_line(tmp_path, capsys):
     one_line(acc + [str(tmp_path / "l.csv")], capsys, "no column image, rank, suit")
     (tmp_path / "l.csv").write_text("image,rank,suit\n")
     one_line(acc + [str(tmp_path / "l.csv")], capsys, "no photos listed: a check of nothing")
+
+
+def test_a_second_run_on_a_port_another_run_holds_is_busy(shoe, on_ready, tmp_path, capsys):
+    import subprocess
+    import sys
+    s = shoe(decks=1)
+    other = subprocess.Popen([sys.executable, "-c",          # another shoe-calibrate's claim
+                              "import sys\nfrom calibration.port_check import claim\n"
+                              "claim(sys.argv[1])\nprint('held', flush=True)\nsys.stdin.read()\n",
+                              s.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "held"
+        err = early(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
+                     str(tmp_path / "r")], capsys)
+    finally:
+        other.stdin.close()
+        other.wait()
+    assert f"port busy: held by PID {other.pid} (python" in err and "another shoe-calibrate" in err
+    # once it has ended the port is free again (the claim dies with its holder)
+    on_ready(lambda: [s.deal() for _ in range(52)])
+    assert main(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
+                 str(tmp_path / "r"), "--idle", "5"]) == 0
