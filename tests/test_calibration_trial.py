@@ -248,3 +248,15 @@ def test_a_second_run_on_a_port_another_run_holds_is_busy(shoe, on_ready, tmp_pa
     on_ready(lambda: [s.deal() for _ in range(52)])
     assert main(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
                  str(tmp_path / "r"), "--idle", "5"]) == 0
+
+
+def test_no_opencv_warnings_before_the_tools_own_error(tmp_path):
+    import subprocess
+    import sys
+    cal = tmp_path / "c.toml"
+    cal.write_text('[zones]\nseat_1 = [[0, 0], [10, 0], [10, 10]]\n' + codebook_text(1))
+    r = subprocess.run([sys.executable, "-m", "calibration.cli", "camera", "sweep", "--source",
+                        "/dev/video77", "--calibration", str(cal)], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr == ("shoe-calibrate: no camera: cannot open '/dev/video77' (is the camera "
+                        "connected, and the user in the video group?)\n")
