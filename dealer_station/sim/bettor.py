@@ -35,6 +35,13 @@ REQUIRED = {
     "irregularity": ("code", "detail"), "procedure_warning": ("code", "detail"),
     "rejected": ("input", "code", "reason"), "card_identified": ("card",),
     "card_confirmed": ("round", "card", "zone"),
+    # the house procedures (issue #18)
+    "peek_result": ("round", "blackjack"), "spin_void": ("round", "spin", "reason"),
+    "number_held": ("round", "number", "spin"), "result_corrected": ("round", "corrects"),
+    "device_fault": ("device", "reason", "round"), "device_restored": ("device", "round"),
+    "supervisor_decided": ("round", "error"), "card_replaced": ("round",),
+    "decision_preselected": ("round", "seat"), "preselection_applied": ("round", "seat", "hand"),
+    "preselection_dropped": ("round", "seat", "hand"),
 }
 
 REPLY_TIMEOUT_S = 2.0     # a command unanswered this long is sent again, with the same id
