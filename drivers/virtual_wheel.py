@@ -21,6 +21,7 @@ class VirtualWheel:
         self.state = 6
         self.spin = 1
         self.number = None
+        self.ended = False                # the spin's number is out: the next game is a new spin
         self.flags = 0
         self.running = False
         self.auto_next = True
@@ -112,6 +113,11 @@ class VirtualWheel:
                 self._send("*V V2.50 Cammegh / Syoptic - SlingShot 2 Roulette Wheel")
 
     def _enter(self, state):
+        if state == 2 and self.ended:
+            # a new game is a new spin (the controller numbers games): also when the host starts
+            # it at the winning number, before the wheel would have moved on by itself
+            self.spin = self.spin % 256 + 1
+            self.ended = False
         self.state = state
         self.phase_left = {2: self.times[0], 3: self.times[1], 4: self.times[2], 5: self.times[3]}.get(state, 0)
 
@@ -145,8 +151,8 @@ class VirtualWheel:
                 self.number = self.rng.randrange(37)
                 self._send(f"{self.number:>2}")     # the winning-number line (port 1)
                 self._enter(5)
-            elif self.state == 5:
-                self.spin = self.spin % 256 + 1
+                self.ended = True
+            elif self.state == 5:     # stays at the winning number until a new game starts
                 if self.running and self.auto_next:
                     self._enter(2)
 
