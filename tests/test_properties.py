@@ -458,7 +458,7 @@ def test_the_hole_card_cannot_be_learned_before_it_is_revealed(name, rng, other)
     rng.shuffle(cards)
     state = rng.getstate()
     burn = 1 + BJ_VALUE[cards[0]] if profile.burn else 0
-    seats = 7
+    seats = profile.seats
     hole = burn + (seats * 2 + 1 if profile.dealer_order == "up_hole" else seats)
     changed = list(cards)
     changed[hole] = other
@@ -544,8 +544,9 @@ def test_no_leak_a_camera_sighting_of_the_hole_code_ahead_of_a_seat_card():
     cards): the camera reports the hole card's code at a seat before the shoe's read there; the
     shoe reads another card and the source_mismatch publishes what the camera saw."""
     r = ready("lucky7")
-    r.close(6)
-    r.feed("7c", "4d")                                   # seat 6, then the hole card
-    assert expect(r.table) == ("card", "seat", 6, 0, "up")
-    r.feed({"type": "card_seen", "zone": "seat_6", "card": "4d"})
+    seat = r.table.profile.seats                         # lucky7 seats 3 (004)
+    r.close(seat)
+    r.feed("7c", "4d")                                   # the seat, then the hole card
+    assert expect(r.table) == ("card", "seat", seat, 0, "up")
+    r.feed({"type": "card_seen", "zone": f"seat_{seat}", "card": "4d"})
     assert not _published(r.feed("7s"), "4d")            # source_mismatch, seen: 4d
