@@ -62,10 +62,18 @@ class VirtualWheel:
     def no_ball_next(self, periods=12):
         self.persist["no_ball"] = periods
 
-    def component_fault(self, code="12"):
+    def component_fault(self, code="12", periods=None):
+        """A sensor/motor/encoder fault (flag 4, and the self-test's code); cleared by itself
+        after `periods` status periods, or never."""
         with self._lock:
             self.flags |= 4
+            if periods is not None:
+                self.persist["component"] = periods
             self._send(f"*F {code}")
+
+    def double_number_next(self):
+        """The next spin's number line is followed by another, different number (a reader fault)."""
+        self.faults.add("double_number")
 
     def garble_next(self):
         self.faults.add("garble")
@@ -123,6 +131,10 @@ class VirtualWheel:
 
     def _tick(self):
         with self._lock:
+            if self.persist.get("component", 0) > 0:
+                self.persist["component"] -= 1
+                if not self.persist["component"]:
+                    self.flags &= ~4
             if self.state in (1, 6) or self.await_ack:
                 return
             if self.state == 2 and self.persist.get("failed_launch", 0) > 0:
@@ -150,6 +162,9 @@ class VirtualWheel:
             elif self.state == 4:
                 self.number = self.rng.randrange(37)
                 self._send(f"{self.number:>2}")     # the winning-number line (port 1)
+                if "double_number" in self.faults:
+                    self.faults.discard("double_number")
+                    self._send(f"{(self.number + 1) % 37:>2}")
                 self._enter(5)
                 self.ended = True
             elif self.state == 5:     # stays at the winning number until a new game starts
