@@ -409,7 +409,9 @@ class Harness:
             self.shoe.status(jam=True)          # the card sticks: the table pauses
             self.jam_until = time.monotonic() + 0.5
             return True
-        if t == "awaiting_decision":
+        # a dealer error is reported at a decision (baccarat has none: at a card of the round)
+        if t == "awaiting_decision" or (t == "awaiting_card" and m.get("round") is not None
+                                        and self.profile.game == "baccarat"):
             for name, error in (("exposed_card", "exposed_card"), ("misdeal", "misdeal")):
                 if name in pf:
                     pf.remove(name)
