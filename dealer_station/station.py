@@ -211,6 +211,10 @@ class Station:
                 if isinstance(start, int) and not isinstance(start, bool) and start >= 1:
                     return {"outbox_from": start}
                 return {}
+            seq = cmd.get("seq")
+            if cmd["type"] == "correct_result" and isinstance(seq, int) and not isinstance(seq, bool) \
+                    and seq >= 1:
+                return {"command_reply": cmd["id"], "outbox_at": seq}   # the result it corrects
             return {"command_reply": cmd["id"]}
         return {}
 
@@ -409,6 +413,8 @@ class Station:
                 else:
                     d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
                                       cmd.get("reason"), bool(self.table.pending))
+                    if d.code is None and cmd["type"] == "correct_result":
+                        self._corrects(cmd, reads.get("outbox_row"))
                     if d.code is not None:
                         effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
                         reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
@@ -429,6 +435,23 @@ class Station:
                      "reason": e.reason}
         return effects + [Reply(reply, ev.response_topic, ev.correlation),
                           AckCommand(ev.mid, ev.qos)]
+
+    @staticmethod
+    def _corrects(cmd, row):
+        """A correction names the published result it corrects by its sequence number: that
+        message must be the round's `round_result` (or an earlier correction of it). The engine
+        cannot see sequence numbers; without this a voided round could be given a result."""
+        try:
+            m = json.loads(row[1]) if row is not None and row[0] == cmd["seq"] else None
+        except (TypeError, ValueError):
+            m = None
+        if not isinstance(m, dict) or m.get("type") not in ("round_result", "result_corrected") \
+                or m.get("round") != cmd["round"]:
+            what = (f"a {m.get('type')} of round {m.get('round')}" if isinstance(m, dict)
+                    else "no message")
+            raise commands.CommandError(
+                "no_such_result", f"correct_result.seq: {cmd['seq']} is {what}, not the result of "
+                f"round {cmd['round']}", cmd["id"])
 
     def _resend(self, cmd, rows):
         start = cmd.get("from")

@@ -472,17 +472,6 @@ def check_settlement(profile, log):
                     assert all(r["returned"] == stakes[r["id"]] for r in now)
 
 
-@pytest.mark.xfail(strict=True, reason="found by the state machine (issue #18 part 2): the table "
-                   "keeps no record of which rounds were voided, so correct_result accepts one")
-def test_a_voided_round_has_no_result_to_correct():
-    r = ready("punto_banco")
-    r.feed({"type": "betting_closed"})
-    r.feed({"type": "void_round", "reason": "pit boss"})
-    out = r.feed({"type": "correct_result", "round": 1, "seq": 1, "void": True,
-                  "reason": "announced wrongly", "by": "super"})
-    assert [o["type"] for o in out] == ["rejected"]
-
-
 def check_rounds(profile, log):
     outs = [o for _, out in log for o in out]
     dealt = {}

@@ -60,6 +60,9 @@ class Rig:
             reads["command_reply"] = self.j.command_reply(wanted["command_reply"])
         if "outbox_from" in wanted:
             reads["outbox_rows"] = self.j.outbox_from(wanted["outbox_from"])
+        if "outbox_at" in wanted:
+            rows = self.j.outbox_from(wanted["outbox_at"], limit=1)
+            reads["outbox_row"] = rows[0] if rows else None
         return self.carry(self.st.step(ev, clock, reads))
 
     def carry(self, effects):
@@ -551,3 +554,34 @@ def test_two_numbers_for_one_spin_pause_the_table_for_the_supervisor(tmp_path):
     assert r.st.table.paused == "number_mismatch"
     # the wheel's next no-more-bets does not close betting on a paused table
     assert not inputs(r.step(WheelState(4, "no_more_bets", 8, 0, 17.0, "clockwise"), c))
+
+
+def test_a_correction_must_name_the_rounds_published_result(tmp_path):
+    """Found by the engine's state machine: the engine cannot see sequence numbers, so a voided
+    round could be "corrected". The station looks the named message up in the outbox."""
+    from controller import get_profile as gp
+    from drivers.events import WheelState, WinningNumber
+    r = Rig(str(tmp_path / "j.sqlite"), gp("roulette"))
+    c = Clock(1e9, 0.0)
+    r.recover(c)
+    r.step(DeviceState("wheel", "connected"), c)
+    r.step(WheelState(4, "no_more_bets", 7, 0, 17.0, "clockwise"), c)
+    result = [m for m in outs(r.step(WinningNumber(29, 7, "status"), c))
+              if m["type"] == "round_result"][0]
+
+    def correct(cid, rnd, seq):
+        cmd = {"id": cid, "type": "correct_result", "round": rnd, "seq": seq, "number": 30,
+               "reason": "wrong number announced", "by": "super"}
+        effects = r.step(Command(json.dumps(cmd).encode()), c)
+        return [e.payload for e in effects if isinstance(e, Reply)][0], outs(effects)
+
+    reply, _ = correct("c1", 1, result["seq"] - 1)           # not a result
+    assert reply["status"] == "rejected" and reply["code"] == "no_such_result"
+    reply, _ = correct("c2", 2, result["seq"])               # another round's result
+    assert reply["status"] == "rejected" and reply["code"] == "no_such_result"
+    reply, _ = correct("c3", 1, 10 ** 6)                     # nothing there
+    assert reply["status"] == "rejected" and reply["code"] == "no_such_result"
+    assert r.j.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0] == 3
+    reply, o = correct("c4", 1, result["seq"])
+    assert reply["status"] == "accepted", reply
+    assert [m["type"] for m in o] == ["result_corrected"] and o[0]["corrects"] == result["seq"]
