@@ -249,8 +249,10 @@ class Templates:
         for c in CARDS:
             g = cv2.imread(os.path.join(folder, f"index_{c}.png"), cv2.IMREAD_GRAYSCALE)
             f = cv2.imread(os.path.join(folder, f"face_{c}.png"), cv2.IMREAD_UNCHANGED)
-            if g is None or f is None or f.shape != (FACE_H, FACE_W) or f.dtype != np.uint16:
-                raise ValueError(f"{folder}: missing or damaged template index_{c}.png or face_{c}.png")
+            if g is None:
+                raise ValueError(f"{folder}: missing template index_{c}.png")
+            if f is None or f.shape != (FACE_H, FACE_W) or f.dtype != np.uint16:
+                raise ValueError(f"{folder}: missing or damaged template face_{c}.png")
             patches[c] = g.astype(np.float32) / 200
             faces[c] = _unit(f.astype(np.float32)[None])[0].reshape(f.shape)
         return cls(tuple(meta["card_size"]), tuple(meta["box"]), int(meta["split"]), patches, faces)
