@@ -99,8 +99,13 @@ def cmd_camera(a):
     if a.action == "accuracy":
         base = os.path.dirname(os.path.abspath(a.labels))
         # optional columns deck and condition group the report
-        labelled = [(os.path.join(base, r["image"]), r["rank"] + r["suit"],
-                     (r.get("deck") or "-", r.get("condition") or "-")) for r in rows]
+        labelled = []
+        for n, r in enumerate(rows, 2):
+            card = ct.label_card(r.get("rank") or "", r.get("suit") or "")
+            if card is None or not r.get("image"):
+                raise ToolError(f"{a.labels}:{n}: expected image,rank,suit naming a card")
+            labelled.append((os.path.join(base, r["image"]), card,
+                             (r.get("deck") or "-", r.get("condition") or "-")))
         r = ct.accuracy(labelled, a.templates)
         print(json.dumps(r) if a.json else ct.accuracy_table(r))
         return 0 if r["wrong"] == 0 else 1

@@ -139,10 +139,11 @@ def parse(payload):
 
 
 def to_input(cmd):
-    """An engine command -> the engine input (without the envelope id: the daemon tracks it).
-    `by` (who sent it) and a `reason` the engine input does not take (resume, manual_card) are
-    the staff's envelope: the console sends them; the audit log (issue #16) is to keep them."""
-    body = {k: v for k, v in cmd.items() if k not in ("id", "by")}
+    """An engine command -> the engine input (without the envelope id: the daemon tracks it)."""
+    # `by` and an override's `reason` are for the rights and the audit log (station.py); the
+    # engine gets them only where its input has them (controller/protocol.py)
+    fields = SCHEMAS.get(ENGINE_COMMANDS[cmd["type"]], {})
+    body = {k: v for k, v in cmd.items() if k != "id" and (k not in ("by", "reason") or k in fields)}
     body["type"] = ENGINE_COMMANDS[cmd["type"]]
     if "reason" not in SCHEMAS[body["type"]] and isinstance(body.get("reason"), str):
         del body["reason"]

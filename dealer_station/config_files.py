@@ -147,6 +147,14 @@ def check_files(cfg):
         except (OSError, ssl.SSLError) as e:
             errors.append(f"console.tls_cert: {c['tls_cert']} with {c['tls_key']}: "
                           f"{getattr(e, 'strerror', None) or e}")
+    if cfg["integrity"]["signing_key"]:
+        from .signing import KeyFileError, load_private
+        try:
+            load_private(cfg["integrity"]["signing_key"])
+        except KeyFileError as e:
+            errors.append(f"integrity.signing_key: {e}")
+    if cfg["integrity"]["manifest"]:
+        _readable("integrity.manifest", cfg["integrity"]["manifest"], errors)
     if cfg["archive"]["enabled"]:
         # the archive folder: the checks of the journal's folder, named archive.dir
         more = []

@@ -16,6 +16,7 @@ from dealer_station import archive as ar
 from dealer_station.config import check_config
 from dealer_station.daemon import Daemon
 from dealer_station.replay import replay_lines
+from dealer_station.signing import ENVELOPE
 
 ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 
@@ -54,7 +55,7 @@ def bodies(db_path):
 
 
 def strip(msgs):
-    return [{k: v for k, v in m.items() if k not in ("seq", "table", "v", "ts")} for m in msgs]
+    return [{k: v for k, v in m.items() if k not in ENVELOPE} for m in msgs]
 
 
 def test_archive_prunes_old_shoes_and_nothing_is_lost(tmp_path):

@@ -35,14 +35,16 @@ def console():
                 Account("dan", "dealer", hash_password("dan-pw", n=1024))]
     hub = Hub("t1", "luxury21")
     q = queue.Queue()
-    c = Console({**CFG, "accounts": accounts}, hub, lambda p, corr: q.put((p, corr)), clock=clock)
+    c = Console({**CFG, "accounts": accounts}, hub,
+                lambda p, corr, account: q.put((p, corr, account)), clock=clock)
 
     def loop():          # the daemon's loop: every command it is handed is accepted
         while True:
             item = q.get()
             if item is None:
                 return
-            payload, corr = item
+            payload, corr, account = item
+            assert json.loads(payload)["by"] == account     # the console vouches for its login
             c.received.append(json.loads(payload))
             c.reply(corr, {"type": "reply", "id": json.loads(payload)["id"], "status": "accepted"})
     c.received = []
@@ -208,3 +210,18 @@ def test_console_configuration_is_strict():
                      "console.accounts[1].pin: unknown key"):
         assert expected in text
     assert "hunter2" not in text
+
+
+def test_with_staff_rights_each_console_account_has_the_same_role_in_staff():
+    """The console hands the daemon its logged-in account as the login (as the broker's ACL does
+    for commands/<login>); the station then applies [staff]: the two must agree."""
+    h = hash_password("pw", n=1024)
+    base = {"table": {"id": "t1", "profile": "luxury21"}, "shoe": {"url": "/dev/null"},
+            "console": {"enabled": True, "accounts": [
+                {"name": "anna", "role": "supervisor", "password_hash": h},
+                {"name": "dan", "role": "dealer", "password_hash": h}]}}
+    _, errors = check_config({**base, "staff": {"supervisor": ["anna"], "dealer": ["dan"]}})
+    assert errors == []
+    _, errors = check_config({**base, "staff": {"supervisor": ["anna", "dan"]}})
+    assert errors == ["console.accounts[1].role: 'dan' acts under the table's staff rights: "
+                      "list it in [staff] dealer (it is supervisor)"]

@@ -67,6 +67,10 @@ NOT_RUN = {
     "D=/var/lib/dealer-station": "a damaged journal on the Pi",
     "sudo -u dealer-station": "system administration on the Pi (root)",
     "# ": "a comment",
+    "dealer-station verify ": "a capture or a table's journal (tests/test_signed_events.py)",
+    "mosquitto_sub -h 127.0.0.1 -t dealer-station/v1/bj-01/events": "a running table's broker",
+    "dealer-station export --round": "a table's journal (tests/test_round_export.py)",
+    "dealer-station replay --profile luxury21 round-": "a round export (tests/test_round_export.py)",
 }
 
 

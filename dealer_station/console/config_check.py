@@ -18,6 +18,16 @@ ACCOUNT_KEYS = ("name", "role", "password_hash")
 
 def _check_config(cfg, errors):
     errors += check_console(cfg["console"])
+    staff = cfg.get("staff") or {}
+    roles = {n: r for r in ("dealer", "supervisor", "system") for n in staff.get(r) or ()
+             if isinstance(n, str)}
+    if not roles:
+        return          # staff rights not enforced: the console's own roles alone apply
+    for i, a in enumerate(cfg["console"]["accounts"]):
+        if roles.get(a.name) != a.role:
+            errors.append(f"console.accounts[{i}].role: {a.name!r} acts under the table's staff "
+                          f"rights: list it in [staff] {a.role} (it is "
+                          f"{roles.get(a.name) or 'not there'})")
 
 
 # the table console (docs/console.md)

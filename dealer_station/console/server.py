@@ -94,7 +94,7 @@ class Console:
         w = [threading.Event(), None]
         self.waiting[corr] = w
         try:
-            self.submit(json.dumps(cmd).encode(), corr)
+            self.submit(json.dumps(cmd).encode(), corr, session.account)
             if not w[0].wait(REPLY_WAIT_S):
                 return 504, {"status": "rejected", "code": "timeout",
                              "reason": "the table did not answer (is the daemon's loop running?)"}
