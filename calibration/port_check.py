@@ -110,7 +110,10 @@ def claim(port, folder=None):
     if name is None:
         return None
     path = os.path.join(folder or tempfile.gettempdir(), f"shoe-calibrate-{name}.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError:          # another user's lock file: the port check above is what we have
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -65,12 +65,13 @@ def flock_holders(path, locks="/proc/locks"):
 def held(journal_path, locks="/proc/locks"):
     """(pid, notes) of the process holding the journal's lock, or None when no process does."""
     path = os.path.realpath(journal_path) + ".lock"
-    if not flock_holders(path, locks):
+    pids = flock_holders(path, locks)
+    if not pids:
         return None
     try:
         with open(path, "rb") as f:
             lines = f.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return None
+    except OSError:          # the service user's file (0600): running, its notes unread
+        return pids[0], {}
     notes = dict(x.split(" ", 1) for x in lines[1:] if " " in x)
     return (lines[0].strip() if lines else "?"), notes

@@ -236,3 +236,24 @@ def test_sighup_applies_timers_and_names_what_needs_a_restart(studio, tmp_path):
     wait_for(lambda: "reload refused" in p.logtext(), 10, "the refusal")
     assert p.alive()
     assert f"ERROR table=t1 round=- reload refused, {p.config} not valid" in p.logtext()
+
+
+def test_status_sees_a_daemon_whose_lock_file_it_cannot_read(tmp_path, monkeypatch):
+    """The service user's lock file is 0600: another user's status still sees the lock held."""
+    from dealer_station import lock as lock_module
+    from dealer_station.lock import InstanceLock, held
+    journal = str(tmp_path / "j.sqlite")
+    lock = InstanceLock(journal).acquire()
+    real_open = open
+
+    def no_read(path, *a, **kw):
+        if str(path).endswith(".lock"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *a, **kw)
+    monkeypatch.setattr(lock_module, "open", no_read, raising=False)
+    try:
+        import os
+        assert held(journal) == (str(os.getpid()), {})      # its PID from /proc/locks
+        assert held(str(tmp_path / "other.sqlite")) is None
+    finally:
+        lock.release()
