@@ -22,7 +22,9 @@ class InstanceLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            # the first line (the daemon notes more below it for `status`)
+            holder = (os.pread(fd, 32, 0).decode("ascii", "replace").split("\n")[0].strip()
+                      or "unknown")
             os.close(fd)
             raise LockedError(f"{self.path[:-5]} is in use by another dealer-station process "
                               f"(pid {holder}): one daemon per journal; stop that one first") from None
