@@ -51,7 +51,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--decks", default=",".join(cm.DECKS))
     ap.add_argument("--per-cell", type=int, default=3, help="photos per deck, surface and condition")
-    ap.add_argument("--conditions", default=",".join(cm.CONDITIONS))
+    ap.add_argument("--conditions", default=",".join(cm.WEBCAM_CONDITIONS))
     ap.add_argument("--keep", help="folder to keep the photos in")
     ap.add_argument("--json", action="store_true")
     a, _ = ap.parse_known_args()      # scripts/bench passes every bench the same arguments

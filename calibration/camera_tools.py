@@ -18,6 +18,8 @@ from .shoe_tools import ToolError
 
 
 def read_image(path):
+    if not os.path.isfile(path):
+        raise ToolError(f"{path}: no such file")
     img = cv2.imread(str(path))
     if img is None:
         raise ToolError(f"{path}: not an image (or no such file)")
@@ -42,7 +44,11 @@ def sweep(source, zones, decode_zone, settings):
     results = []
     for setting in settings:
         for k, v in setting.items():
-            source.set(CAMERA_PROPS[k], v)
+            # False: this source cannot apply it (a video file, an MJPEG stream, a webcam without
+            # manual focus); sweeping on would measure noise and write settings never tried
+            if source.set(CAMERA_PROPS[k], v) is False:
+                raise ToolError(f"this source cannot set the camera's {k}: the sweep needs a "
+                                f"camera that applies exposure and focus (--source /dev/videoN)")
         decoded = total = 0
         for _ in range(3):
             ok, frame = source.read()

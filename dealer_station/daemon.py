@@ -191,6 +191,7 @@ class Daemon:
                 port = self.metrics.serve(m["bind"], m["port"])
                 log.info("metrics on http://%s:%d/metrics", m["bind"], port)
                 self.metrics_port = port
+                self.journal.lock.note(f"metrics http://{m['bind']}:{port}")
             except OSError as e:   # metrics are for operators: the table plays on without them
                 log.error("metrics endpoint %s:%d: %s", m["bind"], m["port"], e.strerror)
         if self.console is not None:
@@ -401,6 +402,9 @@ class Daemon:
             got["command_reply"] = self.journal.command_reply(wanted["command_reply"])
         if "outbox_from" in wanted:
             got["outbox_rows"] = self.journal.outbox_from(wanted["outbox_from"])
+        if "outbox_at" in wanted:
+            rows = self.journal.outbox_from(wanted["outbox_at"], limit=1)
+            got["outbox_row"] = rows[0] if rows else None
         return got
 
     def process(self, body, origin):

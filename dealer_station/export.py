@@ -35,6 +35,10 @@ def parse_time(text):
     return t.timestamp()
 
 
+def _iso(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def export(journal, t_from, t_to, out, profile=None):
     """Write the export to the text file `out`; returns {"inputs", "outputs", "from_input", ...}."""
     db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=30)
@@ -43,7 +47,10 @@ def export(journal, t_from, t_to, out, profile=None):
         rows = db.execute("SELECT MIN(n), MAX(n) FROM inputs WHERE at >= ? AND at <= ?",
                           (t_from, t_to)).fetchone()
         if rows[0] is None:
-            raise ArchiveError("no input in that time range")
+            lo, hi = db.execute("SELECT MIN(at), MAX(at) FROM inputs").fetchone()
+            raise ArchiveError("no input in that time range" + (
+                f" (the journal's inputs run from {_iso(lo)} to {_iso(hi)})" if lo else
+                " (the journal holds no input)"))
         lo, hi = rows
         first = db.execute("SELECT MIN(n) FROM inputs").fetchone()[0]
         rounds = [n for n in _starts(db, "round_started") if n <= lo]

@@ -157,6 +157,8 @@ def table_main(argv):
     ap.add_argument("--broker", help="mqtt://HOST:PORT: use this broker, start none")
     ap.add_argument("--report", help="write the JSON report here")
     ap.add_argument("--plain", action="store_true", help="log lines instead of the live view")
+    ap.add_argument("--progress", type=float, default=30.0, metavar="SECONDS",
+                    help="--plain: a line `N/M rounds (P%%), X/min, ETA T` every SECONDS (0: none)")
     ap.add_argument("--level", choices=scenario.LEVELS, default="hard",
                     help="the computer players' level where the scenario names none")
     ap.add_argument("--no-camera", action="store_true", help="run without the virtual camera")
@@ -177,7 +179,11 @@ def table_main(argv):
     a = ap.parse_args(argv)
     if a.tables is not None:
         return studio_main(a)
+    import re
     import secrets
+    if a.broker and not re.fullmatch(r"mqtt://[^:/\s]+:\d{1,5}", a.broker):
+        print(f"table-sim: --broker {a.broker}: expected mqtt://HOST:PORT", file=sys.stderr)
+        return 2
     # the console's accounts for this run: fresh passwords, printed with its URL
     accounts = [("pit", "supervisor", secrets.token_urlsafe(9)),
                 ("dealer", "dealer", secrets.token_urlsafe(9))]
@@ -190,7 +196,8 @@ def table_main(argv):
                     players=sc["players"], camera=not a.no_camera,
                     shoe=a.shoe or sc.get("shoe") or "v1",
                     console={"port": a.console_port, "accounts": accounts},
-                    pit_boss=a.pit_boss == "sim")
+                    pit_boss=a.pit_boss == "sim",
+                    progress_every=a.progress if a.plain else 0.0)
     except ValueError as e:          # a bad scenario, an unknown profile or fault
         print(f"table-sim: {e}", file=sys.stderr)
         return 2
@@ -234,6 +241,8 @@ def table_main(argv):
         with open(a.report, "w") as f:
             f.write(text + "\n")
     print(text)
+    # the live view cleared the start line off the screen: where the log is, said again
+    print(f"table-sim: daemon log kept in {h.log_path}", file=sys.stderr, flush=True)
     return 0 if report["messages_lost"] == 0 and report["balances_match"] and not stuck else 1
 
 

@@ -180,7 +180,8 @@ def test_malformed_and_out_of_turn_commands_are_rejected_and_change_nothing(rig)
            b'{"id":"x"}', b'{"id":"","type":"resume"}', b'{"id":5,"type":"resume"}',
            json.dumps({"id": "q", "type": "explode"}).encode(), b"{" * 5000]
     ids = []
-    c.wait_replies()         # the driver's last decision has had its reply
+    c.wait_replies()         # the driver's last decision has had its reply...
+    c.caught_up(d.journal)   # ...and its events (the reply goes out before them)
     mark = len(c.all)
     before = len(c.events)
     for i in range(1000):

@@ -9,10 +9,13 @@ import cv2
 import numpy as np
 
 DECKS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "decks")
-DECKS = ("cardsjs", "svgcards", "synth")
+DECKS = ("cardsjs", "svgcards", "kennard", "responsive", "synth")
 SURFACES = ("green_felt", "blue_felt", "red_felt", "grey", "light_grey", "white", "wood")
 CONDITIONS = ("clean", "defocus", "motion", "noise", "jpeg", "white_balance", "shadow", "glare",
               "perspective", "rotation")
+# faults of a real photo of a real card that the table conditions lack: a card bowed from the
+# shuffle (its long sides curved, one half lit more), and the specular streak of a glossy card
+WEBCAM_CONDITIONS = CONDITIONS + ("curl", "gloss")
 _FELT = {"green_felt": (40, 110, 35), "blue_felt": (120, 60, 20), "red_felt": (35, 30, 140),
          "grey": (150, 150, 148), "light_grey": (188, 189, 186), "white": (222, 224, 224)}
 _cache = {}
@@ -99,6 +102,10 @@ def camera(frame, rng, cond="clean", webcam=False):
         a = rng.uniform(0, math.pi)
         d = (xx - w * rng.uniform(0.3, 0.7)) * math.cos(a) + (yy - h * rng.uniform(0.3, 0.7)) * math.sin(a)
         f *= (1 - 0.45 / (1 + np.exp(-d / 12)))[..., None]
+    if cond == "gloss":            # a lamp's reflection on a glossy card: a washed-out streak
+        a = rng.uniform(0, math.pi)
+        d = (xx - w * rng.uniform(0.4, 0.6)) * math.cos(a) + (yy - h * rng.uniform(0.4, 0.6)) * math.sin(a)
+        f += (rng.uniform(60, 110) * np.exp(-d ** 2 / (2 * (0.025 * w) ** 2)))[..., None]
     if cond == "glare":            # a light reflected off the laminate
         cx, cy = rng.uniform(0.3, 0.7) * w, rng.uniform(0.3, 0.7) * h
         f += (70 * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * (0.12 * w) ** 2)))[..., None]
@@ -130,11 +137,28 @@ def pose(rng, cond, centre, width, aspect=1.4):
                      aspect)
 
 
+def bowed(face, rng):
+    """A card bowed along its length, seen from above: its middle nearer the camera (wider by
+    2-5%), its long sides curved, the half turned to the light brighter than the other."""
+    h, w = face.shape[:2]
+    a = rng.uniform(0.02, 0.05)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    bulge = np.sin(np.pi * yy / h)
+    mx = (w / 2 + (xx - w / 2) * (1 + a) / (1 + a * bulge)).astype(np.float32)
+    out = cv2.remap(face, mx, yy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    light = 1 + rng.choice([-1, 1]) * rng.uniform(0.06, 0.15) * (xx / w - 0.5) * 2 * bulge
+    out = out.astype(np.float32)
+    out[..., :3] *= light[..., None]
+    return np.clip(out, 0, 255).astype(np.uint8)
+
+
 def webcam_photo(deck, card, table, rng, cond="clean", size=(800, 600), width=300):
     """The technician's photo of one card: straight down, the card `width` pixels wide at any
     place and angle on the table. Returns (photo, quad)."""
     frame = surface(table, size[0], size[1], rng)
     face = load_deck(deck)[card]
+    if cond == "curl":
+        face = bowed(face, rng)
     quad = card_quad((size[0] / 2 + rng.uniform(-60, 60), size[1] / 2 + rng.uniform(-20, 20)),
                      width, rng.uniform(0, 360) if cond == "rotation" else rng.uniform(-10, 10),
                      rng.uniform(0.1, 0.18) if cond == "perspective" else 0.0,
