@@ -135,10 +135,18 @@ class Harness:
         """The table's events signing key (what `dealer-station keygen` makes), in the work
         directory: the daemon signs every event and the betting system verifies each one. A work
         directory used before keeps its key (keygen never overwrites one)."""
+        import shutil
         from dealer_station.signing import generate
         path = os.path.join(self.dir, "events.key")
         if not os.path.exists(path):
             generate(path)
+        # the public key outlives the work directory, beside the daemon's log: to verify a
+        # capture of the run (docs/protocol.md, "Game integrity")
+        stem = self.log_path[:-len("daemon.log")] if self.log_path.endswith("daemon.log") else \
+            self.log_path + "."
+        self.public_key_path = stem + "events.key.pub"
+        if self.public_key_path != path + ".pub":
+            shutil.copyfile(path + ".pub", self.public_key_path)
         return path
 
     def _start_daemon(self):
