@@ -397,6 +397,9 @@ class Daemon:
             got["command_reply"] = self.journal.command_reply(wanted["command_reply"])
         if "outbox_from" in wanted:
             got["outbox_rows"] = self.journal.outbox_from(wanted["outbox_from"])
+        if "outbox_at" in wanted:
+            rows = self.journal.outbox_from(wanted["outbox_at"], limit=1)
+            got["outbox_row"] = rows[0] if rows else None
         return got
 
     def process(self, body, origin):

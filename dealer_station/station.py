@@ -117,6 +117,11 @@ class Station:
         self.inflight = set()      # seqs handed to the broker, not yet acknowledged
         self.timer = None          # (monotonic deadline, expectation, input)
         self.devices = {"broker": {"state": "connecting"}}
+        # device -> {cause: reason} of what holds a device down now ({} = up; absent = not heard
+        # from yet). Causes: "link" (disconnected), "fault" (the driver's fault state: a stalled
+        # line, a scanner node refused), "report" (the shoe's own status: jam, door, sensor,
+        # light), "component" (the wheel's sensor/motor/encoder fault).
+        self.health = {}
         self.shoe_base = None      # (boot, seq, input n) from the first HELLO of a shoe's boot
         self.last_shoe = (0, None)  # (input n, shoe seq) of the last journaled shoe frame
         self.stopping = False
@@ -206,6 +211,10 @@ class Station:
                 if isinstance(start, int) and not isinstance(start, bool) and start >= 1:
                     return {"outbox_from": start}
                 return {}
+            seq = cmd.get("seq")
+            if cmd["type"] == "correct_result" and isinstance(seq, int) and not isinstance(seq, bool) \
+                    and seq >= 1:
+                return {"command_reply": cmd["id"], "outbox_at": seq}   # the result it corrects
             return {"command_reply": cmd["id"]}
         return {}
 
@@ -407,6 +416,8 @@ class Station:
                     d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
                                       cmd.get("reason"), bool(self.table.pending),
                                       confirmed_by=confirmer if isinstance(confirmer, str) else None)
+                    if d.code is None and cmd["type"] == "correct_result":
+                        self._corrects(cmd, reads.get("outbox_row"))
                     if d.code is not None:
                         effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
                         reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
@@ -427,6 +438,23 @@ class Station:
                      "reason": e.reason}
         return effects + [Reply(reply, ev.response_topic, ev.correlation),
                           AckCommand(ev.mid, ev.qos)]
+
+    @staticmethod
+    def _corrects(cmd, row):
+        """A correction names the published result it corrects by its sequence number: that
+        message must be the round's `round_result` (or an earlier correction of it). The engine
+        cannot see sequence numbers; without this a voided round could be given a result."""
+        try:
+            m = json.loads(row[1]) if row is not None and row[0] == cmd["seq"] else None
+        except (TypeError, ValueError):
+            m = None
+        if not isinstance(m, dict) or m.get("type") not in ("round_result", "result_corrected") \
+                or m.get("round") != cmd["round"]:
+            what = (f"a {m.get('type')} of round {m.get('round')}" if isinstance(m, dict)
+                    else "no message")
+            raise commands.CommandError(
+                "no_such_result", f"correct_result.seq: {cmd['seq']} is {what}, not the result of "
+                f"round {cmd['round']}", cmd["id"])
 
     def _resend(self, cmd, rows):
         start = cmd.get("from")
@@ -462,7 +490,11 @@ class Station:
         if isinstance(e, ShoeStatus):
             self.devices.setdefault("shoe", {})["report"] = {
                 "door": e.door, "jam": e.jam, "sensor": e.sensor, "light": e.light, "gate": e.gate}
-            return []
+            bad = [why for why, on in (("door open", e.door == "open"), ("jam", e.jam),
+                                       ("sensor fault", e.sensor != "ok"),
+                                       ("low light", e.light != "ok")) if on]
+            self._health("shoe", report=", ".join(bad) or None)
+            return self._sync_faults(clock)
         if isinstance(e, PanelPress):
             return self._panel(e, clock)
         if isinstance(e, (WheelState, WinningNumber, WheelException)):
@@ -479,11 +511,52 @@ class Station:
             d["state"] = e.state
             d["reason"] = e.detail.get("reason")
             level = "info" if e.state in ("connected", "ok") else "warning"
-            effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip()),
-                        self.status_effect()]
-            return effects
+            why = e.detail.get("reason") or e.state
+            if e.state == "connected":      # the line is back (a stall ends the same way)
+                self._health(e.device, link=None, fault=None)
+            elif e.state == "disconnected":
+                self._health(e.device, link=f"disconnected: {why}")
+            elif e.state == "fault":
+                self._health(e.device, fault=why)
+            elif e.state == "ok":
+                self._health(e.device, fault=None)
+            effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip())]
+            effects += self._sync_faults(clock)
+            return effects + [self.status_effect()]
         return [Log("warning", f"event of unknown kind {type(e).__name__} dropped"),
                 Count("events_dropped_total", (("kind", type(e).__name__),))]
+
+    def _health(self, device, **causes):
+        h = self.health.setdefault(device, {})
+        for cause, why in causes.items():
+            if why is None:
+                h.pop(cause, None)
+            else:
+                h[cause] = why
+
+    def required(self):
+        """The devices a round cannot be played without (the camera only cross-checks)."""
+        return ("shoe", "scanner") if self.table.game.uses_cards else ("wheel",)
+
+    def _sync_faults(self, clock):
+        """RULES.md: a required device down pauses the round and holds the next betting; its
+        return lets the round go on. The engine keeps which devices are down (journaled, so
+        replay and recovery agree); the station reports each change of a device's health to it
+        as a `device_fault` / `device_restored` input."""
+        effects = []
+        down = {d for d, _ in self.table.faults}
+        for dev in self.required():
+            h = self.health.get(dev)
+            if h is None:
+                continue                       # not heard from since the start: nothing known
+            if h and dev not in down:
+                reason = "; ".join(h[k] for k in sorted(h))[:500]
+                effects += self.process({"type": "device_fault", "device": dev, "reason": reason},
+                                        "device", clock)[0]
+            elif not h and dev in down:
+                effects += self.process({"type": "device_restored", "device": dev}, "device",
+                                        clock)[0]
+        return effects
 
     def _panel(self, e, clock):
         if e.button == "key":
@@ -535,9 +608,14 @@ class Station:
         t = self.table
         if isinstance(e, WheelState):
             self.devices.setdefault("wheel", {})["wheel_state"] = e.name
-            if e.state == 4 and t.round is None and not t.paused:
-                return self.process({"type": "betting_closed"}, "wheel", clock)[0]
-            return []
+            effects = []
+            if not e.flags & 4 and self.health.get("wheel", {}).get("component"):
+                self._health("wheel", component=None)       # the sensor/motor fault cleared
+                effects += self._sync_faults(clock)
+            t = self.table
+            if e.state == 4 and t.round is None and not t.paused and not t.faults:
+                effects += self.process({"type": "betting_closed"}, "wheel", clock)[0]
+            return effects
         if isinstance(e, WinningNumber):
             effects = self.process({"type": "winning_number", "number": e.number, "spin": e.spin},
                                    "wheel", clock)[0]
@@ -545,14 +623,25 @@ class Station:
                 effects.append(WheelCommand("start_game"))
             return effects
         effects = [Log("warning", f"wheel: {e.kind} on spin {e.spin} {e.detail}")]
-        # number_mismatch is only logged here: the driver raises it on every spin of the virtual
-        # wheel at a 0.02 s period (issue #18 report), so the engine's number_mismatch input is
-        # not wired to it until that is understood
+        if e.kind == "component_fault":
+            # RULES.md: the wheel's sensor fault pauses the round (device_fault); it goes on if
+            # the fault clears in time, else the supervisor voids it
+            self._health("wheel", component=f"component fault {e.detail.get('code') or e.detail.get('reason') or ''}".strip())
+            d = self.devices.setdefault("wheel", {})
+            d["state"], d["reason"] = "fault", e.kind
+            return effects + self._sync_faults(clock) + [self.status_effect()]
+        if e.kind == "number_mismatch":
+            # two numbers for one spin: a malfunction (RULES.md); the engine pauses the table for
+            # the supervisor, who confirms one number or voids the round
+            d = e.detail
+            return effects + self.process({"type": "number_mismatch", "first": d["first"],
+                                           "then": d["then"], "spin": e.spin}, "wheel",
+                                          clock)[0]
         if e.kind == "miss_spin":
             if t.round is not None:
                 effects += self.process({"type": "miss_spin", "spin": e.spin}, "wheel", clock)[0]
             effects.append(WheelCommand("ack_void"))      # the wheel spins again from place bets
-        elif e.kind in ("failed_launch", "no_ball", "component_fault"):
+        elif e.kind in ("failed_launch", "no_ball"):
             if t.round is not None:
                 effects += self.process({"type": "void_round",
                                          "reason": f"wheel: {e.kind.replace('_', ' ')}"}, "wheel",

@@ -26,7 +26,7 @@ from paho.mqtt.properties import Properties
 
 from controller.blackjack import Hand
 from controller.players import ChartPlayer, chart_for
-from controller.settlement import settle
+from controller.settlement import correction, settle
 from controller.strategy_charts import STANDARD
 from dealer_station import signing
 from dealer_station.mqtt_link import no_delay
@@ -43,6 +43,13 @@ REQUIRED = {
     "irregularity": ("code", "detail"), "procedure_warning": ("code", "detail"),
     "rejected": ("input", "code", "reason"), "card_identified": ("card",),
     "card_confirmed": ("round", "card", "zone"),
+    # the house procedures (issue #18)
+    "device_fault": ("device", "reason", "round"), "device_restored": ("device", "round"),
+    "spin_void": ("round", "reason"), "number_held": ("round", "number"),
+    "result_corrected": ("round", "corrects", "voided", "result", "reason", "by"),
+    "supervisor_decided": ("round", "error", "decision", "by"), "card_replaced": ("round",),
+    "peek_result": ("round",), "decision_preselected": ("round", "seat", "hand"),
+    "preselection_applied": ("round", "seat", "hand"), "preselection_dropped": ("round", "seat"),
 }
 
 REPLY_TIMEOUT_S = 2.0     # a command unanswered this long is sent again, with the same id
@@ -75,6 +82,7 @@ class BettingSystem:
         self.bets = {}            # round -> bets placed
         self.results = {}         # round -> result message
         self.voided = {}
+        self.corrected = {}       # round -> result_corrected
         self.hands = {}           # seat -> [[cards]] of the round under way
         self.up = None
         self.table_cards = {}     # baccarat: player / banker -> cards of the round under way
@@ -275,6 +283,12 @@ class BettingSystem:
             self._settle(m["round"], m)
         elif t == "round_voided":
             self.voided[m["round"]] = m
+        elif t == "result_corrected":
+            self.corrected[m["round"]] = m
+            original = self.results.get(m["round"])
+            if original is not None:      # the difference is paid or collected; both on record
+                for c in correction(self.profile, original, m, self.bets.get(m["round"], [])):
+                    self.balances[c["id"]] += c["difference"]
         elif t == "irregularity":
             self.counts[f"irregularity:{m['code']}"] += 1
 

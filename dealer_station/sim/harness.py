@@ -22,7 +22,7 @@ from .dealer_panel import SimPanel
 from .report import build_report
 from .view import draw
 
-ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered")
+ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered", "awaiting_result")
 QUIET = ("rejected", "card_confirmed")     # change nothing the dealer waits on
 STALL_S = 60.0            # play() gives up when the table says nothing for this long
 IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identify a misread card
@@ -73,6 +73,11 @@ class Harness:
         self.pressed_at = None    # when the pit boss last pressed a button for this pause
         self.identified = False
         self.foreign_armed = False
+        self.down = set()         # required devices the table reported down (device_fault)
+        self.dealer_error = None  # the dealer error awaiting the pit boss's decision
+        self.mismatch = None      # (round, then) of two numbers for one spin
+        self.result_seq = {}      # round -> the seq of its round_result (a correction names it)
+        self.jam_until = None     # the shoe's jam clears at this time
         self.waiting = "the shoe"
         self.last_zone = None
         self.tcam = None
@@ -258,8 +263,12 @@ class Harness:
             s.unplug()
             time.sleep(0.5)
             s.replug()
-        elif name in ("card_out_of_turn", "camera_disagrees"):
-            self.pending_fault.append(name)      # at the next decision / next card laid
+        elif name in ("card_out_of_turn", "camera_disagrees") or name in scenario.PROCEDURES:
+            # at the next decision / card laid / spin / result
+            if name == "double_number":
+                w.double_number_next()
+            else:
+                self.pending_fault.append(name)
         elif name == "broker_restart":
             self.broker.kill()
             time.sleep(0.8)
@@ -295,6 +304,16 @@ class Harness:
                 self.bs.place_roulette_bets(m["round"])
         elif t == "round_result":
             self.resulted += 1
+            self.result_seq[m["round"]] = m["seq"]
+            if "correction" in self.pending_fault:
+                # the pit boss corrects the result (a card game's by a void: its result follows
+                # from its cards; roulette's to the neighbouring number)
+                self.pending_fault.remove("correction")
+                fix = ({"number": (m["number"] + 1) % 37} if m["game"] == "roulette"
+                       else {"void": True})
+                self.bs.command({"type": "correct_result", "round": m["round"], "seq": m["seq"],
+                                 "reason": "announced wrongly (simulated)", "by": "pitboss",
+                                 **fix})
             if m["game"] == "roulette":
                 summary = f"{m['number']} {m['colour']}"
             elif m["game"] == "baccarat":
@@ -307,7 +326,24 @@ class Harness:
             self.voided += 1
             self._resolved("voided")
             self.say(f"round {m['round']} voided: {m['reason']}")
+        elif t == "result_corrected":
+            how = "voided" if m["voided"] else "corrected"
+            self.resolutions.setdefault("correction", Counter())[how] += 1
+            self.say(f"round {m['round']} {how} by {m['by']}: {m['reason']}")
+        elif t == "spin_void":
+            self.resolutions.setdefault("no_spin", Counter())["re-spun"] += 1
+            self.say(f"round {m['round']}: spin void ({m['reason']}), spun again")
+        elif t == "device_fault":
+            self.down.add(m["device"])
+        elif t == "device_restored":
+            self.down.discard(m["device"])
+        elif t == "rejected" and m.get("input") == "betting_closed" and self.state == "closing":
+            self.state = "ready"          # the shoe was down: betting closes once it is back
         elif t == "irregularity":
+            if m["code"] == "dealer_error":
+                self.dealer_error = m["detail"]["error"]
+            elif m["code"] == "number_mismatch":
+                self.mismatch = (m["round"], m["detail"]["then"])
             if m["detail"].get("after_result"):
                 self.resolutions.setdefault(m["code"], Counter())["reported after the result"] += 1
             else:
@@ -327,7 +363,8 @@ class Harness:
         if t in ANNOUNCEMENTS:
             self.waiting = {"awaiting_card": lambda: f"a card to {m['to']} {m['seat'] or ''}".strip(),
                             "awaiting_decision": lambda: f"seat {m['seat']}'s decision",
-                            "insurance_offered": lambda: "insurance"}[t]()
+                            "insurance_offered": lambda: "insurance",
+                            "awaiting_result": lambda: "the wheel's number"}[t]()
         elif t in ("round_result", "round_voided"):
             self.waiting = "the next round"
         if t in ("burn_complete", "round_result", "round_voided") or (
@@ -348,7 +385,24 @@ class Harness:
         a misread waits for the camera to identify the card (or goes to the discard rack);
         anything else is cleared and the round goes on."""
         reason, since = self.pause
-        if "foreign_card" in self.unresolved:
+        if self.down:
+            return          # a device fault: the round goes on when the device is back
+        if self.dealer_error is not None:
+            # the supervisor's decision: a misdeal voids the round, an exposed card is burned
+            # and play continues
+            decision = "void" if self.dealer_error == "misdeal" else "continue"
+            self.say(f"paused: dealer error {self.dealer_error} (the pit boss decides {decision})")
+            self.bs.command({"type": "supervisor_decision", "decision": decision,
+                             "reason": "simulated pit boss", "by": "pitboss"})
+            self.dealer_error = None
+        elif self.mismatch is not None and self.mismatch[0] in self.result_seq:
+            rnd, then = self.mismatch
+            self.say(f"paused: two numbers for round {rnd} (the pit boss confirms {then})")
+            self.bs.command({"type": "correct_result", "round": rnd, "seq": self.result_seq[rnd],
+                             "number": then, "reason": "the wheel read two numbers",
+                             "by": "pitboss"})
+            self.mismatch = None
+        elif "foreign_card" in self.unresolved:
             self.say(f"paused: {reason} (the pit boss voids the round with the key)")
             self.panel.void_with_key()
         else:
@@ -363,6 +417,8 @@ class Harness:
     def act(self, m):
         t = m["type"]
         time.sleep(self.delay)
+        if self._procedure(m):
+            return
         if t == "awaiting_card":
             card = self.shoe.deal()
             if self.tcam:
@@ -382,6 +438,34 @@ class Harness:
             self.bs.decide(m)
         elif t == "insurance_offered":
             self.bs.command({"type": "insurance_closed"})
+
+    def _procedure(self, m):
+        """A scripted procedure at the dealer's moment; True when it took the dealer's turn."""
+        t, pf = m["type"], self.pending_fault
+        if t == "awaiting_card" and "shoe_jam" in pf:
+            pf.remove("shoe_jam")
+            self.shoe.status(jam=True)          # the card sticks: the table pauses
+            self.jam_until = time.monotonic() + 0.5
+            return True
+        # a dealer error is reported at a decision (baccarat has none: at a card of the round)
+        if t == "awaiting_decision" or (t == "awaiting_card" and m.get("round") is not None
+                                        and self.profile.game == "baccarat"):
+            for name, error in (("exposed_card", "exposed_card"), ("misdeal", "misdeal")):
+                if name in pf:
+                    pf.remove(name)
+                    self.bs.command({"type": "dealer_error", "error": error, "by": "dealer",
+                                     "detail": "simulated"})
+                    return True
+        if t == "awaiting_result" and "no_spin" in pf:
+            pf.remove("no_spin")
+            self.bs.command({"type": "no_spin", "reason": "the ball left the wheel (simulated)",
+                             "by": "dealer"})
+            return True
+        if t == "awaiting_result" and "wheel_fault" in pf:
+            pf.remove("wheel_fault")
+            self.wheel.component_fault("12", periods=3)
+            return True
+        return False
 
     def daemon_written_bytes(self):
         """What the daemon (this run of it) has written to storage: /proc/PID/io write_bytes."""
@@ -433,6 +517,14 @@ class Harness:
             if self.rss_start is None and self.resulted >= 10:
                 self.rss_start = self.daemon_rss_mb()    # warmed up: imports done, caches full
             live = [m for m in burst if m["type"] not in QUIET]
+            if self.jam_until is not None and time.monotonic() > self.jam_until:
+                self.jam_until = None
+                self.shoe.status(jam=False)     # the dealer frees the card
+            if self.roulette and self.pause is None and self.state != "round":
+                # the wheel runs the rounds by itself: a round's faults go in between rounds (at
+                # speed 0 the wheel leaves no quiet moment to wait for)
+                for f in self.faults.pop(self.resulted + self.voided + 1, []):
+                    self._fault(f)
             if self.pause is not None and not self.pit_boss:
                 pass             # the console's pit boss resolves it, from the page
             elif self.pause is not None:
@@ -442,10 +534,6 @@ class Harness:
             elif live and live[-1]["type"] in ANNOUNCEMENTS and live[-1]["seq"] > acted:
                 acted = live[-1]["seq"]
                 self.act(live[-1])
-            elif self.roulette and not burst:
-                n = self.resulted + self.voided + 1     # the wheel runs the rounds by itself
-                for f in self.faults.pop(n, []):
-                    self._fault(f)
             elif not self.roulette and (not live or live[-1]["type"] not in ANNOUNCEMENTS):
                 self._between_rounds()
             if not self.plain:
@@ -458,6 +546,8 @@ class Harness:
             self.tcam.pick_up()             # the camera has seen every card: clear the table
         if self.tcam and not self.tcam.table_clear():
             return
+        if self.down:
+            return                              # betting does not close with the shoe down
         if self.state == "ready" and (self.rounds == 0 or self.started < self.rounds):
             n = self.started + 1
             for f in self.faults.pop(n, []):
