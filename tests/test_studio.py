@@ -131,4 +131,5 @@ def test_studio_loses_nothing_through_a_node_kill_and_an_uplink_cut(tmp_path):
         assert v["ledger_matches_journal"], (t, v)
         assert v["balances_match"] and v["bettor_messages_lost"] == 0, (t, v)
         assert v["protocol_errors"] == 0, (t, v)
+        assert v["signature_errors"] == 0, (t, v)    # the bytes signed at the table, unchanged
     assert r["ok"], json.dumps(r)
