@@ -74,6 +74,7 @@ class Daemon:
         self.metrics_at = 0.0
         self.console = self.hub = None
         self.console_dirty = False
+        self.console_down = None        # why the console could not start
         if cfg["console"]["enabled"]:
             self._build_console()
         for e in restore_logs:
@@ -206,6 +207,8 @@ class Daemon:
                 self.console_port = port
             except (OSError, ValueError) as e:   # the table plays on without its console
                 log.error("console %s:%d: %s", c["bind"], c["port"], getattr(e, "strerror", e))
+                # ...but says so in /healthz and the status until it is fixed (a restart)
+                self.console_down = f"console {c['bind']}:{c['port']}: {getattr(e, 'strerror', e)}"
         self.link.start()
         self.notifier.ready(f"table {self.table_id}: recovered {self.recovery['inputs_replayed']} inputs")
 
@@ -249,7 +252,7 @@ class Daemon:
         for name, d in self.station.devices.items():
             if name != "panel" and d.get("state") not in ("connected", "ok"):
                 return f"{name} {d.get('state')}" + (f": {d['reason']}" if d.get("reason") else "")
-        return None
+        return self.console_down
 
     def request_stop(self, *_):
         self.q.put(Stop())

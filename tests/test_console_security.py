@@ -352,3 +352,31 @@ def test_over_tls_the_console_serves_https_and_its_cookie_is_secure(tmp_path):
         conn.close()
     finally:
         c.close()
+
+
+def test_pages_without_an_account_cannot_take_every_stream(console):
+    """The open dealer view needs no login: anyone who reaches the console could open pages
+    until the pit boss's own page is refused. They get half the streams (max_streams 4: 2)."""
+    held = []
+    try:
+        for _ in range(2):
+            conn = http.client.HTTPConnection("127.0.0.1", console.port, timeout=5)
+            conn.request("GET", "/stream")
+            r = conn.getresponse()
+            assert r.status == 200
+            held.append(conn)
+        assert request(console, "GET", "/stream")[0] == 503        # a third without an account
+        _, _, cookie = login(console, "anna", "anna-pw")
+        conn = http.client.HTTPConnection("127.0.0.1", console.port, timeout=5)
+        conn.request("GET", "/stream", headers={"Cookie": cookie})
+        assert conn.getresponse().status == 200                    # the pit boss still gets one
+        held.append(conn)
+    finally:
+        for conn in held:
+            conn.close()
+
+
+def test_the_console_and_the_metrics_cannot_share_a_port():
+    base = {"table": {"id": "t1", "profile": "luxury21"}, "shoe": {"url": "/dev/null"}}
+    _, errors = check_config({**base, "console": {"enabled": True, "port": 9464}})
+    assert errors == ["console.port: 9464 is metrics.port too: one of them would not start"]

@@ -18,6 +18,9 @@ ACCOUNT_KEYS = ("name", "role", "password_hash")
 
 def _check_config(cfg, errors):
     errors += check_console(cfg["console"])
+    c, m = cfg["console"], cfg["metrics"]
+    if c["enabled"] and m["enabled"] and c["port"] and c["port"] == m["port"]:
+        errors.append(f"console.port: {c['port']} is metrics.port too: one of them would not start")
     staff = cfg.get("staff") or {}
     roles = {n: r for r in ("dealer", "supervisor", "system") for n in staff.get(r) or ()
              if isinstance(n, str)}

@@ -59,6 +59,7 @@ class Console:
         self.lock = threading.Lock()      # sessions and limiter: touched by every web thread
         self.waiting = {}                 # correlation -> [Event, reply]
         self.streams = 0
+        self.anon_streams = 0
         self.server = None
 
     # -- from the loop thread ------------------------------------------------------------------
@@ -212,7 +213,7 @@ def _handler(console):
             if path == "/stream":
                 if s is None and not cfg["open_dealer_view"]:
                     return self._send(401, {"error": "log in"})
-                return self._stream()
+                return self._stream(s is not None)
             if path == "/api/session":
                 if s is None:
                     return self._send(401, {"error": "log in"})
@@ -230,11 +231,16 @@ def _handler(console):
                 return self._metrics() if path == "/api/metrics" else self._camera()
             return self._send(404, {"error": "not found"})
 
-        def _stream(self):
+        def _stream(self, logged_in):
+            # pages without an account (the open dealer view) get at most half the streams, so
+            # anyone who can reach the console cannot shut the pit boss's page out
             with console.lock:
-                if console.streams >= cfg["max_streams"]:
+                anon_cap = max(1, cfg["max_streams"] // 2)
+                if console.streams >= cfg["max_streams"] or (
+                        not logged_in and console.anon_streams >= anon_cap):
                     return self._send(503, {"error": "too many open pages"})
                 console.streams += 1
+                console.anon_streams += not logged_in
             try:
                 self.send_response(200)
                 for k, v in HEADERS.items():
@@ -257,6 +263,7 @@ def _handler(console):
             finally:
                 with console.lock:
                     console.streams -= 1
+                    console.anon_streams -= not logged_in
 
         def _metrics(self):
             m = console.metrics
