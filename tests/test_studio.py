@@ -116,7 +116,8 @@ needs = pytest.mark.skipif(not (shutil.which("nats-server") or os.path.exists("/
 def test_studio_loses_nothing_through_a_node_kill_and_an_uplink_cut(tmp_path):
     from dealer_station.sim.studio import Studio
     faults = [{"fault": "central_node_kill", "at": 2, "node": 1},
-              {"fault": "uplink_cut", "at": 4, "table": 2, "seconds": 3}]
+              {"fault": "uplink_cut", "at": 4, "table": 2, "seconds": 3},
+              {"fault": "central_down", "at": 8, "seconds": 5}]
     s = Studio(5, 3, faults, speed=2, workdir=str(tmp_path))
     try:
         s.start()
@@ -124,11 +125,12 @@ def test_studio_loses_nothing_through_a_node_kill_and_an_uplink_cut(tmp_path):
         r = s.report()
     finally:
         s.close()
-    assert [f["fault"] for f in r["faults"]] == ["central_node_kill", "uplink_cut"]
+    assert [f["fault"] for f in r["faults"]] == ["central_node_kill", "uplink_cut", "central_down"]
     for t, v in r["per_table"].items():
-        assert v["journaled"] > 0, t
-        assert v["ledger_missing"] == 0 and v["ledger_in_order"], (t, v)
-        assert v["ledger_matches_journal"], (t, v)
-        assert v["balances_match"] and v["bettor_messages_lost"] == 0, (t, v)
-        assert v["protocol_errors"] == 0, (t, v)
+        why = f"{t}: {json.dumps(v)}"
+        assert v["journaled"] > 0, why
+        assert v["ledger_missing"] == 0 and v["ledger_in_order"], why
+        assert v["ledger_matches_journal"], why
+        assert v["balances_match"] and v["bettor_messages_lost"] == 0, why
+        assert v["protocol_errors"] == 0, why
     assert r["ok"], json.dumps(r)

@@ -35,11 +35,20 @@ REQUIRED = {
     "irregularity": ("code", "detail"), "procedure_warning": ("code", "detail"),
     "rejected": ("input", "code", "reason"), "card_identified": ("card",),
     "card_confirmed": ("round", "card", "zone"),
+    # the house procedures (issue #18)
+    "peek_result": ("round", "blackjack", "insurance"), "card_replaced": ("round", "card"),
+    "decision_preselected": ("round", "seat", "hand", "action"),
+    "preselection_applied": ("round", "seat", "hand"), "preselection_dropped": ("round", "seat", "hand"),
+    "result_corrected": ("round", "result"), "spin_void": ("round", "reason"),
+    "number_held": ("round", "number"), "device_fault": ("device", "reason"),
+    "device_restored": ("device",), "supervisor_decided": ("round",),
 }
 
 REPLY_TIMEOUT_S = 2.0     # a command unanswered this long is sent again, with the same id
 MAX_SENDS = 30            # then the table is not answering: a protocol error, given up
 GAP_S = 0.5               # a gap in the events not filled this long: `resend` from it
+QUIET_S = 5.0             # on the central tier: a table silent this long is asked `resend` from
+                          # last + 1 (a lost tail is no gap: nothing after it shows it missing)
 
 
 class BettingSystem:
@@ -72,6 +81,9 @@ class BettingSystem:
         self.subscribed = threading.Event()
         self.max_sends = max_sends
         self.stop = threading.Event()
+        self.heard = time.monotonic()     # the last event (central tier: the quiet probe)
+        self.quiet_probe = central is not None
+        self.probe = None                 # the id of the quiet probe under way
         if central is not None:
             from .central_client import central_client
             self.c = central_client(
@@ -110,6 +122,7 @@ class BettingSystem:
             return
         with self.lock:
             self.counts["received"] += 1
+            self.heard = time.monotonic()
             if seq <= self.last or seq in self.held:
                 self.counts["repeated"] += 1
                 return
@@ -166,8 +179,18 @@ class BettingSystem:
                 self.gap_since = now
                 again.append(None)
                 self.counts["resend_requests"] += 1
+            if (self.quiet_probe and now - self.heard > QUIET_S and not gap
+                    and self.probe not in self.pending):
+                # a broker tier that lost its state (all central nodes down at once) may have
+                # acknowledged the table's last events and lost them: ask for anything after
+                # the last one (nothing, if the table is only idle: the reply's seq is null)
+                self.heard = now
+                again.append("probe")
+                self.counts["quiet_probes"] += 1
         for cmd in again:
-            if cmd is None:
+            if cmd == "probe":
+                self.probe = self.command({"type": "resend", "from": self.last + 1})
+            elif cmd is None:
                 self.command({"type": "resend", "from": self.last + 1})
             else:
                 self._publish(cmd)

@@ -391,6 +391,8 @@ class Harness:
             if burst:
                 heard = time.monotonic()
             for m in burst:
+                if self.rounds and self.resulted + self.voided >= self.rounds:
+                    break       # done: the next round's bets (a roulette round's) are not placed
                 self.note(m)
             if self.rss_start is None and self.resulted >= 10:
                 self.rss_start = self.daemon_rss_mb()    # warmed up: imports done, caches full
@@ -446,4 +448,9 @@ class Harness:
         return burst
 
     def report(self):
+        if self.central:
+            # on the central tier a lost last event shows only to the betting system's quiet
+            # probe (bettor.QUIET_S): the report waits for it
+            from .bettor import QUIET_S
+            return build_report(self, in_flight_s=QUIET_S + 5)
         return build_report(self)

@@ -13,6 +13,8 @@ import uuid
 from collections import Counter
 
 GAP_S = 0.5          # a gap open this long: `resend` from it (again every GAP_S while it stays)
+QUIET_S = 10.0       # a table silent this long: `resend` from last + 1 (again every QUIET_S):
+                     # a lost tail is no gap, and a central tier that lost its state loses tails
 
 
 def _ts(s):
@@ -30,6 +32,7 @@ class Ledger:
         self.last = Counter()          # table -> last seq applied
         self.held = {}                 # table -> {seq: message}
         self.gap_since = {}
+        self.heard = {}                # table -> when its last event came (monotonic)
         self.applied = {}              # table -> [message, ...] in the order applied
         self.counts = Counter()
         self.latencies = []            # (received at, seconds) of card_dealt, first copies only
@@ -54,6 +57,7 @@ class Ledger:
             self.counts["received"] += 1
             self.first_at = self.first_at or now
             self.last_at = now
+            self.heard[table] = time.monotonic()
             held = self.held.setdefault(table, {})
             if seq <= self.last[table] or seq in held:
                 self.counts["duplicates"] += 1
@@ -81,6 +85,12 @@ class Ledger:
                         self.gap_since[table] = now
                         ask.append((table, self.last[table] + 1))
                         self.counts["resend_requests"] += 1
+                if self.c.is_connected():
+                    for table, heard in self.heard.items():
+                        if now - heard > QUIET_S and not self.held.get(table):
+                            self.heard[table] = now
+                            ask.append((table, self.last[table] + 1))
+                            self.counts["quiet_probes"] += 1
             for table, start in ask:
                 self.c.publish(f"{self.prefix}/{table}/commands", json.dumps(
                     {"type": "resend", "from": start, "id": f"ledger-{uuid.uuid4().hex[:8]}"}), qos=1)

@@ -282,6 +282,7 @@ class Studio:
                          "ledger_matches_journal": same and len(applied) >= len(journal),
                          "bettor_messages_lost": r["messages_lost"],
                          "bettor_repeated": r["messages_repeated"],
+                         "bettor_quiet_probes": h.bs.counts["quiet_probes"],
                          "balances_match": r["balances_match"],
                          "protocol_errors": r["protocol_errors"],
                          "edge_queue_peak": self._depth(t, 0, float("inf"))}
@@ -305,6 +306,7 @@ class Studio:
                 "ledger": {"received": led.counts["received"], "duplicates": led.counts["duplicates"],
                            "arrived_past_a_gap": led.counts["arrived_past_a_gap"],
                            "resend_requests": led.counts["resend_requests"],
+                           "quiet_probes": led.counts["quiet_probes"],
                            "msgs_per_s": round(led.counts["received"] / span, 1) if span else None,
                            "card_latency_ms": {
                                "n": len(lat),
