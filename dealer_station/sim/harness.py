@@ -391,8 +391,9 @@ class Harness:
             if burst:
                 heard = time.monotonic()
             for m in burst:
-                if self.rounds and self.resulted + self.voided >= self.rounds:
-                    break       # done: the next round's bets (a roulette round's) are not placed
+                if (m["type"] == "round_started" and self.rounds
+                        and self.resulted + self.voided >= self.rounds):
+                    break       # done: a round after the last (a roulette wheel's) gets no bets
                 self.note(m)
             if self.rss_start is None and self.resulted >= 10:
                 self.rss_start = self.daemon_rss_mb()    # warmed up: imports done, caches full

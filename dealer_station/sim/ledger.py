@@ -69,6 +69,8 @@ class Ledger:
             held[seq] = m
             out = self.applied.setdefault(table, [])
             while self.last[table] + 1 in held:
+                # here, in seq order and after deduplication, a consumer verifies the event's
+                # signature and hash chain when the table signs its stream (issue #16)
                 self.last[table] += 1
                 out.append(held.pop(self.last[table]))
 
