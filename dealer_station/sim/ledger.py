@@ -12,7 +12,9 @@ import time
 import uuid
 from collections import Counter
 
-GAP_S = 0.5          # a gap open this long: `resend` from it (again every GAP_S while it stays)
+GAP_S = 0.5          # a gap open this long: `resend` from it; again after twice as long each time
+GAP_MAX_S = 8.0      # while it stays open (each resend republishes everything from the gap on:
+                     # asking faster than a slow uplink carries them queues copies of copies)
 QUIET_S = 10.0       # a table silent this long: `resend` from last + 1 (again every QUIET_S):
                      # a lost tail is no gap, and a central tier that lost its state loses tails
 
@@ -33,6 +35,7 @@ class Ledger:
         self.held = {}                 # table -> {seq: message}
         self.gap_since = {}
         self.heard = {}                # table -> when its last event came (monotonic)
+        self.gap_wait = {}             # table -> (last seq when asked, seconds to wait)
         self.applied = {}              # table -> [message, ...] in the order applied
         self.counts = Counter()
         self.latencies = []            # (received at, seconds) of card_dealt, first copies only
@@ -83,8 +86,12 @@ class Ledger:
                         self.gap_since.pop(table, None)
                         continue
                     since = self.gap_since.setdefault(table, now)
-                    if now - since > GAP_S:
+                    at, wait = self.gap_wait.get(table, (None, GAP_S))
+                    if at != self.last[table]:      # progress since the last ask: soon again
+                        wait = GAP_S
+                    if now - since > wait:
                         self.gap_since[table] = now
+                        self.gap_wait[table] = (self.last[table], min(2 * wait, GAP_MAX_S))
                         ask.append((table, self.last[table] + 1))
                         self.counts["resend_requests"] += 1
                 if self.c.is_connected():
