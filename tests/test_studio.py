@@ -1,8 +1,9 @@
 """A studio (issue #21): the [bridge] configuration and the Mosquitto bridge written from it, and
 a real run: 5 tables, each with its own edge Mosquitto bridged over TLS (a throwaway CA made by
-openssl) to a 3-node nats-server cluster; one central node killed and one table's uplink cut
-mid-run. The studio's ledger must see every (table, seq) the tables journaled, in order per table
-after deduplication, and every table's balances must match its journal's settlement."""
+openssl) to a 3-node nats-server cluster; one central node killed, one table's uplink cut and the
+whole central tier down for 5 s mid-run. The studio's ledger must see every (table, seq) the
+tables journaled, in order per table after deduplication, and every table's balances must match
+its journal's settlement."""
 import json
 import os
 import shutil
@@ -113,7 +114,7 @@ needs = pytest.mark.skipif(not (shutil.which("nats-server") or os.path.exists("/
 
 
 @needs
-def test_studio_loses_nothing_through_a_node_kill_and_an_uplink_cut(tmp_path):
+def test_studio_loses_nothing_through_a_node_kill_an_uplink_cut_and_the_whole_tier_down(tmp_path):
     from dealer_station.sim.studio import Studio
     # early, so that most tables still play through the whole tier's restart (its JetStream
     # takes 10-25 s on this machine to take sessions again)
