@@ -29,6 +29,7 @@ from mqtt_rig import Broker, Client, DaemonProc, workdir  # noqa: E402
 from table_driver import TableDriver  # noqa: E402
 
 from controller import get_profile, guarded_step, new_table  # noqa: E402
+from dealer_station.signing import ENVELOPE  # noqa: E402
 from drivers.virtual_shoe import VirtualShoe  # noqa: E402
 
 CARD_PROFILES = ("luxury21", "european", "lucky7", "punto_banco")
@@ -81,7 +82,7 @@ def replay_journal(profile, path):
 
 
 def strip(msgs):
-    return [{k: v for k, v in m.items() if k not in ("seq", "table", "v", "ts")} for m in msgs]
+    return [{k: v for k, v in m.items() if k not in ENVELOPE} for m in msgs]
 
 
 def card_table(name, kills, seed):

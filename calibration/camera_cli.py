@@ -10,13 +10,51 @@ def _load_codebook(path):
     return load_codebook(path)
 
 
+def _zones(path):
+    """The [zones] of a calibration file, checked (three points a polygon at least), or a
+    ToolError saying what is wrong: the file missing, the table missing or empty, a bad polygon."""
+    from drivers.camera.driver import Zones
+    from .files import load
+    if not os.path.isfile(path):
+        raise ToolError(f"{path}: no such calibration file (write the zones in it first: "
+                        f"docs/calibration.md step 6)")
+    zones = load(path).get("zones")
+    if not zones:
+        raise ToolError(f"{path}: no [zones] table, or it is empty (docs/camera.md)")
+    try:
+        Zones(zones)
+    except (ValueError, TypeError) as e:
+        raise ToolError(f"{path}: {e}") from None
+    return zones
+
+
+def _labels(path, required=("image", "rank", "suit")):
+    """The rows of a labels CSV: the file there, its columns, at least one photo."""
+    import csv
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            columns = set(reader.fieldnames or ())
+    except OSError as e:
+        raise ToolError(f"{path}: {e.strerror}") from None
+    missing = [c for c in required if c not in columns]
+    if missing:
+        raise ToolError(f"{path}: no column {', '.join(missing)} (the columns are image,rank,suit; "
+                        f"deck and condition are optional)")
+    if not rows:
+        raise ToolError(f"{path}: no photos listed: a check of nothing cannot pass")
+    return rows
+
+
 def cmd_camera(a):
+    import cv2
     from . import camera_tools as ct
     from .files import load, save
+    # OpenCV's own [ WARN ...] lines (a file it cannot open) would come before the tool's error
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
     if a.action == "zones":
-        zones = load(a.calibration).get("zones")
-        if not zones:
-            raise ToolError(f"{a.calibration}: no [zones] table")
+        zones = _zones(a.calibration)
         img = ct.read_image(a.image)
         if ct.too_dark(img):
             print("warning: the image is very dark; recognition needs more light")
@@ -36,6 +74,7 @@ def cmd_camera(a):
                 raise ToolError(f"no camera: {e}") from None
             t = ct.templates_from_frames(src, zones[a.zone], order, a.out)
         elif a.labels:
+            _labels(a.labels)
             t = ct.templates_from_labels(a.labels, a.out)
         else:
             raise ToolError("give --labels FILE.csv (still photos) or --source (live frames)")
@@ -47,8 +86,7 @@ def cmd_camera(a):
             os.path.join(a.templates, "deck.json")):
         raise ToolError(f"{a.templates}: no templates there (capture them first: "
                         f"`shoe-calibrate camera templates`)")
-    if a.action == "accuracy" and not os.path.isfile(a.labels):
-        raise ToolError(f"{a.labels}: no such file")
+    rows = _labels(a.labels) if a.action == "accuracy" else None
     if a.action == "recognize":
         res = ct.recognize(a.images, a.templates)
         for path, found in res:
@@ -59,12 +97,15 @@ def cmd_camera(a):
                                      or "no card found"))
         return 0
     if a.action == "accuracy":
-        import csv
         base = os.path.dirname(os.path.abspath(a.labels))
-        with open(a.labels, newline="") as f:
-            # optional columns deck and condition group the report
-            labelled = [(os.path.join(base, r["image"]), r["rank"] + r["suit"],
-                         (r.get("deck") or "-", r.get("condition") or "-")) for r in csv.DictReader(f)]
+        # optional columns deck and condition group the report
+        labelled = []
+        for n, r in enumerate(rows, 2):
+            card = ct.label_card(r.get("rank") or "", r.get("suit") or "")
+            if card is None or not r.get("image"):
+                raise ToolError(f"{a.labels}:{n}: expected image,rank,suit naming a card")
+            labelled.append((os.path.join(base, r["image"]), card,
+                             (r.get("deck") or "-", r.get("condition") or "-")))
         r = ct.accuracy(labelled, a.templates)
         print(json.dumps(r) if a.json else ct.accuracy_table(r))
         return 0 if r["wrong"] == 0 else 1
@@ -72,9 +113,11 @@ def cmd_camera(a):
         from drivers.camera.driver import Zones
         from drivers.camera.recognize import ZxingDecoder, read_codes
         from drivers.camera.video import VideoError, open_source
+        zones = Zones(_zones(a.calibration))
         cal = load(a.calibration)
-        zones = Zones(cal.get("zones") or {})
         book = _load_codebook(a.calibration)
+        import getpass
+        operator = a.operator or getpass.getuser()   # $USER, or else the account's name
         dec = ZxingDecoder()
         try:
             src = open_source(int(a.source) if a.source.isdigit() else a.source)
@@ -99,7 +142,7 @@ def cmd_camera(a):
                            "Decode rate by camera setting", base + "-decode-rate.png",
                            xlabel="exposure/focus", ylabel="% of zones decoded")
         summary = {"ok": True, "best": best, "results": results}
-        path = report(base, f"Camera sweep ({a.source})", os.environ.get("USER", "?"), summary,
+        path = report(base, f"Camera sweep ({a.source})", operator, summary,
                       [("Settings", [f"- exposure {r['exposure']:g} focus {r['focus']:g}: "
                                      f"{100 * r['decode_rate']:.0f}%" for r in results])], [png])
         save(a.calibration, {"camera": {**cal.get("camera", {}), "exposure": best["exposure"],
@@ -138,4 +181,5 @@ def add_parser(sub):
     c.add_argument("--exposures", type=lambda s: [float(x) for x in s.split(",")], default=[50, 100, 200, 400])
     c.add_argument("--focus", type=lambda s: [float(x) for x in s.split(",")], default=[0, 20, 40])
     c.add_argument("--report-dir", default="calibration-reports")
+    c.add_argument("--operator", help="who ran the sweep (kept in the report; default: the login name)")
     s.set_defaults(func=cmd_camera)

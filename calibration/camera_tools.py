@@ -18,6 +18,8 @@ from .shoe_tools import ToolError
 
 
 def read_image(path):
+    if not os.path.isfile(path):
+        raise ToolError(f"{path}: no such file")
     img = cv2.imread(str(path))
     if img is None:
         raise ToolError(f"{path}: not an image (or no such file)")
@@ -42,7 +44,11 @@ def sweep(source, zones, decode_zone, settings):
     results = []
     for setting in settings:
         for k, v in setting.items():
-            source.set(CAMERA_PROPS[k], v)
+            # False: this source cannot apply it (a video file, an MJPEG stream, a webcam without
+            # manual focus); sweeping on would measure noise and write settings never tried
+            if source.set(CAMERA_PROPS[k], v) is False:
+                raise ToolError(f"this source cannot set the camera's {k}: the sweep needs a "
+                                f"camera that applies exposure and focus (--source /dev/videoN)")
         decoded = total = 0
         for _ in range(3):
             ok, frame = source.read()
@@ -65,6 +71,33 @@ def _save_templates(samples, out_dir):
     return t
 
 
+_RANK_WORDS = {"10": "T", "ACE": "A", "JACK": "J", "QUEEN": "Q", "KING": "K"}
+_SUIT_WORDS = {"SPADES": "s", "SPADE": "s", "\u2660": "s", "HEARTS": "h", "HEART": "h", "\u2665": "h",
+               "DIAMONDS": "d", "DIAMOND": "d", "\u2666": "d", "CLUBS": "c", "CLUB": "c", "\u2663": "c"}
+
+
+def label_card(rank, suit):
+    """The card a label row names, in the spellings a technician writes: 'T' or '10', any
+    case, a suit letter, word or symbol ('10', 'Hearts' -> 'Th'). None when it is no card."""
+    r, u = rank.strip().upper(), suit.strip().upper()
+    r = _RANK_WORDS.get(r, r)
+    u = _SUIT_WORDS.get(u, u.lower())
+    card = r + u
+    return card if card in INDEX else None
+
+
+def one_card(quads):
+    """The card of a photo meant to show one: the only outline, or one clearly larger than any
+    other white thing in the picture (a sheet of paper, a reflection); else None."""
+    if len(quads) == 1:
+        return quads[0]
+    if len(quads) > 1:
+        areas = sorted(((cv2.contourArea(q), i) for i, q in enumerate(quads)), reverse=True)
+        if areas[1][0] < 0.5 * areas[0][0]:
+            return quads[areas[0][1]]
+    return None
+
+
 def templates_from_labels(csv_path, out_dir):
     """Templates from labelled still photos: CSV columns image,rank,suit, one card per photo,
     image paths relative to the CSV."""
@@ -76,16 +109,18 @@ def templates_from_labels(csv_path, out_dir):
         raise ToolError(f"{csv_path}: expected the columns image,rank,suit (deck and condition "
                         f"are optional)")
     for n, row in enumerate(rows, 2):
-        card = row["rank"].strip() + row["suit"].strip()
-        if card not in INDEX:
-            raise ToolError(f"{csv_path}:{n}: {card!r} is not a card (rank A 2-9 T J Q K, suit s h d c)")
+        card = label_card(row["rank"], row["suit"])
+        if card is None:
+            raise ToolError(f"{csv_path}:{n}: {row['rank'].strip() + row['suit'].strip()!r} is not a card "
+                            f"(rank A 2-9 T or 10 J Q K, suit s h d c)")
         img = read_image(os.path.join(base, row["image"]))
         if too_dark(img):
             raise ToolError(f"{row['image']}: too dark to capture templates from (add light)")
         quads = find_cards(img)
-        if len(quads) != 1:
+        q = one_card(quads)
+        if q is None:
             raise ToolError(f"{row['image']}: expected one card in the photo, found {len(quads)}")
-        samples.append((img, quads[0], card))
+        samples.append((img, q, card))
     return _save_templates(samples, out_dir)
 
 
@@ -124,7 +159,9 @@ def recognize(images, templates_dir):
     for path in images:
         img = read_image(path)
         found = []
-        for q in find_cards(img, rec.t.card_size):
+        # the calibrated size first; a photo taken from another height: any card-shaped outline
+        # (the reader compares on the rectified card, whatever its size in pixels)
+        for q in find_cards(img, rec.t.card_size) or find_cards(img):
             card, conf = rec.read_quad(img, q)
             found.append({"card": card or "unknown", "confidence": round(conf, 3),
                           "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in q]})

@@ -31,8 +31,10 @@ def card_counter(total, what):
 
 
 def _check_port(a, protocol):
-    from .port_check import check_port
-    check_port(a.port, protocol, getattr(a, "baud", None))
+    from .port_check import check_port, claim
+    device = getattr(a, "device", None) or ("shoe" if protocol == "v1" else "scanner")
+    check_port(a.port, protocol, getattr(a, "baud", None), device)
+    claim(a.port)           # kept until the command ends: no second run between check and open
 
 
 def cmd_ports(a):
@@ -88,19 +90,32 @@ def load_codebook(path, required=True):
         raise ToolError(f"{path}: {e}") from None
 
 
-def _codebook(a):
-    return load_codebook(getattr(a, "calibration", None), required=False)
+def _order(path):
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except OSError as e:
+        raise ToolError(f"--order {path}: {e.strerror}") from None
+
+
+def merge_codebook(old, new):
+    """The codebook that adds `new` (one deck just learned) to `old` (the decks learned before):
+    a shoe of several decks whose codes differ per deck is learned a deck at a time. A payload
+    already there for another card is an error (the same code cannot name two cards)."""
+    clashes = [f"{p!r} is already in the codebook as {old[p]}, this deck has it as {c}"
+               for p, c in new.items() if p in old and old[p] != c]
+    return {**old, **new}, clashes
 
 
 def cmd_learn(a):
-    from .files import save
+    from .files import save, writable
     from .shoe_tools import collect, learn_codebook
     from drivers.scanner import ScannerDriver
     from .shoe_tools import make_driver
-    order = None
-    if a.order:
-        order = open(a.order).read().split()
+    order = _order(a.order) if a.order else None
     want = 52 if order is None else len(order)
+    # what would make the result unwritable is found now, not after the whole deck is scanned
+    before = {} if a.replace else dict(writable(a.calibration).get("codebook") or {})
     seen = []
     _check_port(a, a.protocol)
     # an empty codebook: every payload comes back as unreadable with the payload in its detail
@@ -114,25 +129,49 @@ def cmd_learn(a):
     for _, e in events:
         seen.append(e.detail.get("payload"))
     book, errors = learn_codebook([p for p in seen if p], order, a.pattern)
+    merged, clashes = merge_codebook(before, book)
+    errors += clashes
     for err in errors[:12]:
         print(f"refused: {err}")
     if len(errors) > 12:
         print(f"refused: ... and {len(errors) - 12} more")
+    if clashes and not a.keep_partial:
+        print("codebook not written: these codes are in the codebook already for other cards "
+              "(--replace starts a new codebook)")
+        return 1
     if errors and not a.keep_partial:
         print("codebook not written: scan the reference deck again in the stated order")
         return 1
-    save(a.calibration, {"codebook": book}, "learn-codebook")
-    print(f"{a.calibration}: codebook of {len(book)} payloads written")
+    if clashes:                        # --keep-partial: the codes learned before stay as they were
+        merged = {**book, **before}
+    save(a.calibration, {"codebook": merged}, "learn-codebook")
+    added = len(merged) - len(before)
+    print(f"{a.calibration}: codebook of {len(merged)} payloads written ({added} added"
+          + (f" to the {len(before)} learned before" if before else "") + ")")
     return 0
 
 
 def _verify(a, passes=1):
+    from .shoe_tools import make_driver
+    from .files import report_folder
+    # everything that could fail after the pass is checked before `ready:`
+    book = load_codebook(a.calibration, required=a.protocol in ("line", "hid"))
+    _check_port(a, a.protocol)
+    made = report_folder(a.report_dir)
+    try:
+        return _check_decks(a, passes, make_driver(a.protocol, a.port, book, a.baud, a.layout,
+                                                   a.suffix))
+    except ToolError:
+        if made and not os.listdir(a.report_dir):
+            os.rmdir(a.report_dir)      # no report was written: leave no empty folder either
+        raise
+
+
+def _check_decks(a, passes, drv):
     from .camera_tools import bar_chart
     from .files import report, report_base
-    from .shoe_tools import collect, make_driver, verify
+    from .shoe_tools import collect, verify
     from drivers.events import CardRead
-    _check_port(a, a.protocol)
-    drv = make_driver(a.protocol, a.port, _codebook(a), a.baud, a.layout, a.suffix)
     expected = 52 * a.decks * passes
     decks = a.decks * passes
 
@@ -198,7 +237,8 @@ def cmd_monitor(a):
     _check_port(a, a.protocol or ("v1" if a.device == "shoe" else "line"))
     say(f"{a.port}: open; printing what the {a.device} sends (Ctrl-C ends)")
     monitor(a.device, a.port, book, lambda s: print(s, flush=True), a.json,
-            protocol=a.protocol, layout=a.layout, suffix=a.suffix)
+            protocol=a.protocol, layout=a.layout, suffix=a.suffix,
+            answer_within=a.answer if a.device == "shoe" and a.protocol in (None, "v1") else None)
     return 0
 
 
@@ -226,6 +266,8 @@ def parser():
     s.add_argument("--calibration", default="calibration.toml")
     s.add_argument("--idle", type=float, default=10.0, help="seconds without a scan that end it")
     s.add_argument("--keep-partial", action="store_true")
+    s.add_argument("--replace", action="store_true",
+                   help="start a new codebook (default: this deck's codes are added to it)")
     _scanner_options(s, ["line", "hid"], "line")
     s.set_defaults(func=cmd_learn)
     for name, help_, func in (("verify-shoe", "check every card of N decks passes the reader", cmd_verify),
@@ -251,6 +293,8 @@ def parser():
     s.add_argument("--port", required=True)
     s.add_argument("--codebook", help="a calibration file with the codebook (scanner)")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--answer", type=float, default=3.0,
+                   help="shoe (v1): seconds for it to answer before the port is called silent")
     _scanner_options(s, ["v1", "line", "hid"], None)
     s.set_defaults(func=cmd_monitor)
     from .camera_cli import add_parser as add_camera_parser
@@ -267,6 +311,9 @@ def main(argv=None):
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        from .port_check import release
+        release()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,31 @@ def load(path):
         raise ToolError(f"{path}: not valid TOML: {e}") from None
 
 
+def writable(path):
+    """Raise a ToolError now when the calibration file at `path` could not be written later (its
+    folder missing or read-only) or what it holds is not valid TOML: before the technician scans
+    a deck, not after."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ToolError(f"{path}: no such folder {folder}: the calibration file cannot be written")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ToolError(f"{path}: not writable (permission denied)")
+    return check(path)
+
+
+def report_folder(folder):
+    """Make the report folder now, or raise a ToolError: a check whose report cannot be written
+    must not start. True when it made the folder."""
+    made = not os.path.isdir(folder)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise ToolError(f"{folder}: cannot make the report folder: {e.strerror}") from None
+    if not os.access(folder, os.W_OK):
+        raise ToolError(f"{folder}: cannot write reports there (permission denied)")
+    return made
+
+
 def _value(v):
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -77,10 +102,7 @@ def report_base(folder, name):
     """`folder/YYYYmmdd-HHMMSS-name` (then -2, -3 ... within one second), never a name an earlier
     report uses: the report's Markdown, JSON and charts all start with it, so none overwrites
     another report's."""
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as e:
-        raise ToolError(f"{folder}: cannot make the report folder: {e.strerror}") from None
+    report_folder(folder)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     base, n = os.path.join(folder, f"{stamp}-{name}"), 1
     while any(f.startswith(os.path.basename(base) + ".") or f.startswith(os.path.basename(base) + "-")

@@ -247,9 +247,10 @@ def describe(e):
 
 
 def monitor(device, port, codebook=None, out=print, json_lines=False, total=None, protocol=None,
-            layout="us", suffix="enter"):
+            layout="us", suffix="enter", answer_within=None):
     """Print each decoded event as it arrives until stopped or the port closes. A keyboard-mode
-    scanner that cannot be opened (missing, busy, not permitted) is an error, not a wait."""
+    scanner that cannot be opened (missing, busy, not permitted) is an error, not a wait; so is
+    a v1 shoe that says nothing (not even its identity) in `answer_within` seconds."""
     import json
     if device == "wheel":
         from drivers.wheel import WheelDriver
@@ -261,12 +262,18 @@ def monitor(device, port, codebook=None, out=print, json_lines=False, total=None
     q = queue.Queue()
     driver.start(q.put)
     t0 = time.monotonic()
+    answered = answer_within is None
     try:
         while total is None or time.monotonic() - t0 < total:
+            if not answered and time.monotonic() - t0 > answer_within:
+                raise ToolError(f"{port}: opened, but the device said nothing in "
+                                f"{answer_within:g} s: wrong port or baud rate? "
+                                f"(`shoe-calibrate ports --port {port}` probes it)")
             try:
                 e = q.get(timeout=0.2)
             except queue.Empty:
                 continue
+            answered = answered or not isinstance(e, DeviceState)
             d = describe(e)
             out(json.dumps(d, default=str) if json_lines else
                 " ".join(f"{k}={v}" for k, v in d.items()))

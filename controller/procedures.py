@@ -160,11 +160,11 @@ def device_restored(t, ev, eng):
     rnd = t.round.number if t.round is not None else None
     out = [{"type": "device_restored", "device": dev, "round": rnd}]
     t = t.but(faults=faults, pending=pending)
-    # cleared in time: the round goes on where it stopped, if nothing else holds it
-    if t.paused == "device_fault" and not faults and not pending:
-        out.append({"type": "round_resumed", "round": rnd, **eng.pending_summary(())})
-        t = t.but(paused=None)
-        out += eng.announce(t)
+    # cleared in time: the round goes on where it stopped, if nothing else holds it (a number
+    # the wheel gave meanwhile is held, not an obstacle: it ends the round as at resume)
+    if t.paused == "device_fault" and not faults and all(p.kind == "held" for p in pending):
+        t2, more = eng.resume(t, {})
+        return t2, out + more
     return t, out
 
 

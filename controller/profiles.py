@@ -102,7 +102,7 @@ BUILTIN = {
     # 004: 8 decks shuffled after every round, hole card first, peek on ten or ace, insurance and
     # even money, split once, DAS, S17, no cut card, no burn. Lucky-7 pays are operator config.
     "lucky7": Profile(
-        name="lucky7", game="blackjack", decks=8, seats=7, dealer_order="hole_up",
+        name="lucky7", game="blackjack", decks=8, seats=3, dealer_order="hole_up",
         peek=("ace", "ten"), insurance=True, even_money=True, surrender=False,
         double_after_split=True, max_hands=2, resplit_aces=False, dealer_hits_soft_17=False,
         timeout_play="stand", burn=False, cut_card_from_back=None, cut_card_tolerance=0,

@@ -421,6 +421,7 @@ class Ops:
     """The engine's transitions the procedures (procedures.py) build on."""
     irregular = staticmethod(_irregular)
     void_round = staticmethod(_void_round)
+    resume = staticmethod(_resume)
     after_round_step = staticmethod(_after_round_step)
     announce = staticmethod(announce)
     pending_summary = staticmethod(_pending_summary)

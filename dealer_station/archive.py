@@ -214,6 +214,8 @@ def _export(args, journal, profile):
     if not os.path.exists(journal):
         raise ArchiveError(f"{journal}: no such journal")
     t_from, t_to = parse_time(args.t_from), parse_time(args.t_to)
+    if t_from > t_to:
+        raise ArchiveError(f"--from {args.t_from} is later than --to {args.t_to}: swap them")
     if args.out == "-":
         r = export(journal, t_from, t_to, sys.stdout, profile)
     else:

@@ -15,7 +15,7 @@ def _replay(args):
 
     profile = load_profile(args.profile)
     if args.file == "-":
-        run(profile, sys.stdin, sys.stdout)
+        return run(profile, sys.stdin, sys.stdout, sys.stderr)
     else:
         try:
             if args.file.endswith(".gz"):
@@ -27,7 +27,7 @@ def _replay(args):
             raise SystemExit(f"dealer-station replay: {args.file}: {e.strerror}")
         with f:
             try:
-                run(profile, f, sys.stdout)
+                return run(profile, f, sys.stdout, sys.stderr)
             except CheckpointError as e:     # an archive's starting state, for another table
                 raise SystemExit(f"dealer-station replay: {args.file}: {e}")
     return 0
@@ -59,8 +59,13 @@ def _run(args):
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     for w in config_warnings(cfg):
         logging.getLogger("dealer-station").warning("configuration: %s", w)
+    from .daemon import IntegrityFailed
     try:
         daemon.run(args.config)
+    except IntegrityFailed as e:
+        print(f"dealer-station: software integrity failed: {e} (reinstall: scripts/install)",
+              file=sys.stderr)
+        return 3           # systemd: RestartPreventExitStatus=3, a restart would not mend it
     except (JournalError, sqlite3.Error) as e:
         if isinstance(e, sqlite3.Error):
             e = storage_error(cfg["paths"]["journal"], e)
@@ -98,6 +103,35 @@ class TableContext:
         return True
 
 
+def _keygen(args):
+    from .signing import KeyFileError, generate
+    try:
+        kid = generate(args.out)
+    except KeyFileError as e:
+        print(f"dealer-station keygen: {e}", file=sys.stderr)
+        return 2
+    print(f"{args.out}: Ed25519 key {kid}; public key {args.out}.pub (give it to the betting system)")
+    return 0
+
+
+def _manifest(args):
+    from .integrity import IntegrityError, check, write_manifest
+    try:
+        if args.check:
+            n = check(args.out)
+            print(f"{args.out}: ok, {n} files as installed")
+        else:
+            n = write_manifest(args.out)
+            print(f"{args.out}: {n} files")
+    except IntegrityError as e:
+        print(f"dealer-station manifest: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"dealer-station manifest: {args.out}: {e.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _check_config(args):
     from .config import ConfigError, read_config
     from .config_files import config_warnings
@@ -133,12 +167,39 @@ def parser():
     run.set_defaults(func=_run)
     from .status_cmd import add_parser as add_status_parser
     add_status_parser(sub)
+    pw = sub.add_parser("console-password", help="a password's scrypt hash for a [console] "
+                        "account (the password is read from the terminal or standard input)")
+    pw.set_defaults(func=_console_password)
+    from .export import add_round_parser
+    add_round_parser(sub)
+    from .verify import add_parser as add_verify_parser
+    add_verify_parser(sub)
+    kg = sub.add_parser("keygen", help="a new Ed25519 key pair for signing the events "
+                                       "(FILE, owner-only, and FILE.pub)")
+    kg.add_argument("--out", required=True, help="the private key file (never overwritten)")
+    kg.set_defaults(func=_keygen)
+    mf = sub.add_parser("manifest", help="record the installed files' hashes (scripts/install; "
+                                         "checked at start with integrity.manifest)")
+    mf.add_argument("--out", required=True)
+    mf.add_argument("--check", action="store_true", help="check the files against --out instead")
+    mf.set_defaults(func=_manifest)
     chk = sub.add_parser("check-config", help="validate a configuration, printing every error")
     chk.add_argument("config")
     chk.set_defaults(func=_check_config)
     from .bridge import add_parser as add_bridge_parser
     add_bridge_parser(sub)
     return p
+
+
+def _console_password(args):
+    import getpass
+    from .console.auth import hash_password
+    pw = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+    if len(pw) < 8:
+        print("dealer-station: a console password has at least 8 characters", file=sys.stderr)
+        return 2
+    print(hash_password(pw))
+    return 0
 
 
 def main(argv=None):

@@ -10,6 +10,8 @@ cannot encode), or a key given twice (which reading would a client mean?).
 import json
 import math
 
+from controller.protocol import SCHEMAS
+
 # command type -> engine input type (manual_card: a pit boss entering a card by hand)
 ENGINE_COMMANDS = {"betting_closed": "betting_closed", "decision": "decision",
                    "insurance_closed": "insurance_closed", "pause": "pause", "resume": "resume",
@@ -125,6 +127,9 @@ def parse(payload):
         raise CommandError("malformed", "id: every command needs a string id of 1-64 characters "
                                         "(a repeated id is applied once)",
                            cid if isinstance(cid, str) and len(cid) <= 64 else None)
+    by = cmd.get("by")
+    if by is not None and not (isinstance(by, str) and 0 < len(by) <= 64):
+        raise CommandError("malformed", "by: the staff member's name, 1-64 characters", cid)
     kind = cmd.get("type")
     if kind not in ENGINE_COMMANDS and kind not in OTHER_COMMANDS:
         shown = repr(kind) if not isinstance(kind, (str, list, dict)) or len(kind) <= 40 else "(too long)"
@@ -135,8 +140,13 @@ def parse(payload):
 
 def to_input(cmd):
     """An engine command -> the engine input (without the envelope id: the daemon tracks it)."""
-    body = {k: v for k, v in cmd.items() if k != "id"}
+    # `by` and an override's `reason` are for the rights and the audit log (station.py); the
+    # engine gets them only where its input has them (controller/protocol.py)
+    fields = SCHEMAS.get(ENGINE_COMMANDS[cmd["type"]], {})
+    body = {k: v for k, v in cmd.items() if k != "id" and (k not in ("by", "reason") or k in fields)}
     body["type"] = ENGINE_COMMANDS[cmd["type"]]
+    if "reason" not in SCHEMAS[body["type"]] and isinstance(body.get("reason"), str):
+        del body["reason"]
     if cmd["type"] == "manual_card":
         if set(body) - {"type", "card"}:
             extra = sorted(set(body) - {"type", "card"})[0]

@@ -139,12 +139,37 @@ def check_files(cfg):
     _templates(cfg, errors)
     _broker(cfg["broker"], errors)
     _journal(cfg["paths"]["journal"], errors)
+    c = cfg["console"]
+    if c["enabled"] and c["tls_cert"]:
+        import ssl
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(c["tls_cert"], c["tls_key"])
+        except (OSError, ssl.SSLError) as e:
+            errors.append(f"console.tls_cert: {c['tls_cert']} with {c['tls_key']}: "
+                          f"{getattr(e, 'strerror', None) or e}")
+    if cfg["integrity"]["signing_key"]:
+        from .signing import KeyFileError, load_private
+        try:
+            load_private(cfg["integrity"]["signing_key"])
+        except KeyFileError as e:
+            errors.append(f"integrity.signing_key: {e}")
+    if cfg["integrity"]["manifest"]:
+        _readable("integrity.manifest", cfg["integrity"]["manifest"], errors)
     if cfg["archive"]["enabled"]:
         # the archive folder: the checks of the journal's folder, named archive.dir
         more = []
         _journal(os.path.join(cfg["archive"]["dir"], "archive.jsonl.gz"), more)
         errors += [e.replace("paths.journal: ", "archive.dir: ") for e in more]
     return errors
+
+
+def _public(bind):
+    if bind == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(bind.strip("[]")).is_loopback
+    except ValueError:
+        return True     # a host name: where it points is not ours to know
 
 
 def config_warnings(cfg):
@@ -159,6 +184,10 @@ def config_warnings(cfg):
         if public:
             out.append(f"metrics.bind: {m['bind']} serves the metrics beyond this machine "
                        f"(no authentication): use 127.0.0.1 and a proxy or firewall")
+    c = cfg["console"]
+    if c["enabled"] and not c["tls_cert"] and _public(c["bind"]):
+        out.append(f"console.bind: {c['bind']} serves the console beyond this machine without TLS "
+                   f"(passwords and session cookies in clear): set tls_cert and tls_key")
     b = cfg["broker"]
     if b["password"]:
         out.append("broker.password: a password in the configuration file; prefer password_file")

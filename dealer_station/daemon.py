@@ -22,7 +22,7 @@ from .metrics import Metrics
 from .mqtt_link import MqttLink
 from .notify import Notifier
 from .station import Settings, Station
-from .station_types import (AckCommand, AckShoe, Archive, BrokerDown, BrokerUp, Clock, Command,
+from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerDown, BrokerUp, Clock, Command,
                             Count,
                             Log, Published, Record, Refuse, Reply, SetMeta, Status,
                             Stop, Timer, TimerDue, WheelCommand, Lights, MarkSent, Publish)
@@ -32,6 +32,10 @@ STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
 
 
 RELOAD = object()     # queued by SIGHUP: the loop re-reads the configuration
+
+
+class IntegrityFailed(RuntimeError):
+    """An installed file is not the one recorded at install: the table is not opened."""
 
 
 def clock():
@@ -45,11 +49,15 @@ class Daemon:
         self.table_id = cfg["table"]["id"]
         self.q = queue.Queue()
         self.journal = Journal(cfg["paths"]["journal"], self.table_id, self.profile.name)
-        self.station = Station(Settings.from_config(cfg, __version__))
+        self.signer = None
+        if cfg["integrity"]["signing_key"]:
+            from .signing import Signer, load_private
+            self.signer = Signer(load_private(cfg["integrity"]["signing_key"]))
+        self.station = Station(Settings.from_config(cfg, __version__, self.signer))
         j = self.journal
         self.from_n, restore_logs = self.station.restore(
             j.checkpoints(), j.last_input()[0] + 1, j.next_seq, j.get_meta("shoe_base"),
-            j.last_shoe_seq())
+            j.last_shoe_seq(), j.last_message(), j.audit_head())
         self.timer_at = None               # monotonic deadline of the station's timer
         self.mids = {}                     # paho mid -> outbox seq
         self.sent = []                     # seqs acknowledged by the broker, marked in a batch
@@ -63,6 +71,10 @@ class Daemon:
                                 "profile": self.profile.name})
         self.notifier = Notifier()
         self.metrics_at = 0.0
+        self.console = self.hub = None
+        self.console_dirty = False
+        if cfg["console"]["enabled"]:
+            self._build_console()
         for e in restore_logs:
             self.do(e)
 
@@ -104,11 +116,39 @@ class Daemon:
         p, self.pin_factory = panel.build(self.cfg["panel"])
         return p
 
+    def _build_console(self):
+        from .console.hub import Hub
+        from .console.server import Console
+        t = self.cfg["timers"]
+        self.hub = Hub(self.table_id, self.profile.name, t["decision_s"], t["insurance_s"])
+        # a command from a page goes on the loop's queue as an MQTT one would
+        self.console = Console(self.cfg["console"], self.hub,
+                               lambda payload, corr, account: self.q.put(("console", payload, corr, account)),
+                               self.metrics, self.camera, log)
+
+    def _console_push(self, at=None):
+        """The console's view after an input: from the public snapshot and published events."""
+        self.console_dirty = False
+        timer = None
+        if self.station.timer is not None:
+            deadline, _, body = self.station.timer
+            timer = {"what": "decision" if body["type"] == "decision_timeout" else "insurance",
+                     "seat": body.get("seat"), "hand": body.get("hand"),
+                     "deadline": time.time() + (deadline - time.monotonic())}
+        self.hub.update(self.station.status(), timer, at)
+
     # -- start and stop -----------------------------------------------------------------------
 
     def recover(self):
         """Rebuild the state from the journal (pure replay), re-arm timers, queue unsent output."""
         t0 = time.perf_counter()
+        from .integrity import config_hash
+        self.do(self.station.boot(clock(), {
+            "version": __version__, "config_hash": config_hash(self.cfg),
+            "signing_key": self.signer.kid if self.signer else None,
+            "manifest": getattr(self, "manifest_checked", None)}))
+        log.info("events %s", f"signed (Ed25519, key {self.signer.kid})" if self.signer
+                 else "unsigned (no integrity.signing_key)")
         for e in self.station.replay(self.journal.inputs_after(self.from_n), self.journal.unsent(),
                                      clock(), self.from_n):
             self.do(e)
@@ -147,10 +187,45 @@ class Daemon:
                 port = self.metrics.serve(m["bind"], m["port"])
                 log.info("metrics on http://%s:%d/metrics", m["bind"], port)
                 self.metrics_port = port
+                self.journal.lock.note(f"metrics http://{m['bind']}:{port}")
             except OSError as e:   # metrics are for operators: the table plays on without them
                 log.error("metrics endpoint %s:%d: %s", m["bind"], m["port"], e.strerror)
+        if self.console is not None:
+            c = self.cfg["console"]
+            # after a restart the pages find the rounds, result and open irregularities again
+            self.hub.messages(self.journal.outbox_from(max(1, self.station.next_seq - 500)))
+            self._console_push()
+            try:
+                port = self.console.serve()
+                scheme = "https" if c["tls_cert"] else "http"
+                log.info("console on %s://%s:%d/", scheme, c["bind"], port)
+                self.console_port = port
+            except (OSError, ValueError) as e:   # the table plays on without its console
+                log.error("console %s:%d: %s", c["bind"], c["port"], getattr(e, "strerror", e))
         self.link.start()
         self.notifier.ready(f"table {self.table_id}: recovered {self.recovery['inputs_replayed']} inputs")
+
+    def check_integrity(self):
+        """integrity.manifest: every installed file as recorded at install (integrity.py), or
+        the table stays closed: the retained status says `integrity_failed` and the first file
+        that differs, and the process ends (IntegrityFailed: exit 3, not restarted)."""
+        path = self.cfg["integrity"]["manifest"]
+        if not path:
+            return
+        from .integrity import IntegrityError, check
+        try:
+            n = check(path)
+        except (IntegrityError, OSError) as e:
+            file = getattr(e, "file", path)
+            why = getattr(e, "why", None) or getattr(e, "strerror", None) or str(e)
+            log.error("software integrity failed, the table is not opened: %s: %s", file, why)
+            self.link.start()
+            self.link.close({"state": "integrity_failed", "table": self.table_id,
+                             "version": __version__, "file": file, "reason": why})
+            self.journal.close()
+            raise IntegrityFailed(f"{file}: {why}") from None
+        self.manifest_checked = f"{path}: {n} files"
+        log.info("software integrity: %d installed files as recorded in %s", n, path)
 
     def healthy(self):
         """The loop is running (we are in it); the threads the loop depends on must be alive."""
@@ -191,7 +266,7 @@ class Daemon:
         merged, applied, refused = plan(self.cfg, new)
         if applied:
             self.cfg = merged
-            self.station.s = Settings.from_config(merged, __version__)
+            self.station.s = Settings.from_config(merged, __version__, self.signer)
             log.info("configuration reloaded: %s",
                      ", ".join(f"{k} {a!r} -> {b!r}" for k, a, b in applied))
         if refused:
@@ -212,6 +287,8 @@ class Daemon:
         if self.wheel is not None:
             self.wheel.close()
         self.metrics.close()
+        if self.console is not None:
+            self.console.close()
         self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
         self.journal.close()
 
@@ -225,6 +302,7 @@ class Daemon:
                  self.cfg["paths"]["journal"])
         t0 = time.monotonic()
         why = "stopped"
+        self.check_integrity()
         self.start()
         try:
             while not self.stopping:
@@ -281,8 +359,11 @@ class Daemon:
             return
         try:
             reads = self._reads(self.station.reads(ev))
-            for e in self.station.step(ev, clock(), reads):
+            now = clock()
+            for e in self.station.step(ev, now, reads):
                 self.do(e)
+            if self.console_dirty:
+                self._console_push(now.wall)
         except STORAGE_ERRORS:
             raise        # a command stays unacknowledged: the broker delivers it again
         except Exception as e:
@@ -294,12 +375,16 @@ class Daemon:
 
     def _event(self, item):
         """A queued item as a station event: the MQTT link's tuples are translated here."""
+        if isinstance(item, tuple) and item and item[0] == "console":
+            # answered to the page; the console vouches for its logged-in account as the broker's
+            # ACL does for commands/<login>: the staff rights apply to that account's [staff] role
+            return Command(item[1], None, item[2], None, 0, item[3])
         if not isinstance(item, tuple) or not item or item[0] != "mqtt":
             return item
         what, args = item[1], item[2:]
         if what == "command":
-            payload, rt, cd, mid, qos = args
-            return Command(payload, rt, cd, mid, qos)
+            payload, rt, cd, mid, qos, user = args
+            return Command(payload, rt, cd, mid, qos, user)
         if what == "puback":
             seq = self.mids.pop(args[0], None)
             return Published(seq) if seq is not None else None
@@ -313,6 +398,9 @@ class Daemon:
             got["command_reply"] = self.journal.command_reply(wanted["command_reply"])
         if "outbox_from" in wanted:
             got["outbox_rows"] = self.journal.outbox_from(wanted["outbox_from"])
+        if "outbox_at" in wanted:
+            rows = self.journal.outbox_from(wanted["outbox_at"], limit=1)
+            got["outbox_row"] = rows[0] if rows else None
         return got
 
     def process(self, body, origin):
@@ -320,6 +408,8 @@ class Daemon:
         effects, messages, reply = self.station.process(body, origin, clock())
         for e in effects + self.station.pump():
             self.do(e)
+        if self.console_dirty:
+            self._console_push()
         return messages, reply
 
     # -- effects ------------------------------------------------------------------------------
@@ -328,6 +418,9 @@ class Daemon:
         t = type(e)
         if t is Record:
             self.journal.write(e)
+            if self.hub is not None:
+                self.hub.messages(e.messages)
+                self.console_dirty = True
         elif t is Publish:
             self.mids[self.link.publish_event(e.message)] = e.seq
         elif t is MarkSent:
@@ -337,7 +430,10 @@ class Daemon:
         elif t is AckCommand:
             self.link.ack(e.mid, e.qos)
         elif t is Reply:
-            self.link.reply(e.payload, e.response_topic, e.correlation)
+            if self.console is not None and self.console.owns(e.correlation):
+                self.console.reply(e.correlation, e.payload)
+            else:
+                self.link.reply(e.payload, e.response_topic, e.correlation)
         elif t is Count:
             self.metrics.inc(e.name, e.labels)
         elif t is Log:
@@ -346,6 +442,7 @@ class Daemon:
             self.timer_at = e.deadline
         elif t is Status:
             self.link.publish_status(e.doc)
+            self.console_dirty = self.hub is not None
         elif t is Lights:
             if self.panel is not None:
                 self.panel.show(e.view)
@@ -354,6 +451,8 @@ class Daemon:
                 self.wheel.command(e.name)
         elif t is Refuse:
             self.journal.refuse(e.origin, e.code, e.reason, e.payload)
+        elif t is Audit:
+            self.journal.audit(e.entry)
         elif t is SetMeta:
             self.journal.set_meta(e.key, e.value)
         elif t is Archive:

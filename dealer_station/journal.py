@@ -41,6 +41,14 @@ CREATE TABLE IF NOT EXISTS checkpoints (input_n INTEGER PRIMARY KEY, state BLOB 
 CREATE TABLE IF NOT EXISTS refused (
     n INTEGER PRIMARY KEY, at REAL NOT NULL, origin TEXT NOT NULL, code TEXT NOT NULL,
     reason TEXT NOT NULL, payload BLOB NOT NULL);
+-- the audit log: every staff decision (who, role, what, why, the outcome) and every start of the
+-- software (its version and configuration hash); each entry names the hash of the one before
+-- (signing.chain_entry) and SQLite refuses to change or delete one: append-only
+CREATE TABLE IF NOT EXISTS audit (n INTEGER PRIMARY KEY, entry TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 """
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -165,6 +173,7 @@ class Journal:
                            (r.command_id, r.n, _dumps(r.reply)))
             if r.checkpoint is not None:
                 self._checkpoint(r.n, r.checkpoint)
+            db.executemany("INSERT INTO audit (entry, hash) VALUES (?, ?)", r.audit)
             db.execute("COMMIT")
         except BaseException as e:
             if db.in_transaction:
@@ -177,6 +186,22 @@ class Journal:
             raise
         if r.messages:
             self.next_seq = r.messages[-1][0] + 1
+
+    def audit(self, entry):
+        """One audit log entry (text, hash) on its own, synced: a staff decision is evidence."""
+        try:
+            self.db.execute("INSERT INTO audit (entry, hash) VALUES (?, ?)", tuple(entry))
+        except sqlite3.Error as e:
+            raise storage_error(self.path, e) from e
+
+    def audit_head(self):
+        row = self.db.execute("SELECT hash FROM audit ORDER BY n DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def last_message(self):
+        """The newest event's text (the event chain goes on from its hash), or None."""
+        row = self.db.execute("SELECT body FROM outbox ORDER BY seq DESC LIMIT 1").fetchone()
+        return row[0] if row else None
 
     def command_reply(self, command_id):
         row = self.db.execute("SELECT reply FROM commands WHERE id=?", (command_id,)).fetchone()

@@ -5,7 +5,7 @@ Callbacks run in paho's network thread and only enqueue (never touch the journal
     ("mqtt", "refused", reason)   a CONNACK refusal, or a connection that failed (TLS, network):
                                   once per cause, not on every retry
     ("mqtt", "puback", mid)                   ("mqtt", "command", payload, response_topic,
-                                                correlation_data, mid, qos)
+                                                correlation_data, mid, qos, user)
 Commands are acknowledged (PUBACK) only after the daemon has journaled them (manual ack), so a
 crash between receipt and journal makes the broker deliver the command again.
 """
@@ -148,8 +148,10 @@ class MqttLink:
         self._accepted = True
         # No retained message at subscribe: a command left retained on the topic would otherwise
         # come again at every restart (with a new session), applied or refused each time.
-        client.subscribe(self.topics.commands, options=SubscribeOptions(
-            qos=1, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND))
+        # commands/<user>: a staff member's own topic, which the broker's ACL lets only that
+        # login write (docs/mosquitto/acl): the identity the staff rights trust
+        opts = SubscribeOptions(qos=1, retainHandling=SubscribeOptions.RETAIN_DO_NOT_SEND)
+        client.subscribe([(self.topics.commands, opts), (self.topics.commands + "/+", opts)])
         self.enqueue(("mqtt", "connected", bool(flags.session_present)))
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):
@@ -201,7 +203,8 @@ class MqttLink:
         props = msg.properties
         rt = getattr(props, "ResponseTopic", None) if props else None
         cd = getattr(props, "CorrelationData", None) if props else None
-        self.enqueue(("mqtt", "command", msg.payload, rt, cd, msg.mid, msg.qos))
+        user = msg.topic[len(self.topics.commands) + 1:] or None
+        self.enqueue(("mqtt", "command", msg.payload, rt, cd, msg.mid, msg.qos, user))
 
     # -- the main thread -----------------------------------------------------------------------
 

@@ -157,6 +157,8 @@ def table_main(argv):
     ap.add_argument("--broker", help="mqtt://HOST:PORT: use this broker, start none")
     ap.add_argument("--report", help="write the JSON report here")
     ap.add_argument("--plain", action="store_true", help="log lines instead of the live view")
+    ap.add_argument("--progress", type=float, default=30.0, metavar="SECONDS",
+                    help="--plain: a line `N/M rounds (P%%), X/min, ETA T` every SECONDS (0: none)")
     ap.add_argument("--level", choices=scenario.LEVELS, default="hard",
                     help="the computer players' level where the scenario names none")
     ap.add_argument("--no-camera", action="store_true", help="run without the virtual camera")
@@ -169,9 +171,22 @@ def table_main(argv):
     ap.add_argument("--camera", action="store_true", help="--tables: run the virtual cameras too")
     ap.add_argument("--studio-faults", help='--tables: a JSON list of studio faults, e.g. '
                     '[{"fault": "uplink_cut", "at": 10, "table": 2, "seconds": 60}]')
+    ap.add_argument("--console-port", type=int, default=0,
+                    help="the table console's port (0: a free one); its URL is printed at start")
+    ap.add_argument("--pit-boss", choices=["sim", "console"], default="sim",
+                    help="who resolves irregularities: the simulated pit boss, or you on the "
+                         "console's pit-boss page")
     a = ap.parse_args(argv)
     if a.tables is not None:
         return studio_main(a)
+    import re
+    import secrets
+    if a.broker and not re.fullmatch(r"mqtt://[^:/\s]+:\d{1,5}", a.broker):
+        print(f"table-sim: --broker {a.broker}: expected mqtt://HOST:PORT", file=sys.stderr)
+        return 2
+    # the console's accounts for this run: fresh passwords, printed with its URL
+    accounts = [("pit", "supervisor", secrets.token_urlsafe(9)),
+                ("dealer", "dealer", secrets.token_urlsafe(9))]
     try:
         sc = scenario.load(a.scenario) if a.scenario else scenario.parse([])
         profile = a.profile or sc.get("profile") or "luxury21"
@@ -179,7 +194,10 @@ def table_main(argv):
                     a.seed if a.seed is not None else sc.get("seed", 1), sc["faults"], a.speed,
                     a.broker, plain=a.plain or not sys.stdout.isatty(), level=a.level,
                     players=sc["players"], camera=not a.no_camera,
-                    shoe=a.shoe or sc.get("shoe") or "v1")
+                    shoe=a.shoe or sc.get("shoe") or "v1",
+                    console={"port": a.console_port, "accounts": accounts},
+                    pit_boss=a.pit_boss == "sim",
+                    progress_every=a.progress if a.plain else 0.0)
     except ValueError as e:          # a bad scenario, an unknown profile or fault
         print(f"table-sim: {e}", file=sys.stderr)
         return 2
@@ -200,6 +218,12 @@ def table_main(argv):
         h.close()
         return 130
     print(f"table-sim: broker {h.broker_at}, daemon log {h.log_path}", file=sys.stderr, flush=True)
+    print(f"table-sim: console {h.console_url}dealer (pit boss: {h.console_url}pit, "
+          f"{accounts[0][0]} / {accounts[0][2]}; dealer {accounts[1][0]} / {accounts[1][2]})",
+          file=sys.stderr, flush=True)
+    if not h.plain:        # the live view draws over the terminal: the URL stays in its lines
+        h.say(f"console {h.console_url}dealer, pit boss {h.console_url}pit ({accounts[0][0]} / "
+              f"{accounts[0][2]})")
     try:
         h.play()
     except KeyboardInterrupt:
@@ -217,6 +241,8 @@ def table_main(argv):
         with open(a.report, "w") as f:
             f.write(text + "\n")
     print(text)
+    # the live view cleared the start line off the screen: where the log is, said again
+    print(f"table-sim: daemon log kept in {h.log_path}", file=sys.stderr, flush=True)
     return 0 if report["messages_lost"] == 0 and report["balances_match"] and not stuck else 1
 
 

@@ -23,7 +23,8 @@ import json
 import traceback
 from collections import deque
 
-from controller import checkpoint, expect, guarded_step, new_table
+from controller import checkpoint, expect, guarded_step, new_table, rights
+from controller.protocol import SCHEMAS
 from controller.snapshot import public_snapshot
 from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCard, DeviceState,
                             PanelPress, ShoeHello, ShoeStatus, WheelException, WheelState,
@@ -31,8 +32,8 @@ from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCar
 from drivers.panel import panel_view
 from drivers.section import Key, Section
 
-from . import commands
-from .station_types import (AckCommand, AckShoe, Archive, BrokerDown, BrokerUp, Command, Count,
+from . import commands, signing
+from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerDown, BrokerUp, Command, Count,
                             LocalInput,
                             Log, Publish, Published, Record, Refuse, Reply, SetMeta, Status, Stop,
                             Timer, TimerDue, WheelCommand, Lights, MarkSent)
@@ -48,6 +49,8 @@ PANEL_INPUTS = {"shoe_loaded": {"type": "shoe_loaded"},
                 "pit_boss": {"type": "pause", "reason": "pit boss called from the dealer panel"},
                 "resume": {"type": "resume"},
                 "void": {"type": "void_round", "reason": "voided with the pit boss key"}}
+PANEL_COMMANDS = {"shoe_loaded": "shoe_loaded", "pit_boss": "pause", "resume": "resume",
+                  "void": "void_round"}
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 REFUSED_KEEP = 256     # bytes of a refused payload kept: enough to know it, not a way to fill a card
 
@@ -63,8 +66,10 @@ class Settings:
     def __init__(self, table_id, profile, version="0", decision_s=0.0, insurance_s=0.0,
                  void_after_outage_s=0.0, inflight=100, wheel_auto_start=False, shoe_acks=False,
                  panel=False, archive=False, archive_rounds=1000,
-                 replies_topic="dealer-station/v1/t1/replies"):
+                 replies_topic="dealer-station/v1/t1/replies", signer=None, staff=None):
         self.table_id = table_id
+        self.signer = signer                  # signing.Signer, or None: events unsigned
+        self.staff = staff                    # rights.Staff, or None: rights not enforced
         self.profile = profile
         self.version = version
         self.decision_s = decision_s
@@ -79,14 +84,16 @@ class Settings:
         self.replies_topic = replies_topic    # a response topic must be this or under it
 
     @classmethod
-    def from_config(cls, cfg, version):
+    def from_config(cls, cfg, version, signer=None):
+        from controller.rights import Staff
         t = cfg["timers"]
         return cls(cfg["table"]["id"], cfg["profile"], version, t["decision_s"], t["insurance_s"],
                    t["void_after_outage_s"], cfg["broker"]["inflight"],
                    cfg["wheel"]["enabled"] and cfg["wheel"]["auto_start"],
                    cfg["shoe"]["protocol"] == "v1", cfg["panel"]["enabled"],
                    cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"],
-                   f"{cfg['broker']['topic_prefix']}/{cfg['table']['id']}/replies")
+                   f"{cfg['broker']['topic_prefix']}/{cfg['table']['id']}/replies", signer,
+                   Staff.from_config(cfg.get("staff")))
 
 
 # the timers the station arms: a decision's, insurance's, and the void of a round that waited
@@ -104,10 +111,17 @@ class Station:
         self.table = new_table(settings.profile)
         self.next_n = 1            # the journal's next input number
         self.next_seq = 1          # the table's next event sequence number
+        self.prev = signing.GENESIS  # chain hash of the message seq next_seq - 1
+        self.audit_head = signing.GENESIS  # hash of the audit log's newest entry
         self.pending = deque()     # (seq, message) journaled, not yet handed to the broker
         self.inflight = set()      # seqs handed to the broker, not yet acknowledged
         self.timer = None          # (monotonic deadline, expectation, input)
         self.devices = {"broker": {"state": "connecting"}}
+        # device -> {cause: reason} of what holds a device down now ({} = up; absent = not heard
+        # from yet). Causes: "link" (disconnected), "fault" (the driver's fault state: a stalled
+        # line, a scanner node refused), "report" (the shoe's own status: jam, door, sensor,
+        # light), "component" (the wheel's sensor/motor/encoder fault).
+        self.health = {}
         self.shoe_base = None      # (boot, seq, input n) from the first HELLO of a shoe's boot
         self.last_shoe = (0, None)  # (input n, shoe seq) of the last journaled shoe frame
         self.stopping = False
@@ -115,10 +129,15 @@ class Station:
 
     # -- recovery -------------------------------------------------------------------------------
 
-    def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None)):
+    def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None),
+                last_message=None, audit_head=None):
         """Pick the newest checkpoint this version reads. Returns (input n to replay after,
-        [effects]) (a Log for each checkpoint passed over)."""
+        [effects]) (a Log for each checkpoint passed over). `last_message`: the journal's newest
+        outbox text (the event chain goes on from its hash); `audit_head`: the newest audit hash."""
         self.next_n, self.next_seq = next_n, next_seq
+        self.prev = signing.digest(last_message) if last_message else signing.GENESIS
+        if audit_head:
+            self.audit_head = audit_head
         self.last_shoe = tuple(last_shoe)
         if shoe_base:
             boot, seq, at_n = (int(x) for x in shoe_base.split(":"))
@@ -192,6 +211,10 @@ class Station:
                 if isinstance(start, int) and not isinstance(start, bool) and start >= 1:
                     return {"outbox_from": start}
                 return {}
+            seq = cmd.get("seq")
+            if cmd["type"] == "correct_result" and isinstance(seq, int) and not isinstance(seq, bool) \
+                    and seq >= 1:
+                return {"command_reply": cmd["id"], "outbox_at": seq}   # the result it corrects
             return {"command_reply": cmd["id"]}
         return {}
 
@@ -225,17 +248,25 @@ class Station:
 
     # -- inputs to the engine -------------------------------------------------------------------
 
-    def process(self, body, origin, clock, shoe_seq=None, command_id=None):
-        """Step the engine on `body`. Returns ([effects], messages, reply)."""
+    def process(self, body, origin, clock, shoe_seq=None, command_id=None, decision=None,
+                action=None):
+        """Step the engine on `body`. Returns ([effects], messages, reply). `decision`: the
+        staff rights' decision (controller/rights.py) that let it in, for the audit log."""
         body = dict(body)
         body["ts"] = iso(clock.wall)
         errors = []
         t, outputs = guarded_step(self.table, body, errors.append)
         n = self.next_n
         messages = []
-        seq = self.next_seq
+        seq, prev = self.next_seq, self.prev
         for o in outputs:
-            messages.append((seq, _dumps({"seq": seq, "table": self.s.table_id, "v": 1, **o})))
+            # sealed here, once: the outbox keeps these bytes, and every publish, republish
+            # after a crash and resend sends them unchanged (signing.py)
+            text = _dumps({"seq": seq, "table": self.s.table_id, "v": 1, **o, "prev": prev})
+            if self.s.signer is not None:
+                text = self.s.signer.seal(text)
+            messages.append((seq, text))
+            prev = signing.digest(text)
             seq += 1
         reply = None
         if command_id is not None:
@@ -245,12 +276,19 @@ class Station:
         if checkpoint.quiescent(t) and ("shoe_started" in kinds or (
                 kinds & {"round_result", "round_voided"} and t.rounds % CHECKPOINT_ROUNDS == 0)):
             cp = checkpoint.encode(t)
+        audit = ()
+        if decision is not None and (decision.override or decision.who is not None):
+            rej = outputs[0] if len(outputs) == 1 and outputs[0]["type"] == "rejected" else None
+            audit = (self._audit_entry(clock, origin, action or body["type"], command_id, decision,
+                                       "accepted" if rej is None else f"rejected:{rej['code']}", n),)
         effects = [Record(n, clock.wall, origin, body, shoe_seq, tuple(messages), command_id,
-                          reply, cp)]
+                          reply, cp, audit)]
         # only now, with the record first in line, does the station adopt the new state
+        was_paused = self.table.paused
         self.table = t
         self.next_n = n + 1
         self.next_seq = seq
+        self.prev = prev
         self.pending.extend(messages)
         if shoe_seq is not None:
             self.last_shoe = (n, shoe_seq)
@@ -262,8 +300,11 @@ class Station:
         effects += self._counts(body, origin, outputs)
         for o in outputs:      # the code and round only: an irregularity's detail may name a card
             if o["type"] == "irregularity":
-                effects.append(Log("warning", f"irregularity {o['code']} in round {o.get('round')}"
-                                   + (f": the table is paused ({t.paused})" if t.paused else "")))
+                # the pause it caused, or the earlier one it came in (not its cause)
+                why = (f", while the table is paused (since an earlier {was_paused})" if was_paused
+                       else f": the table pauses ({t.paused})" if t.paused else "")
+                effects.append(Log("warning", f"irregularity {o['code']} in round "
+                                              f"{o.get('round')}{why}"))
         if self.s.panel:
             effects.append(Lights(panel_view(expect(t), t)))
         if kinds & set(ANNOUNCE):
@@ -364,7 +405,11 @@ class Station:
             bad_topic = self._response_topic(ev.response_topic)
             if bad_topic:
                 ev = ev._replace(response_topic=None)
-                raise commands.CommandError("malformed", bad_topic)
+                try:         # the reply names the command it refuses, when the command has an id
+                    cid = commands.parse(ev.payload)["id"]
+                except commands.CommandError as e:
+                    cid = e.id
+                raise commands.CommandError("malformed", bad_topic, cid)
             cmd = commands.parse(ev.payload)
             if cmd["type"] == "resend":
                 effects, reply = self._resend(cmd, reads.get("outbox_rows", ()))
@@ -374,8 +419,22 @@ class Station:
                     effects = []
                     reply = {**prior, "status": "duplicate", "original": prior["status"]}
                 else:
-                    effects, _, reply = self.process(commands.to_input(cmd), "command", clock,
-                                                     command_id=cmd["id"])
+                    d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
+                                      cmd.get("reason"), bool(self.table.pending))
+                    if d.code is None and cmd["type"] == "correct_result":
+                        self._corrects(cmd, reads.get("outbox_row"))
+                    if d.code is not None:
+                        effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
+                        reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
+                                 "code": d.code, "reason": d.reason}
+                    else:
+                        body = commands.to_input(cmd)
+                        need = SCHEMAS.get(body["type"], {}).get("by")
+                        if d.who is not None and "by" not in body and need and need[1]:
+                            body["by"] = d.who     # required: the login the broker vouched for
+                        effects, _, reply = self.process(body, "command", clock,
+                                                         command_id=cmd["id"], decision=d,
+                                                         action=cmd["type"])
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
             effects = [Refuse("command", e.code, e.reason, bytes(ev.payload[:REFUSED_KEEP])),
@@ -384,6 +443,23 @@ class Station:
                      "reason": e.reason}
         return effects + [Reply(reply, ev.response_topic, ev.correlation),
                           AckCommand(ev.mid, ev.qos)]
+
+    @staticmethod
+    def _corrects(cmd, row):
+        """A correction names the published result it corrects by its sequence number: that
+        message must be the round's `round_result` (or an earlier correction of it). The engine
+        cannot see sequence numbers; without this a voided round could be given a result."""
+        try:
+            m = json.loads(row[1]) if row is not None and row[0] == cmd["seq"] else None
+        except (TypeError, ValueError):
+            m = None
+        if not isinstance(m, dict) or m.get("type") not in ("round_result", "result_corrected") \
+                or m.get("round") != cmd["round"]:
+            what = (f"a {m.get('type')} of round {m.get('round')}" if isinstance(m, dict)
+                    else "no message")
+            raise commands.CommandError(
+                "no_such_result", f"correct_result.seq: {cmd['seq']} is {what}, not the result of "
+                f"round {cmd['round']}", cmd["id"])
 
     def _resend(self, cmd, rows):
         start = cmd.get("from")
@@ -419,7 +495,11 @@ class Station:
         if isinstance(e, ShoeStatus):
             self.devices.setdefault("shoe", {})["report"] = {
                 "door": e.door, "jam": e.jam, "sensor": e.sensor, "light": e.light, "gate": e.gate}
-            return []
+            bad = [why for why, on in (("door open", e.door == "open"), ("jam", e.jam),
+                                       ("sensor fault", e.sensor != "ok"),
+                                       ("low light", e.light != "ok")) if on]
+            self._health("shoe", report=", ".join(bad) or None)
+            return self._sync_faults(clock)
         if isinstance(e, PanelPress):
             return self._panel(e, clock)
         if isinstance(e, (WheelState, WinningNumber, WheelException)):
@@ -436,11 +516,52 @@ class Station:
             d["state"] = e.state
             d["reason"] = e.detail.get("reason")
             level = "info" if e.state in ("connected", "ok") else "warning"
-            effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip()),
-                        self.status_effect()]
-            return effects
+            why = e.detail.get("reason") or e.state
+            if e.state == "connected":      # the line is back (a stall ends the same way)
+                self._health(e.device, link=None, fault=None)
+            elif e.state == "disconnected":
+                self._health(e.device, link=f"disconnected: {why}")
+            elif e.state == "fault":
+                self._health(e.device, fault=why)
+            elif e.state == "ok":
+                self._health(e.device, fault=None)
+            effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip())]
+            effects += self._sync_faults(clock)
+            return effects + [self.status_effect()]
         return [Log("warning", f"event of unknown kind {type(e).__name__} dropped"),
                 Count("events_dropped_total", (("kind", type(e).__name__),))]
+
+    def _health(self, device, **causes):
+        h = self.health.setdefault(device, {})
+        for cause, why in causes.items():
+            if why is None:
+                h.pop(cause, None)
+            else:
+                h[cause] = why
+
+    def required(self):
+        """The devices a round cannot be played without (the camera only cross-checks)."""
+        return ("shoe", "scanner") if self.table.game.uses_cards else ("wheel",)
+
+    def _sync_faults(self, clock):
+        """RULES.md: a required device down pauses the round and holds the next betting; its
+        return lets the round go on. The engine keeps which devices are down (journaled, so
+        replay and recovery agree); the station reports each change of a device's health to it
+        as a `device_fault` / `device_restored` input."""
+        effects = []
+        down = {d for d, _ in self.table.faults}
+        for dev in self.required():
+            h = self.health.get(dev)
+            if h is None:
+                continue                       # not heard from since the start: nothing known
+            if h and dev not in down:
+                reason = "; ".join(h[k] for k in sorted(h))[:500]
+                effects += self.process({"type": "device_fault", "device": dev, "reason": reason},
+                                        "device", clock)[0]
+            elif not h and dev in down:
+                effects += self.process({"type": "device_restored", "device": dev}, "device",
+                                        clock)[0]
+        return effects
 
     def _panel(self, e, clock):
         if e.button == "key":
@@ -448,7 +569,42 @@ class Station:
             return [self.status_effect()]
         if e.button == "void" and not e.armed:
             return [Log("warning", "void pressed without the pit boss key: ignored")]
-        return self.process(PANEL_INPUTS[e.button], "panel", clock)[0]
+        who = "panel-key" if self.devices.get("panel", {}).get("key") else "panel"
+        kind = PANEL_COMMANDS[e.button]
+        body = PANEL_INPUTS[e.button]
+        d = rights.decide(self.s.staff, kind, who, None, body.get("reason", "pit boss key"),
+                          bool(self.table.pending), panel=True)
+        if d.code is not None:
+            return self._refuse_right(clock, "panel", kind, None, d)
+        return self.process(body, "panel", clock, decision=d, action=kind)[0]
+
+    # -- staff rights and the audit log ---------------------------------------------------------
+
+    def _chain(self, doc):
+        text, h = signing.chain_entry(self.audit_head, doc)
+        self.audit_head = h
+        return text, h
+
+    def _audit_entry(self, clock, origin, action, command_id, d, result, input_n=None):
+        """One audit log entry, chained to the one before (signing.chain_entry)."""
+        return self._chain({"at": iso(clock.wall), "origin": origin, "action": action,
+                            "id": command_id, "who": d.who, "role": d.role,
+                            "override": d.override, "reason": d.reason, "result": result,
+                            "input": input_n})
+
+    def boot(self, clock, info):
+        """The audit log's entry for a start of the software: version, configuration hash, key
+        id, and the input number it starts after (the round export finds it there)."""
+        return Audit(self._chain({"at": iso(clock.wall), "action": "start", "origin": "system",
+                                  "after_input": self.next_n - 1, **info}))
+
+    def _refuse_right(self, clock, origin, kind, command_id, d):
+        """A command its sender may not give: never reaches the engine (nor the journal's
+        inputs, so replay is untouched); the refusal is in the audit log."""
+        return [Audit(self._audit_entry(clock, origin, kind, command_id, d, f"rejected:{d.code}")),
+                Count("rejected_total", (("code", d.code),)),
+                Log("warning", f"{kind} from {d.who or origin} ({d.role or 'no role'}) rejected: "
+                               f"{d.code}")]
 
     def _wheel(self, e, clock):
         """The wheel runs the roulette round: no more bets closes betting, the winning number
@@ -456,9 +612,14 @@ class Station:
         t = self.table
         if isinstance(e, WheelState):
             self.devices.setdefault("wheel", {})["wheel_state"] = e.name
-            if e.state == 4 and t.round is None and not t.paused:
-                return self.process({"type": "betting_closed"}, "wheel", clock)[0]
-            return []
+            effects = []
+            if not e.flags & 4 and self.health.get("wheel", {}).get("component"):
+                self._health("wheel", component=None)       # the sensor/motor fault cleared
+                effects += self._sync_faults(clock)
+            t = self.table
+            if e.state == 4 and t.round is None and not t.paused and not t.faults:
+                effects += self.process({"type": "betting_closed"}, "wheel", clock)[0]
+            return effects
         if isinstance(e, WinningNumber):
             effects = self.process({"type": "winning_number", "number": e.number, "spin": e.spin},
                                    "wheel", clock)[0]
@@ -466,14 +627,25 @@ class Station:
                 effects.append(WheelCommand("start_game"))
             return effects
         effects = [Log("warning", f"wheel: {e.kind} on spin {e.spin} {e.detail}")]
-        # number_mismatch is only logged here: the driver raises it on every spin of the virtual
-        # wheel at a 0.02 s period (issue #18 report), so the engine's number_mismatch input is
-        # not wired to it until that is understood
+        if e.kind == "component_fault":
+            # RULES.md: the wheel's sensor fault pauses the round (device_fault); it goes on if
+            # the fault clears in time, else the supervisor voids it
+            self._health("wheel", component=f"component fault {e.detail.get('code') or e.detail.get('reason') or ''}".strip())
+            d = self.devices.setdefault("wheel", {})
+            d["state"], d["reason"] = "fault", e.kind
+            return effects + self._sync_faults(clock) + [self.status_effect()]
+        if e.kind == "number_mismatch":
+            # two numbers for one spin: a malfunction (RULES.md); the engine pauses the table for
+            # the supervisor, who confirms one number or voids the round
+            d = e.detail
+            return effects + self.process({"type": "number_mismatch", "first": d["first"],
+                                           "then": d["then"], "spin": e.spin}, "wheel",
+                                          clock)[0]
         if e.kind == "miss_spin":
             if t.round is not None:
                 effects += self.process({"type": "miss_spin", "spin": e.spin}, "wheel", clock)[0]
             effects.append(WheelCommand("ack_void"))      # the wheel spins again from place bets
-        elif e.kind in ("failed_launch", "no_ball", "component_fault"):
+        elif e.kind in ("failed_launch", "no_ball"):
             if t.round is not None:
                 effects += self.process({"type": "void_round",
                                          "reason": f"wheel: {e.kind.replace('_', ' ')}"}, "wheel",

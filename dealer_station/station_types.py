@@ -22,6 +22,7 @@ class Command(NamedTuple):
     correlation: bytes | None = None
     mid: int | None = None
     qos: int = 1
+    user: str | None = None   # the login, when it came on commands/<user> (the broker's ACL)
 
 
 class Published(NamedTuple):
@@ -66,6 +67,7 @@ class Record(NamedTuple):
     command_id: str | None
     reply: dict | None
     checkpoint: dict | None
+    audit: tuple = ()        # ((entry text, hash), ...) for the audit log, same transaction
 
 
 class Refuse(NamedTuple):
@@ -74,6 +76,11 @@ class Refuse(NamedTuple):
     code: str
     reason: str
     payload: bytes
+
+
+class Audit(NamedTuple):
+    """An audit log entry on its own (a staff decision that never reached the engine)."""
+    entry: tuple             # (entry text, hash)
 
 
 class AckShoe(NamedTuple):

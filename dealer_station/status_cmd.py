@@ -1,7 +1,8 @@
 """`dealer-station status --config FILE [--json]`: what the running daemon says of its table (its
 /status on the metrics endpoint: devices, round, outbox depth, health) and what its journal holds
 (the last input, the last round's result, unsent outputs), which answers even when it is down.
-Exit status: 0 running and healthy, 1 running but unhealthy, 3 not running."""
+Exit status: 0 running and healthy, 1 running but unhealthy (or its health unknown: no metrics),
+3 not running."""
 import datetime
 import json
 import os
@@ -44,24 +45,39 @@ def _iso(t):
 
 
 def gather(cfg):
+    """Running is decided by the journal's lock (the daemon holds it as long as it lives), not by
+    the metrics endpoint: `[metrics] port = 0` (any free port, as table-sim writes) or metrics
+    disabled still show a running daemon. Its /status, at the port it noted in the lock file,
+    adds devices, round and health."""
+    from .lock import held
     doc = {"running": False, "table": cfg["table"]["id"], "profile": cfg["profile"].name}
     m = cfg["metrics"]
-    if m["enabled"] and m["port"]:
-        url = f"http://{m['bind']}:{m['port']}/status"
-        try:
-            with urllib.request.urlopen(url, timeout=3) as r:
-                doc.update(json.loads(r.read()), running=True)
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            doc["why_not"] = f"nothing answers on {url} ({getattr(e, 'reason', e)})"
+    holder = held(cfg["paths"]["journal"])
+    if holder is None:
+        doc["why_not"] = f"no dealer-station process holds the journal {cfg['paths']['journal']}"
     else:
-        doc["why_not"] = "metrics disabled in the configuration: only the journal is read"
+        doc.update(running=True, pid=holder[0])
+        url = holder[1].get("metrics") or (m["port"] and f"http://{m['bind']}:{m['port']}")
+        if not m["enabled"]:
+            doc["health_unknown"] = "metrics disabled in the configuration: only the journal is read"
+        elif not url:
+            doc["health_unknown"] = "its metrics endpoint is not up (yet)"
+        else:
+            try:
+                with urllib.request.urlopen(url + "/status", timeout=3) as r:
+                    doc.update(json.loads(r.read()), running=True)
+            except (urllib.error.URLError, OSError, ValueError) as e:
+                doc["health_unknown"] = f"nothing answers on {url}/status ({getattr(e, 'reason', e)})"
     doc["journal_facts"] = _journal_facts(cfg["paths"]["journal"])
     return doc
 
 
 def human(doc):
     lines = []
-    if doc["running"]:
+    if doc["running"] and "health_unknown" in doc:
+        lines.append(f"table {doc['table']} ({doc['profile']}): running (pid {doc['pid']}), health "
+                     f"unknown: {doc['health_unknown']}")
+    elif doc["running"]:
         lines.append(f"table {doc['table']} ({doc['profile']}), dealer-station {doc.get('version')}: "
                      f"running {doc.get('uptime_s', 0):.0f} s, {doc.get('health')}")
         for name, d in sorted((doc.get("devices") or {}).items()):
@@ -100,7 +116,7 @@ def cmd(args):
     print(json.dumps(doc, indent=1) if args.json else human(doc))
     if not doc["running"]:
         return 3
-    return 0 if doc.get("healthy") else 1
+    return 0 if doc.get("healthy") else 1      # running, health unknown: 1 (not shown healthy)
 
 
 def add_parser(sub):

@@ -9,7 +9,6 @@ import collections
 import os
 import random
 import select
-import tempfile
 import threading
 import time
 
@@ -17,6 +16,7 @@ from controller.cards import CARDS
 
 from . import shoe_protocol as sp
 from .pty_link import close_pty, open_pty
+from .scratch import scratch_dir
 
 
 class VirtualShoe:
@@ -47,7 +47,7 @@ class VirtualShoe:
         self._fault = collections.deque()      # faults for the next frames
         self._stalled = False
         self._held = []
-        self._dir = tempfile.mkdtemp(prefix="vshoe-") if link is None else None
+        self._dir = scratch_dir("vshoe") if link is None else None
         self.path = link or os.path.join(self._dir, "shoe")
         self._lock = threading.RLock()
         self._stop = threading.Event()

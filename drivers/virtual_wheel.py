@@ -4,11 +4,11 @@ packet. The real wheel driver reaches it through a device path, as it would the 
 import os
 import random
 import select
-import tempfile
 import threading
 import time
 
 from .pty_link import close_pty, open_pty
+from .scratch import scratch_dir
 
 
 class VirtualWheel:
@@ -21,6 +21,7 @@ class VirtualWheel:
         self.state = 6
         self.spin = 1
         self.number = None
+        self.ended = False                # the spin's number is out: the next game is a new spin
         self.flags = 0
         self.running = False
         self.auto_next = True
@@ -29,7 +30,7 @@ class VirtualWheel:
         self.persist = {}                 # fault -> periods left while it persists
         self.await_ack = False
         self.received = []
-        self._dir = tempfile.mkdtemp(prefix="vwheel-") if link is None else None
+        self._dir = scratch_dir("vwheel") if link is None else None
         self.path = link or os.path.join(self._dir, "wheel")
         self._lock = threading.RLock()
         self._stop = threading.Event()
@@ -61,10 +62,18 @@ class VirtualWheel:
     def no_ball_next(self, periods=12):
         self.persist["no_ball"] = periods
 
-    def component_fault(self, code="12"):
+    def component_fault(self, code="12", periods=None):
+        """A sensor/motor/encoder fault (flag 4, and the self-test's code); cleared by itself
+        after `periods` status periods, or never."""
         with self._lock:
             self.flags |= 4
+            if periods is not None:
+                self.persist["component"] = periods
             self._send(f"*F {code}")
+
+    def double_number_next(self):
+        """The next spin's number line is followed by another, different number (a reader fault)."""
+        self.faults.add("double_number")
 
     def garble_next(self):
         self.faults.add("garble")
@@ -112,11 +121,20 @@ class VirtualWheel:
                 self._send("*V V2.50 Cammegh / Syoptic - SlingShot 2 Roulette Wheel")
 
     def _enter(self, state):
+        if state == 2 and self.ended:
+            # a new game is a new spin (the controller numbers games): also when the host starts
+            # it at the winning number, before the wheel would have moved on by itself
+            self.spin = self.spin % 256 + 1
+            self.ended = False
         self.state = state
         self.phase_left = {2: self.times[0], 3: self.times[1], 4: self.times[2], 5: self.times[3]}.get(state, 0)
 
     def _tick(self):
         with self._lock:
+            if self.persist.get("component", 0) > 0:
+                self.persist["component"] -= 1
+                if not self.persist["component"]:
+                    self.flags &= ~4
             if self.state in (1, 6) or self.await_ack:
                 return
             if self.state == 2 and self.persist.get("failed_launch", 0) > 0:
@@ -144,9 +162,12 @@ class VirtualWheel:
             elif self.state == 4:
                 self.number = self.rng.randrange(37)
                 self._send(f"{self.number:>2}")     # the winning-number line (port 1)
+                if "double_number" in self.faults:
+                    self.faults.discard("double_number")
+                    self._send(f"{(self.number + 1) % 37:>2}")
                 self._enter(5)
-            elif self.state == 5:
-                self.spin = self.spin % 256 + 1
+                self.ended = True
+            elif self.state == 5:     # stays at the winning number until a new game starts
                 if self.running and self.auto_next:
                     self._enter(2)
 

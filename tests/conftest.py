@@ -15,7 +15,7 @@ def pytest_terminal_summary(terminalreporter):
     tr.write_sep("=", "time per group (setup, call and teardown)")
     for group, seconds in sorted(_times.items(), key=lambda kv: -kv[1]):
         tr.write_line(f"{seconds:8.1f} s  {group}")
-    tr.write_line(f"{sum(_times.values()):8.1f} s  in all")
+    tr.write_line(f"{sum(_times.values()):8.1f} s  in all (summed over the parallel workers)")
 
 
 # The longest groups first, so that a parallel run (pytest-xdist, --dist loadfile) does not start

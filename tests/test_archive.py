@@ -16,6 +16,7 @@ from dealer_station import archive as ar
 from dealer_station.config import check_config
 from dealer_station.daemon import Daemon
 from dealer_station.replay import replay_lines
+from dealer_station.signing import ENVELOPE
 
 ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 
@@ -54,7 +55,7 @@ def bodies(db_path):
 
 
 def strip(msgs):
-    return [{k: v for k, v in m.items() if k not in ("seq", "table", "v", "ts")} for m in msgs]
+    return [{k: v for k, v in m.items() if k not in ENVELOPE} for m in msgs]
 
 
 def test_archive_prunes_old_shoes_and_nothing_is_lost(tmp_path):
@@ -263,3 +264,12 @@ def test_export_a_time_range_replays_to_the_outputs_recorded(tmp_path):
     p = subprocess.run(cli + ["journal", "export", "--journal", str(j), "--from", "yesterday",
                               "--to", "1"], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 1 and "'yesterday': not a time" in p.stdout
+    p = subprocess.run(cli + ["journal", "export", "--journal", str(j), "--from",
+                              "2026-11-30T15:00:00", "--to", "2026-11-30T14:00:00"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 1 and "--from 2026-11-30T15:00:00 is later than --to " \
+        "2026-11-30T14:00:00: swap them" in p.stdout
+    p = subprocess.run(cli + ["journal", "export", "--journal", str(j), "--from", "10", "--to",
+                              "20"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 1 and "no input in that time range (the journal's inputs run from " \
+        "2026-11-30T12:00:01 to 2026-11-30T12:" in p.stdout

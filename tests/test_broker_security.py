@@ -1,6 +1,7 @@
 """The broker as shipped (docs/mosquitto/): no other user can take a table's session, and the
 daemon's MQTT over TLS (server certificate checked, a wrong CA refused and said so, client
 certificates) against a real Mosquitto with certificates made by the test."""
+import json
 import re
 import time
 import urllib.request
@@ -14,7 +15,8 @@ from broker_rig import ShippedBroker, make_pki
 from drivers.virtual_shoe import VirtualShoe
 from mqtt_rig import Client, DaemonProc, wait_for, workdir
 
-USERS = {"t1": "pw-t1", "betting-system": "pw-bs", "monitor": "pw-mon"}
+USERS = {"t1": "pw-t1", "betting-system": "pw-bs", "monitor": "pw-mon", "s-carol": "pw-sc",
+         "d-anna": "pw-da"}
 MONITOR = "user monitor\ntopic read dealer-station/v1/+/status\n"   # the test's observer only
 STATUS = "dealer-station/v1/t1/status"
 
@@ -33,12 +35,12 @@ def studio(tmp_path):
         made.append(b)
         return b
 
-    def daemon(port, broker_lines):
+    def daemon(port, broker_lines, extra=""):
         pw = tmp_path / "pw-t1"
         pw.write_text("pw-t1\n")
         p = DaemonProc(d, port, shoe.path)
         text = open(p.config).read().replace(
-            "[broker]\n", f'[broker]\nusername = "t1"\npassword_file = "{pw}"\n{broker_lines}')
+            "[broker]\n", f'[broker]\nusername = "t1"\npassword_file = "{pw}"\n{broker_lines}') + extra
         open(p.config, "w").write(text)
         made.append(p)
         p.start()
@@ -190,3 +192,46 @@ def test_client_certificate_where_the_broker_requires_one(studio):
     line = next(x for x in new.splitlines() if "broker refused" in x)
     assert "certificate required" in line and "broker.cert_file" in line, line
     assert new.count("broker refused") == 1 and "broker disconnected" not in new, new
+
+
+def staff_client(port, user):
+    """A staff member's login; returns (client, {mid: PUBACK reason code})."""
+    acks = {}
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"staff-{user}", protocol=mqtt.MQTTv5)
+    c.username_pw_set(user, USERS[user])
+    c.on_publish = lambda cl, u, mid, rc, p: acks.__setitem__(mid, rc)
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    return c, acks
+
+
+def test_staff_identity_is_the_login_the_broker_vouches_for(studio):
+    """commands/<login> is writable by that login alone (the shipped ACL): a dealer's void is
+    refused by the table's rights, a supervisor's gets past them (to the engine: no round under
+    way), and a dealer writing on the supervisor's topic is stopped by the broker."""
+    broker, daemon, pki, shoe = studio
+    b = broker()
+    d = daemon(b.port, "", '\n[staff]\ndealer = ["d-anna"]\nsupervisor = ["s-carol"]\n')
+    bs = Client(b.port, user=("betting-system", "pw-bs"))
+    carol, _ = staff_client(b.port, "s-carol")
+    anna, anna_acks = staff_client(b.port, "d-anna")
+    try:
+        bs.wait_online(timeout=20)
+        base = "dealer-station/v1/t1/commands"
+        void = {"type": "void_round", "reason": "misdeal"}
+        carol.publish(f"{base}/s-carol", json.dumps({**void, "id": "v1"}), qos=1)
+        anna.publish(f"{base}/d-anna", json.dumps({**void, "id": "v2"}), qos=1)
+        forged = anna.publish(f"{base}/s-carol", json.dumps({**void, "id": "v3"}), qos=1).mid
+        anna.publish(f"{base}/d-anna", json.dumps({"type": "shoe_loaded", "id": "v4"}), qos=1)
+        wait_for(lambda: all(i in bs.replies for i in ("v1", "v2", "v4")), 15, "the replies")
+        assert bs.replies["v1"]["code"] == "no_round"           # past the rights
+        assert bs.replies["v2"]["code"] == "not_authorized"
+        assert bs.replies["v4"]["status"] == "accepted"
+        wait_for(lambda: forged in anna_acks, 5, "the broker's answer to the forged command")
+        assert anna_acks[forged].is_failure                      # Not authorized
+        assert "v3" not in bs.replies
+    finally:
+        for c in (carol, anna):
+            c.disconnect()
+            c.loop_stop()
+        bs.close()

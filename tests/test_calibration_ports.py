@@ -99,18 +99,18 @@ def test_verify_ends_early_once_the_deck_is_complete(shoe, tmp_path, capsys):
     assert "ready: pass the 52 cards" in captured.err
 
 
-@pytest.mark.parametrize("argv", [
-    ["verify-deck", "--operator", "Bo"],
-    ["learn-codebook"],
-    ["monitor", "--device", "shoe"],
-    ["monitor", "--device", "wheel"],
-    ["ports"],
+@pytest.mark.parametrize("argv, device", [
+    (["verify-deck", "--operator", "Bo"], "shoe"),
+    (["learn-codebook"], "scanner"),
+    (["monitor", "--device", "shoe"], "shoe"),
+    (["monitor", "--device", "wheel"], "wheel"),     # the wheel's port, not "the shoe"
+    (["ports"], "shoe"),
 ])
-def test_a_missing_port_is_named_at_once(argv, tmp_path, capsys):
+def test_a_missing_port_is_named_at_once(argv, device, tmp_path, capsys):
     rc, took = timed(argv + ["--port", str(tmp_path / "ttyUSB7")] +
                      (["--report-dir", str(tmp_path / "r")] if argv[0] == "verify-deck" else []))
     assert rc == 2 and took < 1.5
-    assert "no such port (is the shoe plugged in?)" in capsys.readouterr().err
+    assert f"no such port (is the {device} plugged in?)" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()           # no report of 52 missing cards
 
 
@@ -143,6 +143,8 @@ def test_a_busy_port_names_its_holder(shoe, holder, tmp_path, capsys):
         err = capsys.readouterr().err
         assert rc == 2 and took < 1.5, (argv, err)
         assert f"port busy: held by PID {p.pid} (python" in err and "dealer-station" in err
+        # the virtual shoe behind the pty has it open too, but it is not what makes it busy
+        assert f"PID {os.getpid()}" not in err and "held by PID" in err and err.count("PID ") == 1
 
 
 def test_a_silent_port_is_called_silent(tmp_path, capsys):
@@ -208,6 +210,23 @@ def zones_toml(zones):
     return "[zones]\n" + "".join(f"{n} = {[[int(x), int(y)] for x, y in p]}\n" for n, p in zones.items())
 
 
+def settable(monkeypatch):
+    """The video played as a camera that applies exposure and focus (a file cannot)."""
+    from drivers.camera import video
+    real = video.open_source
+
+    class Camera:
+        def __init__(self, spec):
+            self.cap = real(spec)
+
+        def read(self):
+            return self.cap.read()
+
+        def set(self, prop, value):
+            return True
+    monkeypatch.setattr(video, "open_source", Camera)
+
+
 def test_sweep_without_a_report_dir_writes_its_report_then_the_calibration(tmp_path, monkeypatch,
                                                                           capsys):
     import cv2
@@ -218,8 +237,10 @@ def test_sweep_without_a_report_dir_writes_its_report_then_the_calibration(tmp_p
     cal = tmp_path / "c.toml"
     cal.write_text(zones_toml(z) + "[codebook]\n" + "".join(f'"D01-{c}" = "{c}"\n' for c in CARDS))
     monkeypatch.chdir(tmp_path)
+    settable(monkeypatch)
     assert main(["camera", "sweep", "--source", "table.avi", "--calibration", "c.toml",
-                 "--exposures", "100,200", "--focus", "0"]) == 0, capsys.readouterr()
+                 "--exposures", "100,200", "--focus", "0", "--operator", "Bo"]) == 0, \
+        capsys.readouterr()
     reports = sorted(os.listdir(tmp_path / "calibration-reports"))
     assert [f.split("-", 2)[2] for f in reports] == [
         "camera-sweep-decode-rate.png", "camera-sweep.json", "camera-sweep.md"]

@@ -84,6 +84,11 @@ def test_templates_save_and_load(templates, tmp_path):
     t2 = Templates.load(tmp_path)
     assert set(t2.patches) == set(CARDS) and t2.box == templates.box
     assert t2.card_size == pytest.approx(templates.card_size)
+    from drivers.camera.visual import face_score
+    assert min(face_score(t2.faces[c], templates.faces[c]) for c in CARDS) > 0.999   # 16-bit faces
+    (tmp_path / "face_Kd.png").unlink()
+    with pytest.raises(ValueError, match="face_Kd.png"):
+        Templates.load(tmp_path)
     (tmp_path / "index_As.png").unlink()
     with pytest.raises(ValueError, match="missing template index_As.png"):
         Templates.load(tmp_path)

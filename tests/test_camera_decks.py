@@ -110,3 +110,20 @@ def test_a_reference_photo_that_shows_no_proper_index_is_refused():
     with pytest.raises(BadReference) as e:
         Templates.capture(swapped)
     assert set(e.value.cards) == {"4h", "5h"}
+
+
+def test_label_files_in_a_technicians_spelling():
+    """'10', words, symbols and any case name the same cards; anything else is refused."""
+    from calibration.camera_tools import label_card
+    assert [label_card(r, s) for r, s in [("10", "Hearts"), ("t", "H"), (" q ", "\u2660"), ("ace", "clubs"),
+                                          ("K", "d")]] == ["Th", "Th", "Qs", "Ac", "Kd"]
+    assert label_card("11", "s") is None and label_card("A", "x") is None and label_card("", "") is None
+
+
+def test_a_photo_with_a_second_smaller_white_thing_still_gives_its_card(tmp_path):
+    """A reference photo with a sheet of paper or a reflection beside the card: the card is the
+    clearly largest outline; two alike outlines are refused (which one is the card?)."""
+    from calibration.camera_tools import one_card
+    a, b = cm.card_quad((200, 200), 150, 5), cm.card_quad((500, 200), 60, 0)
+    assert one_card([b, a]) is a and one_card([a]) is a
+    assert one_card([a, cm.card_quad((500, 200), 140, 0)]) is None and one_card([]) is None

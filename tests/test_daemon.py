@@ -8,6 +8,7 @@ import time
 import pytest
 
 from controller import get_profile, new_table, step
+from dealer_station.signing import ENVELOPE
 from drivers.virtual_shoe import VirtualShoe
 from mqtt_rig import Broker, Client, DaemonProc, Proxy, ROOT, wait_for, workdir
 from table_driver import TableDriver
@@ -72,7 +73,7 @@ def replayed(profile, inputs):
 
 
 def strip(msgs):
-    return [{k: v for k, v in m.items() if k not in ("seq", "table", "v", "ts")} for m in msgs]
+    return [{k: v for k, v in m.items() if k not in ENVELOPE} for m in msgs]
 
 
 @pytest.mark.parametrize("profile,decks,cut", [("luxury21", 8, 208), ("punto_banco", 8, 7)])
@@ -179,7 +180,8 @@ def test_malformed_and_out_of_turn_commands_are_rejected_and_change_nothing(rig)
            b'{"id":"x"}', b'{"id":"","type":"resume"}', b'{"id":5,"type":"resume"}',
            json.dumps({"id": "q", "type": "explode"}).encode(), b"{" * 5000]
     ids = []
-    c.wait_replies()         # the driver's last decision has had its reply
+    c.wait_replies()         # the driver's last decision has had its reply...
+    c.caught_up(d.journal)   # ...and its events (the reply goes out before them)
     mark = len(c.all)
     before = len(c.events)
     for i in range(1000):

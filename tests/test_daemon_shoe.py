@@ -136,3 +136,56 @@ def test_a_driver_error_shows_in_the_status_and_the_shoe_comes_back(rig, tmp_pat
         assert [r[0]["card"] for r in shoe_inputs(str(tmp_path / "j.sqlite"))] == [card]
     finally:
         d.close()
+
+
+def test_the_shoe_unplugged_mid_round_pauses_it_and_replugged_resumes_it(rig, tmp_path):
+    """End to end (issue #18): the real driver's disconnect reaches the engine as a journaled
+    device_fault, which pauses the round; the shoe's return resumes it where it stopped."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    path = str(tmp_path / "j.sqlite")
+    cfg, errors = check_config({
+        "table": {"id": "e2", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": b.port}, "paths": {"journal": path}, "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.start()
+
+    def outputs():
+        return [json.loads(r[0]) for r in d.journal.db.execute("SELECT body FROM outbox")]
+
+    def run_until(pred, what, timeout=10):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            d.run_once(0.05)
+            if pred():
+                return
+        raise AssertionError(f"{what}: not within {timeout} s")
+    try:
+        run_until(lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
+        d.process({"type": "shoe_loaded"}, "test")
+        while d.station.table.phase == "burn":
+            n = len(outputs())
+            shoe.deal()
+            run_until(lambda: len(outputs()) > n, "the burn card read")
+        d.process({"type": "betting_closed", "seats": [1]}, "test")
+        shoe.deal()
+        run_until(lambda: sum(o["type"] == "card_dealt" and o["round"] == 1
+                              for o in outputs()) == 1, "the first card")
+        shoe.unplug()
+        run_until(lambda: any(o["type"] == "round_paused" for o in outputs()), "the pause")
+        paused = next(o for o in outputs() if o["type"] == "round_paused")
+        assert paused["reason"] == "device_fault" and paused["round"] == 1
+        shoe.replug()
+        run_until(lambda: any(o["type"] == "round_resumed" for o in outputs()), "the resume")
+        kinds = [o["type"] for o in outputs()]
+        assert kinds.index("device_restored") < kinds.index("round_resumed")
+        assert kinds[-1] == "awaiting_card"
+        db = sqlite3.connect(path)
+        origins = db.execute("SELECT origin, body FROM inputs WHERE origin='device'").fetchall()
+        db.close()
+        assert [json.loads(b)["type"] for _, b in origins] == ["device_fault", "device_restored"]
+    finally:
+        d.close()

@@ -4,8 +4,9 @@ NOT_RUN with the reason. A new example that is in neither fails the test, so the
 drift from the commands unnoticed.
 
 The commands run in a scratch directory that looks like a fresh clone after the README's setup
-(the repository's files linked in, `.venv` included, the documented commands on the PATH as
-`scripts/install` puts them), so what they write (report.json, zones.png) lands there."""
+(the repository's files linked in, `.venv` included, the documented commands on the PATH as the
+README's `source .venv/bin/activate` puts them), so what they write (report.json, zones.png)
+lands there. That the activation line really puts them there is checked with a PATH without them."""
 import glob
 import json
 import os
@@ -66,6 +67,10 @@ NOT_RUN = {
     "D=/var/lib/dealer-station": "a damaged journal on the Pi",
     "sudo -u dealer-station": "system administration on the Pi (root)",
     "# ": "a comment",
+    "dealer-station verify ": "a capture or a table's journal (tests/test_signed_events.py)",
+    "mosquitto_sub -h 127.0.0.1 -t dealer-station/v1/bj-01/events": "a running table's broker",
+    "dealer-station export --round": "a table's journal (tests/test_round_export.py)",
+    "dealer-station replay --profile luxury21 round-": "a round export (tests/test_round_export.py)",
 }
 
 
@@ -114,9 +119,16 @@ def clone(tmp_path_factory):
     return d
 
 
-def env():
+def env(activated=True):
+    """The environment after the README's setup: `source .venv/bin/activate` (what it sets)."""
     e = dict(os.environ)
-    e["PATH"] = os.path.join(ROOT, ".venv", "bin") + os.pathsep + e["PATH"]  # as scripts/install
+    venv_bin = os.path.join(ROOT, ".venv", "bin")
+    e["PATH"] = os.pathsep.join(d for d in e["PATH"].split(os.pathsep)
+                                if os.path.realpath(d) != os.path.realpath(venv_bin))
+    e.pop("VIRTUAL_ENV", None)
+    if activated:
+        e["PATH"] = venv_bin + os.pathsep + e["PATH"]
+        e["VIRTUAL_ENV"] = os.path.join(ROOT, ".venv")
     return e
 
 
@@ -157,6 +169,15 @@ def check(cmd, expected, cwd):
                            capture_output=True, env=env(), timeout=30)
         lines = p.stdout.splitlines()
         assert p.returncode == 0 and lines[0].startswith("/") and len(lines[1].split()) == 3
+        return
+    if cmd == "source .venv/bin/activate":      # from a shell where they are not found before
+        r = subprocess.run(["bash", "-c", cmd + " && for c in shoe-calibrate table-sim "
+                            "dealer-station; do command -v $c; done"],
+                           cwd=cwd, capture_output=True, text=True, env=env(activated=False))
+        lines = r.stdout.split()
+        assert r.returncode == 0, r.stderr
+        assert [os.path.relpath(x, ROOT) for x in lines] == [
+            ".venv/bin/shoe-calibrate", ".venv/bin/table-sim", ".venv/bin/dealer-station"], lines
         return
     r = run(cmd, cwd)
     if cmd == "./scripts/setup":

@@ -132,6 +132,28 @@ def test_an_irregularity_is_logged_without_its_card(tmp_path):
     assert "As" not in logs[0].text
 
 
+def test_an_irregularity_during_a_pause_does_not_read_as_its_cause(tmp_path):
+    r = Rig(str(tmp_path / "j.sqlite"), get_profile("luxury21"))
+    r.recover(Clock(0.0, 0.0))
+    texts = []
+    for i, card in enumerate(("As", "Kd")):
+        effects = r.step(CardRead(card, "shoe", 99 + i, None), Clock(1.0 + i, 1.0 + i))
+        texts += [e.text for e in effects if isinstance(e, Log) and "irregularity" in e.text]
+    assert texts[0].endswith(": the table pauses (unexpected_card)")
+    assert texts[1].endswith(", while the table is paused (since an earlier unexpected_card)")
+
+
+def test_a_refused_response_topic_reply_keeps_the_command_id(tmp_path):
+    from dealer_station.station_types import Command, Reply
+    r = Rig(str(tmp_path / "j.sqlite"), get_profile("luxury21"))
+    r.recover(Clock(0.0, 0.0))
+    ev = Command(b'{"type": "pause", "id": "c5", "reason": "r"}', "dealer-station/v1/t1/events",
+                 None, 1, 1)
+    reply = next(e for e in r.step(ev, Clock(1.0, 1.0)) if isinstance(e, Reply))
+    assert reply.payload["id"] == "c5" and reply.payload["code"] == "malformed"
+    assert "response topic must be" in reply.payload["reason"] and reply.response_topic is None
+
+
 def test_status_command_running_and_stopped(studio):
     import subprocess
     import sys
@@ -157,9 +179,43 @@ def test_status_command_running_and_stopped(studio):
     p.stop()
     r = subprocess.run(cli, capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 3
-    assert r.stdout.startswith(f"table t1 (luxury21): not running: nothing answers on "
-                               f"http://127.0.0.1:{port}/status")
+    assert r.stdout.startswith(f"table t1 (luxury21): not running: no dealer-station process "
+                               f"holds the journal {p.journal}")
     assert f"journal {p.journal}: last input" in r.stdout
+
+
+def test_status_sees_a_daemon_on_any_free_metrics_port(studio):
+    """table-sim writes `[metrics] port = 0`: the daemon is found by its journal lock and its
+    endpoint by the port it noted there."""
+    import subprocess
+    import sys
+    from mqtt_rig import ROOT
+    p = studio()                              # the rig's configuration has port = 0
+    base = endpoint(p)
+    wait_for(lambda: get(base + "/healthz")[0] == 200, 10, "healthy")
+    r = subprocess.run([sys.executable, "-m", "dealer_station.cli", "status", "--config", p.config],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("table t1 (luxury21), dealer-station ") and "running" in r.stdout
+
+
+def test_status_without_metrics_still_sees_the_daemon(tmp_path):
+    from dealer_station.lock import InstanceLock, held
+    from dealer_station.status_cmd import human
+    journal = str(tmp_path / "j.sqlite")
+    assert held(journal) is None                       # never run
+    lock = InstanceLock(journal).acquire()
+    import os
+    assert held(journal) == (str(os.getpid()), {})
+    lock.note("metrics http://127.0.0.1:4242")
+    assert held(journal)[1] == {"metrics": "http://127.0.0.1:4242"}
+    doc = {"running": True, "pid": "7", "table": "t1", "profile": "luxury21",
+           "health_unknown": "metrics disabled in the configuration: only the journal is read",
+           "journal_facts": {"journal": journal, "error": "no journal yet"}}
+    assert human(doc).startswith("table t1 (luxury21): running (pid 7), health unknown: metrics "
+                                 "disabled")
+    lock.release()
+    assert held(journal) is None                       # stopped (or killed: the kernel drops it)
 
 
 def test_sighup_applies_timers_and_names_what_needs_a_restart(studio, tmp_path):
@@ -180,3 +236,24 @@ def test_sighup_applies_timers_and_names_what_needs_a_restart(studio, tmp_path):
     wait_for(lambda: "reload refused" in p.logtext(), 10, "the refusal")
     assert p.alive()
     assert f"ERROR table=t1 round=- reload refused, {p.config} not valid" in p.logtext()
+
+
+def test_status_sees_a_daemon_whose_lock_file_it_cannot_read(tmp_path, monkeypatch):
+    """The service user's lock file is 0600: another user's status still sees the lock held."""
+    from dealer_station import lock as lock_module
+    from dealer_station.lock import InstanceLock, held
+    journal = str(tmp_path / "j.sqlite")
+    lock = InstanceLock(journal).acquire()
+    real_open = open
+
+    def no_read(path, *a, **kw):
+        if str(path).endswith(".lock"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *a, **kw)
+    monkeypatch.setattr(lock_module, "open", no_read, raising=False)
+    try:
+        import os
+        assert held(journal) == (str(os.getpid()), {})      # its PID from /proc/locks
+        assert held(str(tmp_path / "other.sqlite")) is None
+    finally:
+        lock.release()

@@ -23,7 +23,8 @@ from controller.camera_check import zone_cards
 from controller.cards import BJ_VALUE, CARDS, hand_total
 from controller.expectation import AwaitCard, AwaitDecision, AwaitInsurance, AwaitResult
 from controller.profiles import with_changes
-from controller.protocol import ACTIONS
+from controller.protocol import ACTIONS, DEALER_ERRORS, DECISIONS
+from controller.settlement import correction, money, settle
 from controller.table import ANNOUNCEMENTS
 from helpers import ready
 
@@ -32,6 +33,7 @@ from helpers import ready
 # sighting of the hole card's code in any zone, and the shoe's own detail on an unreadable hole
 # card. All closed (test_no_leak_*); the machine sends those inputs too.
 HOLE_LEAKS_FIXED = True
+DEVICES = ("shoe", "wheel")
 
 PROFILES = ["luxury21", "european", "lucky7", "punto_banco", "roulette"]
 MACHINE = settings(max_examples=30, stateful_step_count=60, deadline=None,
@@ -139,6 +141,7 @@ class EngineMachine(RuleBasedStateMachine):
 
     def teardown(self):
         check_rounds(self.profile, self.log)
+        check_settlement(self.profile, self.log)
         if self.t.shoe is not None:
             for _, card, source, dest in self.t.shoe.entries():
                 assert dest in ("burn", "dealer", "player", "banker", "unexpected", "foreign",
@@ -268,7 +271,11 @@ class EngineMachine(RuleBasedStateMachine):
             if e is not None and e.to != "burn":
                 kinds.append("seen_before_the_shoe_read")
         else:
-            kinds += ["winning_number", "miss_spin"]
+            kinds += ["winning_number", "miss_spin", "no_spin", "manual_number",
+                      "number_mismatch"]
+        # the house procedures (issue #18), for every profile (most are refused somewhere)
+        kinds += ["device_fault", "device_restored", "dealer_error", "supervisor_decision",
+                  "correct_result", "shoe_loaded_inspected"]
         kind = data.draw(st.sampled_from(kinds), label="mischief")
         ev = getattr(self, "m_" + kind)(data)
         if ev is not None and not self._leak_path(ev):
@@ -333,6 +340,51 @@ class EngineMachine(RuleBasedStateMachine):
     def m_miss_spin(self, data):
         return {"type": "miss_spin"}
 
+    # -- the procedures ---------------------------------------------------------------------
+
+    def m_device_fault(self, data):
+        return {"type": "device_fault", "device": data.draw(st.sampled_from(DEVICES)),
+                "reason": "unplugged"}
+
+    def m_device_restored(self, data):
+        return {"type": "device_restored", "device": data.draw(st.sampled_from(DEVICES))}
+
+    def m_dealer_error(self, data):
+        return {"type": "dealer_error", "error": data.draw(st.sampled_from(DEALER_ERRORS)),
+                "by": "dealer", **data.draw(st.sampled_from([{}, {"detail": "a card flashed"}]))}
+
+    def m_supervisor_decision(self, data):
+        return {"type": "supervisor_decision", "decision": data.draw(st.sampled_from(DECISIONS)),
+                "reason": "seen on camera", "by": "super"}
+
+    def m_correct_result(self, data):
+        """A correction of any round (mostly one with a result), to a number or a void."""
+        results = [(o["round"], i) for i, (_, out) in enumerate(self.log) for o in out
+                   if o["type"] == "round_result"]
+        rnd = (data.draw(st.sampled_from(results))[0] if results and data.draw(st.booleans())
+               else data.draw(st.integers(1, 5)))
+        fix = data.draw(st.sampled_from([{"void": True}, {"number": 17}, {}, {"void": True,
+                                                                          "number": 3}]))
+        return {"type": "correct_result", "round": rnd, "seq": data.draw(st.integers(1, 500)),
+                "reason": "announced wrongly", "by": "super", **fix}
+
+    def m_shoe_loaded_inspected(self, data):
+        self.next_card = None
+        return {"type": "shoe_loaded", "inspection": data.draw(st.sampled_from(["scanner",
+                                                                                "manual"])),
+                **data.draw(st.sampled_from([{}, {"by": "super"}]))}
+
+    def m_no_spin(self, data):
+        return {"type": "no_spin", "reason": "ball left the wheel", "by": "dealer"}
+
+    def m_manual_number(self, data):
+        return {"type": "manual_number", "number": data.draw(st.integers(0, 36)),
+                "reason": "reader fault", "by": "super"}
+
+    def m_number_mismatch(self, data):
+        a = data.draw(st.integers(0, 36))
+        return {"type": "number_mismatch", "first": a, "then": (a + 1) % 37}
+
     def placed(self):
         t = self.t
         zc = zone_cards(t) if t.round is not None else dict(t.finished[1]) if t.finished else {}
@@ -381,6 +433,45 @@ def test_engine_state_machine_camera_as_card_source():
 
 # -- the rules a finished round must obey -----------------------------------------------------
 
+def standard_bets(profile):
+    """One bet of every simple kind the profile's game takes, on every seat."""
+    if profile.game == "roulette":
+        return [{"id": "red", "kind": "red", "amount": 10},
+                {"id": "zero", "kind": "straight", "numbers": [0], "amount": 10},
+                {"id": "trio", "kind": "trio", "numbers": [0, 1, 2], "amount": 10}]
+    if profile.game == "baccarat":
+        return [{"id": k, "kind": k, "amount": 100} for k in ("player", "banker", "tie")]
+    return [{"id": f"s{s}", "kind": "seat", "seat": s, "amount": 100,
+             **({"pairs": 10} if profile.pairs else {})} for s in range(1, profile.seats + 1)]
+
+
+def check_settlement(profile, log):
+    """Every published result settles the standard bets (seats that took no cards refunded), a
+    void refunds every stake, and a correction's difference is exactly the new settlement less
+    the original one (the original stays on record)."""
+    bets = standard_bets(profile)
+    stakes = {b["id"]: money(b["amount"] + b.get("pairs", 0)) for b in bets}
+    results = {}
+    for _, out in log:
+        for o in out:
+            if o["type"] == "round_result":
+                results[o["round"]] = o
+                for r in settle(profile, o, bets):
+                    assert r["returned"] >= 0 and r["net"] == r["returned"] - r["staked"]
+            elif o["type"] == "round_voided":
+                assert all(r["returned"] == stakes[r["id"]] for r in settle(profile, o, bets))
+            elif o["type"] == "result_corrected":
+                original = results.get(o["round"])   # a correction refers to a published result
+                if original is None:
+                    continue    # a voided round "corrected": see test_a_voided_round_has_no_result_to_correct
+                now = settle(profile, o, bets)
+                for c, r in zip(correction(profile, original, o, bets), now):
+                    assert c["now"] == r["returned"]
+                    assert c["was"] + c["difference"] == c["now"]
+                if o["voided"]:
+                    assert all(r["returned"] == stakes[r["id"]] for r in now)
+
+
 def check_rounds(profile, log):
     outs = [o for _, out in log for o in out]
     dealt = {}
@@ -388,6 +479,8 @@ def check_rounds(profile, log):
     for o in outs:
         if o["type"] == "card_dealt" and o["round"] is not None:
             dealt.setdefault(o["round"], []).append(o)
+        if o["type"] == "card_replaced":      # the last card dealt went back to the discard rack
+            dealt[o["round"]].pop()
         if o["type"] == "hole_card_revealed":
             hole[o["round"]] = o["card"]
     voided = {o["round"] for o in outs if o["type"] == "round_voided"}
@@ -458,7 +551,7 @@ def test_the_hole_card_cannot_be_learned_before_it_is_revealed(name, rng, other)
     rng.shuffle(cards)
     state = rng.getstate()
     burn = 1 + BJ_VALUE[cards[0]] if profile.burn else 0
-    seats = 7
+    seats = profile.seats
     hole = burn + (seats * 2 + 1 if profile.dealer_order == "up_hole" else seats)
     changed = list(cards)
     changed[hole] = other
@@ -544,8 +637,9 @@ def test_no_leak_a_camera_sighting_of_the_hole_code_ahead_of_a_seat_card():
     cards): the camera reports the hole card's code at a seat before the shoe's read there; the
     shoe reads another card and the source_mismatch publishes what the camera saw."""
     r = ready("lucky7")
-    r.close(6)
-    r.feed("7c", "4d")                                   # seat 6, then the hole card
-    assert expect(r.table) == ("card", "seat", 6, 0, "up")
-    r.feed({"type": "card_seen", "zone": "seat_6", "card": "4d"})
+    seat = r.table.profile.seats                         # lucky7 seats 3 (004)
+    r.close(seat)
+    r.feed("7c", "4d")                                   # the seat, then the hole card
+    assert expect(r.table) == ("card", "seat", seat, 0, "up")
+    r.feed({"type": "card_seen", "zone": f"seat_{seat}", "card": "4d"})
     assert not _published(r.feed("7s"), "4d")            # source_mismatch, seen: 4d

@@ -28,7 +28,7 @@ def test_replay_reproduces_the_documented_sample_shoe(profile):
     assert len(expected.splitlines()) > 40
 
 
-@pytest.mark.parametrize("profile", ["roulette", "luxury21", "punto_banco"])
+@pytest.mark.parametrize("profile", ["roulette", "luxury21", "punto_banco", "european", "lucky7"])
 def test_replay_reproduces_the_procedure_samples(profile):
     """Issue #18: a replay sample per house procedure, input and expected output checked in."""
     p = replay("--profile", profile, str(SAMPLES / f"{profile}-procedures.jsonl"))
@@ -38,7 +38,11 @@ def test_replay_reproduces_the_procedure_samples(profile):
     want = {"roulette": {"spin_void", "number_held", "result_corrected", "device_fault"},
             "luxury21": {"peek_result", "preselection_applied", "supervisor_decided",
                          "card_replaced", "result_corrected", "device_restored"},
-            "punto_banco": {"device_fault", "supervisor_decided", "result_corrected"}}[profile]
+            "punto_banco": {"device_fault", "supervisor_decided", "result_corrected"},
+            "european": {"device_fault", "device_restored", "supervisor_decided", "round_voided",
+                         "result_corrected"},
+            "lucky7": {"device_fault", "device_restored", "supervisor_decided", "card_replaced",
+                       "result_corrected"}}[profile]
     assert want <= kinds, want - kinds
 
 

@@ -272,6 +272,40 @@ def test_virtual_wheel_spins_and_each_spin_gives_one_number(wheel):
     assert not [e for e in got if isinstance(e, WheelException)]
 
 
+def test_a_new_game_started_at_the_winning_number_is_a_new_spin(wheel):
+    """The daemon answers each winning number with start_game (auto_start): the wheel starts the
+    next game with the next spin number, so no spin ever gets two numbers (issue #18: the
+    virtual wheel replayed the same spin number and the driver rightly saw a mismatch)."""
+    w, d, q = wheel(seed=4)
+    d.command("run")
+    d.command("start_game")
+    got = []
+    for _ in range(3):
+        got += drain(q, lambda g: any(isinstance(e, WinningNumber) for e in g))
+        d.command("start_game")
+    got += drain(q, lambda g: any(isinstance(e, WheelState) and e.state == 3 for e in g))
+    assert [n.spin for n in numbers(got)] == [1, 2, 3]
+    assert not [e for e in got if isinstance(e, WheelException)]
+
+
+def test_a_wheel_left_at_its_winning_number_keeps_its_spin(wheel):
+    """Without a new game the wheel stays at the winning number of the same spin: no new spin
+    number (which would carry the old number as a new spin's)."""
+    w, d, q = wheel(seed=4)
+    w.auto_next = False
+    d.command("run")
+    d.command("start_game")
+    got = drain(q, lambda g: any(isinstance(e, WinningNumber) for e in g))
+    seen = d.session.counts["status"]
+    end = time.monotonic() + 10
+    while d.session.counts["status"] < seen + 20 and time.monotonic() < end:
+        time.sleep(0.01)                      # 20 status packets at the winning number
+    while not q.empty():
+        got.append(q.get())
+    assert d.session.counts["status"] >= seen + 20
+    assert w.spin == 1 and len(numbers(got)) == 1
+
+
 def test_miss_spin_voids_and_the_wheel_spins_again_after_the_acknowledgement(wheel):
     w, d, q = wheel(seed=5)
     w.miss_spin_next()

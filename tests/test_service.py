@@ -265,3 +265,10 @@ def test_install_script_puts_every_part_in_place(tmp_path):
     q = subprocess.run([str(tmp_path / "opt/dealer-station/venv/bin/dealer-station"), "check-config",
                         str(tmp_path / "etc/dealer-station/table.toml")], capture_output=True, text=True)
     assert q.returncode == 0, q.stdout
+    # the installed files' hashes, and the events' signing key (owner-only) with its public half
+    q = subprocess.run([str(tmp_path / "opt/dealer-station/venv/bin/dealer-station"), "manifest",
+                        "--check", "--out", str(tmp_path / "etc/dealer-station/manifest.sha256")],
+                       capture_output=True, text=True)
+    assert q.returncode == 0 and "files as installed" in q.stdout, q.stderr
+    assert os.stat(tmp_path / "etc/dealer-station/events.key").st_mode & 0o777 == 0o600
+    assert (tmp_path / "etc/dealer-station/events.key.pub").exists()

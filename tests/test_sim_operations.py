@@ -52,6 +52,16 @@ def test_it_names_its_broker_and_log_keeps_the_log_and_its_children_die_with_it(
         wait_for(lambda: not any(alive(k) for k in kids), 15, "the children to die with it")
         text = open(log).read()
         assert "starting dealer-station" in text
+        # its scratch directories stay (a killed process cannot remove them) until the next start
+        import glob
+        import tempfile
+        from drivers.scratch import scratch_dir
+        left = [glob.glob(os.path.join(tempfile.gettempdir(), f"{prefix}-{p.pid}-*"))
+                for prefix in ("table-sim", "vshoe")]
+        assert all(len(x) == 1 for x in left), left
+        for prefix in ("table-sim", "vshoe"):          # what table-sim and its shoe do at start
+            os.rmdir(scratch_dir(prefix))
+        assert not any(os.path.exists(x[0]) for x in left)
     finally:
         if p.poll() is None:
             p.kill()
@@ -73,3 +83,95 @@ def test_setup_needs_no_index_once_installed_and_run_takes_paths_from_the_caller
     # read from the caller's directory (not the repository's): its content is what is refused
     assert r.returncode == 2 and r.stderr.startswith(
         "table-sim: mine.json.faults[0]: unknown fault 'no_such_fault'")
+
+
+def test_scratch_dirs_of_dead_owners_are_removed_and_live_ones_kept(tmp_path):
+    from drivers.scratch import scratch_dir
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f"vshoe-{dead.pid}-abc").mkdir()
+    (tmp_path / f"vshoe-{dead.pid}-abc" / "shoe").write_text("")
+    (tmp_path / f"vshoe-{os.getppid()}-def").mkdir()      # its owner runs
+    (tmp_path / "vshoe-old").mkdir()                        # no owner named: not ours to judge
+    made = scratch_dir("vshoe", str(tmp_path))
+    assert os.path.basename(made).startswith(f"vshoe-{os.getpid()}-")
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [f"vshoe-{os.getppid()}-def", "vshoe-old", os.path.basename(made)])
+
+
+def test_progress_line_counts_rounds_rate_and_eta():
+    from dealer_station.sim.progress import Progress
+    now = [100.0]
+    p = Progress(10000, every=30, clock=lambda: now[0])
+    assert p.due(0) is None                                    # not yet 30 s
+    now[0] += 300                                              # 5 minutes, 1200 rounds
+    assert p.due(1200) == "1200/10000 rounds (12%), 240/min, ETA 37 min"
+    assert p.due(1201) is None                                 # said: the next in 30 s
+    now[0] += 60 * 60
+    assert p.line(10000) == "10000/10000 rounds (100%), 154/min"
+    assert Progress(0, clock=lambda: now[0]).line(5).startswith("5 rounds, ")   # until stopped
+    assert Progress(5, every=0).due(1) is None                 # off
+
+
+def test_soak_progress_and_the_log_path_in_the_live_view(tmp_path):
+    import pty
+    args = ["--profile", "punto_banco", "--rounds", "2", "--speed", "0", "--no-camera"]
+    plain = subprocess.Popen(SIM + args + ["--plain", "--progress", "0.01"], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    master, slave = pty.openpty()                    # the live view: stdout a terminal
+    live = subprocess.Popen(SIM + args, cwd=tmp_path, stdout=slave, stderr=subprocess.PIPE,
+                            text=True)
+    os.close(slave)
+    screen = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:                              # EIO: the view's terminal closed
+            break
+        if not data:
+            break
+        screen += data
+    os.close(master)
+    assert live.wait(60) == 0 and plain.wait(60) == 0
+    out, err = plain.communicate()
+    lines = out.splitlines()
+    assert any(x.startswith("1/2 rounds (50%), ") and "/min, ETA " in x for x in lines), lines
+    assert "2/2 rounds (100%), " in out
+    log = err.splitlines()[0].rsplit("daemon log ", 1)[1]
+    assert err.splitlines()[-1] == f"table-sim: daemon log kept in {log}"
+    view = screen.decode(errors="replace")
+    live_err = live.stderr.read()
+    live_log = live_err.splitlines()[0].rsplit("daemon log ", 1)[1]
+    assert f"daemon log {live_log}" in view.split("\x1b[2J")[-1]   # on the screen, not cleared
+    assert "2/2 rounds (100%)" in view and "/2 rounds (" in view
+    assert live_err.splitlines()[-1] == f"table-sim: daemon log kept in {live_log}"
+    for f in (log, live_log):
+        os.unlink(f)
+
+
+def test_a_broker_url_that_is_not_mqtt_host_port_is_one_line(tmp_path):
+    r = subprocess.run(SIM + ["--broker", "http://x", "--rounds", "1", "--plain"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr == "table-sim: --broker http://x: expected mqtt://HOST:PORT\n"
+
+
+def test_a_broker_that_never_connects_is_not_said_to_miss_a_suback():
+    import socket
+    from controller import get_profile
+    from dealer_station.sim.bettor import BettingSystem
+    silent = socket.socket()            # accepts the TCP connection, never answers CONNECT
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    port = silent.getsockname()[1]
+    bs = BettingSystem("127.0.0.1", port, "sim", get_profile("punto_banco"))
+    try:
+        try:
+            bs.wait_subscribed(0.5)
+            raise AssertionError("it did not time out")
+        except TimeoutError as e:
+            assert str(e) == (f"betting system: no MQTT connection to 127.0.0.1:{port} in 0.5 s "
+                              f"(nothing answers there as a broker)")
+    finally:
+        bs.close()
+        silent.close()

@@ -24,7 +24,7 @@ from dealer_station.station import Settings, Station
 from dealer_station.station_types import (AckCommand, AckShoe, BrokerDown, BrokerUp, Clock,
                                           Command, Log, MarkSent, Publish, Published,
                                           Record, Refuse, Reply, SetMeta, Status, Timer, TimerDue)
-from drivers.events import CardRead, DeviceState, ShoeHello
+from drivers.events import CardRead, DeviceState, ShoeHello, ShoeStatus
 
 WINDOW = 3
 DECISION_S = 10.0
@@ -60,6 +60,9 @@ class Rig:
             reads["command_reply"] = self.j.command_reply(wanted["command_reply"])
         if "outbox_from" in wanted:
             reads["outbox_rows"] = self.j.outbox_from(wanted["outbox_from"])
+        if "outbox_at" in wanted:
+            rows = self.j.outbox_from(wanted["outbox_at"], limit=1)
+            reads["outbox_row"] = rows[0] if rows else None
         return self.carry(self.st.step(ev, clock, reads))
 
     def carry(self, effects):
@@ -300,13 +303,30 @@ class StationMachine(RuleBasedStateMachine):
         assert unsent == {s for s, _ in st1.pending} | st1.inflight
         self.after(self.rig.step(BrokerUp(True), self.clock()))
 
-    @rule(device=st.sampled_from(["shoe", "camera"]), state=st.sampled_from(["connected",
-                                                                             "disconnected"]))
+    @rule(device=st.sampled_from(["shoe", "camera"]),
+          state=st.sampled_from(["connected", "disconnected", "fault", "ok"]))
     def device_health(self, device, state):
         effects = self.after(self.rig.step(DeviceState(device, state, {"reason": "test"}),
                                            self.clock()))
         status = next(e.doc for e in effects if isinstance(e, Status))
         assert status["devices"][device]["state"] == state
+
+    @rule(jam=st.booleans())
+    def shoe_reports(self, jam):
+        self.after(self.rig.step(ShoeStatus(None, "closed", jam, "ok", "ok", "locked"),
+                                 self.clock()))
+
+    @invariant()
+    def the_engine_knows_which_required_devices_are_down(self):
+        """A device fault reaches the engine as an input (journaled), its return too; a round
+        never goes on, nor does betting close, with the shoe down."""
+        if not hasattr(self, "rig"):
+            return
+        st0 = self.rig.st
+        down = {d for d, h in st0.health.items() if h and d in st0.required()}
+        assert {d for d, _ in st0.table.faults} >= down
+        if down and st0.table.round is not None:
+            assert st0.table.paused
 
     # -- invariants -----------------------------------------------------------------------------
 
@@ -405,3 +425,163 @@ def test_a_timer_fires_only_if_the_table_still_waits_for_the_same_thing(tmp_path
                                "action": "stand"}).encode()), c)
     effects = r.step(TimerDue(), Clock(1e9 + 60, deadline + 1))
     assert first(effects, Record) is None
+
+
+# -- device faults reach the engine (RULES.md: a device fault during a round pauses it) ----------
+
+def outs(effects):
+    return [json.loads(m) for e in effects if isinstance(e, Record) for _, m in e.messages]
+
+
+def inputs(effects):
+    return [e.body for e in effects if isinstance(e, Record)]
+
+
+def _dealing(tmp_path):
+    """A luxury21 station in round 1, waiting for a card of the initial deal."""
+    r = _rig(tmp_path)
+    c = Clock(1e9, 0.0)
+    r.step(DeviceState("shoe", "connected"), c)
+    r.step(Command(b'{"id":"a","type":"shoe_loaded"}'), c)
+    i = 0
+    while r.st.expectation() is not None and r.st.expectation()[1] == "burn":
+        i += 1
+        r.step(CardRead("2c", seq=i), c)
+    r.step(Command(b'{"id":"b","type":"betting_closed","seats":[1,2]}'), c)
+    r.step(CardRead("9h", seq=i + 1), c)
+    assert r.st.expectation()[0] == "card"
+    return r, c
+
+
+def test_a_shoe_unplugged_mid_round_pauses_it_and_its_return_resumes_it(tmp_path):
+    r, c = _dealing(tmp_path)
+    wanted = r.st.expectation()
+    effects = r.step(DeviceState("shoe", "disconnected", {"reason": "unplugged"}), c)
+    assert [b["type"] for b in inputs(effects)] == ["device_fault"]
+    assert inputs(effects)[0]["device"] == "shoe" and "unplugged" in inputs(effects)[0]["reason"]
+    kinds = [o["type"] for o in outs(effects)]
+    assert kinds == ["device_fault", "irregularity", "round_paused"]
+    assert r.st.table.paused == "device_fault"
+    # the driver reports the same state again: nothing new is journaled
+    assert not inputs(r.step(DeviceState("shoe", "disconnected", {"reason": "x"}), c))
+    effects = r.step(DeviceState("shoe", "connected"), c)
+    assert [b["type"] for b in inputs(effects)] == ["device_restored"]
+    kinds = [o["type"] for o in outs(effects)]
+    assert kinds[:2] == ["device_restored", "round_resumed"] and kinds[-1] == "awaiting_card"
+    assert r.st.expectation() == wanted and not r.st.table.paused
+
+
+def test_a_jam_holds_the_shoe_down_across_a_reconnect_until_the_shoe_reports_it_cleared(tmp_path):
+    r, c = _dealing(tmp_path)
+    jam = ShoeStatus(5, "closed", True, "ok", "ok", "locked")
+    effects = r.step(jam, c)
+    assert [b["type"] for b in inputs(effects)] == ["device_fault"]
+    assert "jam" in inputs(effects)[0]["reason"]
+    r.step(DeviceState("shoe", "fault", {"reason": "jam"}), c)
+    r.step(DeviceState("shoe", "disconnected", {"reason": "unplugged"}), c)
+    assert not inputs(r.step(DeviceState("shoe", "connected"), c))   # still jammed
+    assert r.st.table.paused == "device_fault"
+    effects = r.step(ShoeStatus(6, "closed", False, "ok", "ok", "locked"), c)
+    assert [b["type"] for b in inputs(effects)] == ["device_restored"]
+    assert not r.st.table.paused
+    assert not inputs(r.step(DeviceState("shoe", "ok"), c))
+
+
+def test_betting_does_not_close_while_the_shoe_is_down_between_rounds(tmp_path):
+    r = _rig(tmp_path)
+    c = Clock(1e9, 0.0)
+    r.step(DeviceState("shoe", "connected"), c)
+    r.step(Command(b'{"id":"a","type":"shoe_loaded"}'), c)
+    for i in range(1, 12):
+        if r.st.expectation() is None or r.st.expectation()[1] != "burn":
+            break
+        r.step(CardRead("2c", seq=i), c)
+    effects = r.step(DeviceState("shoe", "fault", {"reason": "stalled: nothing for 3 s"}), c)
+    assert [o["type"] for o in outs(effects)] == ["device_fault"]       # no round: no pause
+    effects = r.step(Command(b'{"id":"b","type":"betting_closed","seats":[1]}'), c)
+    reply = next(e.payload for e in effects if isinstance(e, Reply))
+    assert reply["status"] == "rejected" and reply["code"] == "device_down"
+    r.step(DeviceState("shoe", "connected", {"reason": "line alive again"}), c)
+    effects = r.step(Command(b'{"id":"c","type":"betting_closed","seats":[1]}'), c)
+    assert next(e.payload for e in effects if isinstance(e, Reply))["status"] == "accepted"
+
+
+def test_the_camera_is_not_a_required_device(tmp_path):
+    r, c = _dealing(tmp_path)
+    assert not inputs(r.step(DeviceState("camera", "disconnected", {"reason": "x"}), c))
+    assert not r.st.table.paused
+
+
+def test_the_wheels_component_fault_pauses_the_spin_and_its_clearing_ends_it_with_the_number(
+        tmp_path):
+    from controller import get_profile as gp
+    from drivers.events import WheelException, WheelState, WinningNumber
+    r = Rig(str(tmp_path / "j.sqlite"), gp("roulette"))
+    c = Clock(1e9, 0.0)
+    r.recover(c)
+    r.step(DeviceState("wheel", "connected"), c)
+    r.step(WheelState(4, "no_more_bets", 1, 0, 17.0, "clockwise"), c)     # betting closes
+    assert r.st.table.round is not None
+    effects = r.step(WheelException("component_fault", 1, {"code": "12"}), c)
+    assert [b["type"] for b in inputs(effects)] == ["device_fault"]
+    assert r.st.table.paused == "device_fault"
+    assert not any(o["type"] == "round_voided" for o in outs(effects))
+    r.step(WheelState(4, "no_more_bets", 1, 4, 17.0, "clockwise"), c)
+    effects = r.step(WinningNumber(17, 1, "line"), c)
+    assert [o["type"] for o in outs(effects)] == ["number_held"]
+    effects = r.step(WheelState(5, "winning_number", 1, 0, 17.0, "clockwise"), c)
+    kinds = [o["type"] for o in outs(effects)]
+    assert kinds[:2] == ["device_restored", "round_resumed"] and "round_result" in kinds
+    assert next(o for o in outs(effects) if o["type"] == "round_result")["number"] == 17
+
+
+def test_two_numbers_for_one_spin_pause_the_table_for_the_supervisor(tmp_path):
+    from controller import get_profile as gp
+    from drivers.events import WheelException, WheelState, WinningNumber
+    r = Rig(str(tmp_path / "j.sqlite"), gp("roulette"))
+    c = Clock(1e9, 0.0)
+    r.recover(c)
+    r.step(DeviceState("wheel", "connected"), c)
+    r.step(WheelState(4, "no_more_bets", 7, 0, 17.0, "clockwise"), c)
+    r.step(WinningNumber(29, 7, "status"), c)
+    effects = r.step(WheelException("number_mismatch", 7, {"first": 29, "then": 23,
+                                                           "source": "line"}), c)
+    assert inputs(effects)[0] == {"type": "number_mismatch", "first": 29, "then": 23, "spin": 7,
+                                  "ts": inputs(effects)[0]["ts"]}
+    o = outs(effects)
+    assert [m["type"] for m in o] == ["irregularity", "round_paused"]
+    assert o[0]["code"] == "number_mismatch" and o[0]["round"] == 1
+    assert r.st.table.paused == "number_mismatch"
+    # the wheel's next no-more-bets does not close betting on a paused table
+    assert not inputs(r.step(WheelState(4, "no_more_bets", 8, 0, 17.0, "clockwise"), c))
+
+
+def test_a_correction_must_name_the_rounds_published_result(tmp_path):
+    """Found by the engine's state machine: the engine cannot see sequence numbers, so a voided
+    round could be "corrected". The station looks the named message up in the outbox."""
+    from controller import get_profile as gp
+    from drivers.events import WheelState, WinningNumber
+    r = Rig(str(tmp_path / "j.sqlite"), gp("roulette"))
+    c = Clock(1e9, 0.0)
+    r.recover(c)
+    r.step(DeviceState("wheel", "connected"), c)
+    r.step(WheelState(4, "no_more_bets", 7, 0, 17.0, "clockwise"), c)
+    result = [m for m in outs(r.step(WinningNumber(29, 7, "status"), c))
+              if m["type"] == "round_result"][0]
+
+    def correct(cid, rnd, seq):
+        cmd = {"id": cid, "type": "correct_result", "round": rnd, "seq": seq, "number": 30,
+               "reason": "wrong number announced", "by": "super"}
+        effects = r.step(Command(json.dumps(cmd).encode()), c)
+        return [e.payload for e in effects if isinstance(e, Reply)][0], outs(effects)
+
+    reply, _ = correct("c1", 1, result["seq"] - 1)           # not a result
+    assert reply["status"] == "rejected" and reply["code"] == "no_such_result"
+    reply, _ = correct("c2", 2, result["seq"])               # another round's result
+    assert reply["status"] == "rejected" and reply["code"] == "no_such_result"
+    reply, _ = correct("c3", 1, 10 ** 6)                     # nothing there
+    assert reply["status"] == "rejected" and reply["code"] == "no_such_result"
+    assert r.j.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0] == 3
+    reply, o = correct("c4", 1, result["seq"])
+    assert reply["status"] == "accepted", reply
+    assert [m["type"] for m in o] == ["result_corrected"] and o[0]["corrects"] == result["seq"]

@@ -19,7 +19,7 @@ from paho.mqtt.properties import Properties
 
 from controller.blackjack import Hand
 from controller.players import ChartPlayer, chart_for
-from controller.settlement import settle
+from controller.settlement import correction, settle
 from controller.strategy_charts import STANDARD
 from dealer_station.mqtt_link import no_delay
 
@@ -36,12 +36,12 @@ REQUIRED = {
     "rejected": ("input", "code", "reason"), "card_identified": ("card",),
     "card_confirmed": ("round", "card", "zone"),
     # the house procedures (issue #18)
-    "peek_result": ("round", "blackjack", "insurance"), "card_replaced": ("round", "card"),
-    "decision_preselected": ("round", "seat", "hand", "action"),
-    "preselection_applied": ("round", "seat", "hand"), "preselection_dropped": ("round", "seat", "hand"),
-    "result_corrected": ("round", "result"), "spin_void": ("round", "reason"),
-    "number_held": ("round", "number"), "device_fault": ("device", "reason"),
-    "device_restored": ("device",), "supervisor_decided": ("round",),
+    "device_fault": ("device", "reason", "round"), "device_restored": ("device", "round"),
+    "spin_void": ("round", "reason"), "number_held": ("round", "number"),
+    "result_corrected": ("round", "corrects", "voided", "result", "reason", "by"),
+    "supervisor_decided": ("round", "error", "decision", "by"), "card_replaced": ("round",),
+    "peek_result": ("round",), "decision_preselected": ("round", "seat", "hand"),
+    "preselection_applied": ("round", "seat", "hand"), "preselection_dropped": ("round", "seat"),
 }
 
 REPLY_TIMEOUT_S = 2.0     # a command unanswered this long is sent again, with the same id
@@ -74,6 +74,7 @@ class BettingSystem:
         self.bets = {}            # round -> bets placed
         self.results = {}         # round -> result message
         self.voided = {}
+        self.corrected = {}       # round -> result_corrected
         self.hands = {}           # seat -> [[cards]] of the round under way
         self.up = None
         self.table_cards = {}     # baccarat: player / banker -> cards of the round under way
@@ -82,6 +83,8 @@ class BettingSystem:
         self.gap_since = None
         self.lose = Counter()     # faults: "command", "reply", "event" -> how many to lose
         self.subscribed = threading.Event()
+        self.connack = None       # the broker's CONNACK reason code, once it answered
+        self.broker_at = "the central tier"
         self.max_sends = max_sends
         self.stop = threading.Event()
         self.heard = time.monotonic()     # the last event (central tier: the quiet probe)
@@ -92,15 +95,14 @@ class BettingSystem:
             from .central_client import central_client
             self.c = central_client(
                 f"bs-{table}", central, on_message=self._message,
-                on_connect=lambda cl, u, f, rc, p: cl.subscribe(
-                    [(f"{self.base}/events", 1), (f"{self.base}/replies", 1)]),
+                on_connect=self._connected,
                 on_subscribe=lambda cl, u, mid, codes, p: self.subscribed.set())
             threading.Thread(target=self._deadlines, name="bettor-deadlines", daemon=True).start()
             return
         c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bs-{table}-{uuid.uuid4().hex[:6]}",
                         protocol=mqtt.MQTTv5)
-        c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(
-            [(f"{self.base}/events", 1), (f"{self.base}/replies", 1)])
+        self.broker_at = f"{host}:{port}"
+        c.on_connect = self._connected
         c.on_subscribe = lambda cl, u, mid, codes, p: self.subscribed.set()
         c.on_message = self._message
         no_delay(c)
@@ -111,8 +113,19 @@ class BettingSystem:
         self.c = c
         threading.Thread(target=self._deadlines, name="bettor-deadlines", daemon=True).start()
 
+    def _connected(self, cl, u, f, rc, p):
+        self.connack = rc
+        if not rc.is_failure:
+            cl.subscribe([(f"{self.base}/events", 1), (f"{self.base}/replies", 1)])
+
     def wait_subscribed(self, timeout=10.0):
         if not self.subscribed.wait(timeout):
+            if self.connack is None:       # never connected: a SUBACK was never asked for
+                raise TimeoutError(f"betting system: no MQTT connection to {self.broker_at} in "
+                                   f"{timeout:g} s (nothing answers there as a broker)")
+            if self.connack.is_failure:
+                raise TimeoutError(f"betting system: the broker at {self.broker_at} refused the "
+                                   f"connection: {self.connack}")
             raise TimeoutError(f"betting system: no SUBACK from the broker in {timeout:g} s")
 
     def _message(self, client, userdata, msg):
@@ -280,6 +293,12 @@ class BettingSystem:
             self._settle(m["round"], m)
         elif t == "round_voided":
             self.voided[m["round"]] = m
+        elif t == "result_corrected":
+            self.corrected[m["round"]] = m
+            original = self.results.get(m["round"])
+            if original is not None:      # the difference is paid or collected; both on record
+                for c in correction(self.profile, original, m, self.bets.get(m["round"], [])):
+                    self.balances[c["id"]] += c["difference"]
         elif t == "irregularity":
             self.counts[f"irregularity:{m['code']}"] += 1
 

@@ -13,16 +13,18 @@ from collections import Counter
 
 from controller import get_profile
 from controller.cards import CARDS
+from drivers.scratch import scratch_dir
 from drivers.virtual_shoe import VirtualShoe
 
 from . import scenario
 from .bettor import BettingSystem
 from .broker import Broker, die_with_parent, wait_online
 from .dealer_panel import SimPanel
+from .progress import Progress
 from .report import build_report
 from .view import draw
 
-ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered")
+ANNOUNCEMENTS = ("awaiting_card", "awaiting_decision", "insurance_offered", "awaiting_result")
 QUIET = ("rejected", "card_confirmed")     # change nothing the dealer waits on
 STALL_S = 60.0            # play() gives up when the table says nothing for this long
 IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identify a misread card
@@ -31,7 +33,10 @@ IDENTIFY_WAIT_S = 1.5     # how long the pit boss waits for the camera to identi
 class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
                  out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1",
-                 log_path=None, table="sim", central=None, max_sends=None, extra_toml=""):
+                 log_path=None, table="sim", central=None, max_sends=None, extra_toml="",
+                 console=None, pit_boss=True, progress_every=0.0):
+        """console: {"port": N (0: a free one), "accounts": [(name, role, password)]} serves the
+        table console; pit_boss=False leaves a paused table to the console's pit boss."""
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
@@ -51,7 +56,7 @@ class Harness:
         self.plain = plain
         self.out = out
         self.own_dir = workdir is None          # a temporary directory: removed at close
-        self.dir = workdir or tempfile.mkdtemp(prefix="table-sim-")
+        self.dir = workdir or scratch_dir("table-sim")
         # the daemon's log outlives the work directory: kept beside it, named by the time
         self.log_path = log_path or (os.path.join(self.dir, "daemon.log") if workdir else
                                      os.path.join(tempfile.gettempdir(), time.strftime(
@@ -70,6 +75,11 @@ class Harness:
         self.pressed_at = None    # when the pit boss last pressed a button for this pause
         self.identified = False
         self.foreign_armed = False
+        self.down = set()         # required devices the table reported down (device_fault)
+        self.dealer_error = None  # the dealer error awaiting the pit boss's decision
+        self.mismatch = None      # (round, then) of two numbers for one spin
+        self.result_seq = {}      # round -> the seq of its round_result (a correction names it)
+        self.jam_until = None     # the shoe's jam clears at this time
         self.waiting = "the shoe"
         self.last_zone = None
         self.tcam = None
@@ -77,6 +87,11 @@ class Harness:
         self.central = central      # the betting system on the studio's central tier
         self.max_sends = max_sends
         self.extra_toml = extra_toml    # more sections of the table's TOML ([bridge], say)
+        self.console = console
+        self.console_url = None
+        self.pit_boss = pit_boss
+        self.progress_every = progress_every    # --plain: a progress line every N s (0: none)
+        self.progress = None
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -98,9 +113,20 @@ class Harness:
                     f'[broker]\nhost = "{host}"\nport = {port}\nreconnect_min_s = 1\nreconnect_max_s = 1\n\n'
                     f'[timers]\ndecision_s = 0\ninsurance_s = 0\nvoid_after_outage_s = 0\n\n'
                     f'[paths]\njournal = "{os.path.join(self.dir, "journal.sqlite")}"\n\n'
-                    f'[metrics]\nport = 0\n\n' + self.panel.config()
+                    f'[metrics]\nport = 0\n\n' + self._console_config() + self.panel.config()
                     + (self.tcam.config() if self.tcam else "") + self.extra_toml)
         return path
+
+    def _console_config(self):
+        if not self.console:
+            return ""
+        from dealer_station.console.auth import hash_password
+        from .broker import free_port
+        port = self.console.get("port") or free_port()     # kept across daemon restarts
+        self.console_url = f"http://127.0.0.1:{port}/"
+        accounts = ", ".join(f'{{name = "{n}", role = "{r}", password_hash = "{hash_password(p)}"}}'
+                             for n, r, p in self.console.get("accounts", ()))
+        return f'[console]\nenabled = true\nport = {port}\naccounts = [{accounts}]\n\n'
 
     def _calibration(self):
         """The camera's calibration file, with the keyboard scanner's codes added to its
@@ -220,8 +246,12 @@ class Harness:
             s.unplug()
             time.sleep(0.5)
             s.replug()
-        elif name in ("card_out_of_turn", "camera_disagrees"):
-            self.pending_fault.append(name)      # at the next decision / next card laid
+        elif name in ("card_out_of_turn", "camera_disagrees") or name in scenario.PROCEDURES:
+            # at the next decision / card laid / spin / result
+            if name == "double_number":
+                w.double_number_next()
+            else:
+                self.pending_fault.append(name)
         elif name == "broker_restart":
             self.broker.kill()
             time.sleep(0.8)
@@ -257,6 +287,16 @@ class Harness:
                 self.bs.place_roulette_bets(m["round"])
         elif t == "round_result":
             self.resulted += 1
+            self.result_seq[m["round"]] = m["seq"]
+            if "correction" in self.pending_fault:
+                # the pit boss corrects the result (a card game's by a void: its result follows
+                # from its cards; roulette's to the neighbouring number)
+                self.pending_fault.remove("correction")
+                fix = ({"number": (m["number"] + 1) % 37} if m["game"] == "roulette"
+                       else {"void": True})
+                self.bs.command({"type": "correct_result", "round": m["round"], "seq": m["seq"],
+                                 "reason": "announced wrongly (simulated)", "by": "pitboss",
+                                 **fix})
             if m["game"] == "roulette":
                 summary = f"{m['number']} {m['colour']}"
             elif m["game"] == "baccarat":
@@ -269,7 +309,24 @@ class Harness:
             self.voided += 1
             self._resolved("voided")
             self.say(f"round {m['round']} voided: {m['reason']}")
+        elif t == "result_corrected":
+            how = "voided" if m["voided"] else "corrected"
+            self.resolutions.setdefault("correction", Counter())[how] += 1
+            self.say(f"round {m['round']} {how} by {m['by']}: {m['reason']}")
+        elif t == "spin_void":
+            self.resolutions.setdefault("no_spin", Counter())["re-spun"] += 1
+            self.say(f"round {m['round']}: spin void ({m['reason']}), spun again")
+        elif t == "device_fault":
+            self.down.add(m["device"])
+        elif t == "device_restored":
+            self.down.discard(m["device"])
+        elif t == "rejected" and m.get("input") == "betting_closed" and self.state == "closing":
+            self.state = "ready"          # the shoe was down: betting closes once it is back
         elif t == "irregularity":
+            if m["code"] == "dealer_error":
+                self.dealer_error = m["detail"]["error"]
+            elif m["code"] == "number_mismatch":
+                self.mismatch = (m["round"], m["detail"]["then"])
             if m["detail"].get("after_result"):
                 self.resolutions.setdefault(m["code"], Counter())["reported after the result"] += 1
             else:
@@ -289,7 +346,8 @@ class Harness:
         if t in ANNOUNCEMENTS:
             self.waiting = {"awaiting_card": lambda: f"a card to {m['to']} {m['seat'] or ''}".strip(),
                             "awaiting_decision": lambda: f"seat {m['seat']}'s decision",
-                            "insurance_offered": lambda: "insurance"}[t]()
+                            "insurance_offered": lambda: "insurance",
+                            "awaiting_result": lambda: "the wheel's number"}[t]()
         elif t in ("round_result", "round_voided"):
             self.waiting = "the next round"
         if t in ("burn_complete", "round_result", "round_voided") or (
@@ -310,7 +368,24 @@ class Harness:
         a misread waits for the camera to identify the card (or goes to the discard rack);
         anything else is cleared and the round goes on."""
         reason, since = self.pause
-        if "foreign_card" in self.unresolved:
+        if self.down:
+            return          # a device fault: the round goes on when the device is back
+        if self.dealer_error is not None:
+            # the supervisor's decision: a misdeal voids the round, an exposed card is burned
+            # and play continues
+            decision = "void" if self.dealer_error == "misdeal" else "continue"
+            self.say(f"paused: dealer error {self.dealer_error} (the pit boss decides {decision})")
+            self.bs.command({"type": "supervisor_decision", "decision": decision,
+                             "reason": "simulated pit boss", "by": "pitboss"})
+            self.dealer_error = None
+        elif self.mismatch is not None and self.mismatch[0] in self.result_seq:
+            rnd, then = self.mismatch
+            self.say(f"paused: two numbers for round {rnd} (the pit boss confirms {then})")
+            self.bs.command({"type": "correct_result", "round": rnd, "seq": self.result_seq[rnd],
+                             "number": then, "reason": "the wheel read two numbers",
+                             "by": "pitboss"})
+            self.mismatch = None
+        elif "foreign_card" in self.unresolved:
             self.say(f"paused: {reason} (the pit boss voids the round with the key)")
             self.panel.void_with_key()
         else:
@@ -325,6 +400,8 @@ class Harness:
     def act(self, m):
         t = m["type"]
         time.sleep(self.delay)
+        if self._procedure(m):
+            return
         if t == "awaiting_card":
             card = self.shoe.deal()
             if self.tcam:
@@ -344,6 +421,34 @@ class Harness:
             self.bs.decide(m)
         elif t == "insurance_offered":
             self.bs.command({"type": "insurance_closed"})
+
+    def _procedure(self, m):
+        """A scripted procedure at the dealer's moment; True when it took the dealer's turn."""
+        t, pf = m["type"], self.pending_fault
+        if t == "awaiting_card" and "shoe_jam" in pf:
+            pf.remove("shoe_jam")
+            self.shoe.status(jam=True)          # the card sticks: the table pauses
+            self.jam_until = time.monotonic() + 0.5
+            return True
+        # a dealer error is reported at a decision (baccarat has none: at a card of the round)
+        if t == "awaiting_decision" or (t == "awaiting_card" and m.get("round") is not None
+                                        and self.profile.game == "baccarat"):
+            for name, error in (("exposed_card", "exposed_card"), ("misdeal", "misdeal")):
+                if name in pf:
+                    pf.remove(name)
+                    self.bs.command({"type": "dealer_error", "error": error, "by": "dealer",
+                                     "detail": "simulated"})
+                    return True
+        if t == "awaiting_result" and "no_spin" in pf:
+            pf.remove("no_spin")
+            self.bs.command({"type": "no_spin", "reason": "the ball left the wheel (simulated)",
+                             "by": "dealer"})
+            return True
+        if t == "awaiting_result" and "wheel_fault" in pf:
+            pf.remove("wheel_fault")
+            self.wheel.component_fault("12", periods=3)
+            return True
+        return False
 
     def daemon_written_bytes(self):
         """What the daemon (this run of it) has written to storage: /proc/PID/io write_bytes."""
@@ -377,6 +482,7 @@ class Harness:
         never a slow one: a paused table still answers the pit boss) or after `timeout`."""
         self.state = "burn"
         self.t0 = time.monotonic()
+        self.progress = Progress(self.rounds, self.progress_every if self.plain else 0.0)
         self.rss_start = None
         acted = 0
         deadline = time.monotonic() + (timeout or 10 ** 9)
@@ -398,21 +504,31 @@ class Harness:
             if self.rss_start is None and self.resulted >= 10:
                 self.rss_start = self.daemon_rss_mb()    # warmed up: imports done, caches full
             live = [m for m in burst if m["type"] not in QUIET]
-            if self.pause is not None:
+            if self.jam_until is not None and time.monotonic() > self.jam_until:
+                self.jam_until = None
+                self.shoe.status(jam=False)     # the dealer frees the card
+            if self.roulette and self.pause is None and self.state != "round":
+                # the wheel runs the rounds by itself: a round's faults go in between rounds (at
+                # speed 0 the wheel leaves no quiet moment to wait for)
+                for f in self.faults.pop(self.resulted + self.voided + 1, []):
+                    self._fault(f)
+            if self.pause is not None and not self.pit_boss:
+                pass             # the console's pit boss resolves it, from the page
+            elif self.pause is not None:
                 # pressed again if the table did not answer (it was restarting, say)
                 if self.pressed_at is None or time.monotonic() - self.pressed_at > 3:
                     self._pit_boss()
             elif live and live[-1]["type"] in ANNOUNCEMENTS and live[-1]["seq"] > acted:
                 acted = live[-1]["seq"]
                 self.act(live[-1])
-            elif self.roulette and not burst:
-                n = self.resulted + self.voided + 1     # the wheel runs the rounds by itself
-                for f in self.faults.pop(n, []):
-                    self._fault(f)
             elif not self.roulette and (not live or live[-1]["type"] not in ANNOUNCEMENTS):
                 self._between_rounds()
             if not self.plain:
                 draw(self)
+            elif (line := self.progress.due(self.resulted + self.voided)) is not None:
+                self.say(line)
+        if self.plain and self.progress.every:
+            self.say(self.progress.line(self.resulted + self.voided))      # the last word: done
 
     def _between_rounds(self):
         if self.state in ("ready", "shuffle") and self.tcam and self.tcam.ended_at is not None:
@@ -421,6 +537,8 @@ class Harness:
             self.tcam.pick_up()             # the camera has seen every card: clear the table
         if self.tcam and not self.tcam.table_clear():
             return
+        if self.down:
+            return                              # betting does not close with the shoe down
         if self.state == "ready" and (self.rounds == 0 or self.started < self.rounds):
             n = self.started + 1
             for f in self.faults.pop(n, []):

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 
 from controller import guarded_step, new_table
-from controller.settlement import settle
+from controller.settlement import correction, settle
 
 
 def reference_balances(profile, journal, bets):
@@ -19,12 +19,17 @@ def reference_balances(profile, journal, bets):
     db.close()
     t = new_table(profile)
     reference = Counter()
+    results = {}
     for i in inputs:
         t, out = guarded_step(t, i)
         for o in out:
             if o["type"] == "round_result":
+                results[o["round"]] = o
                 for r in settle(profile, o, bets.get(o["round"], [])):
                     reference[r["id"]] += r["net"]
+            elif o["type"] == "result_corrected" and o["round"] in results:
+                for c in correction(profile, results[o["round"]], o, bets.get(o["round"], [])):
+                    reference[c["id"]] += c["difference"]
     return reference, last_seq
 
 

@@ -12,11 +12,17 @@ SHOE_FAULTS = ("corrupt_frame", "drop_frame", "unreadable_card", "foreign_card",
                "unplug_shoe", "card_out_of_turn", "camera_disagrees")
 WHEEL_FAULTS = ("miss_spin", "failed_launch", "no_ball", "garbled_packet")
 ANY_TABLE = ("broker_restart", "daemon_kill")
+# the house procedures (issue #18), each resolved by the simulated pit boss as a supervisor
+CARD_PROCEDURES = ("exposed_card", "misdeal", "shoe_jam")
+WHEEL_PROCEDURES = ("no_spin", "double_number", "wheel_fault")
+ANY_PROCEDURES = ("correction",)
+PROCEDURES = CARD_PROCEDURES + WHEEL_PROCEDURES + ANY_PROCEDURES
 # lost between the betting system and the table (it sends again / asks for a resend)
 CLIENT_FAULTS = ("lost_command", "lost_reply", "lost_event")
 HID_FAULTS = ("partial_code", "wrong_layout")      # a keyboard-mode scanner shoe only
-V1_ONLY = ("drop_frame",)      # a dropped code has no resend: the card would be lost unseen
-FAULTS = SHOE_FAULTS + ANY_TABLE + WHEEL_FAULTS + CLIENT_FAULTS + HID_FAULTS
+# a dropped code has no resend: the card would be lost unseen; a scanner reports no jam
+V1_ONLY = ("drop_frame", "shoe_jam")
+FAULTS = SHOE_FAULTS + ANY_TABLE + WHEEL_FAULTS + CLIENT_FAULTS + HID_FAULTS + PROCEDURES
 SHOES = ("v1", "hid")
 LEVELS = ("easy", "normal", "hard")
 KEYS = ("seed", "rounds", "players", "faults", "profile", "shoe")
@@ -83,9 +89,9 @@ def check_for_table(faults, game, shoe="v1"):
     """Refuse a fault that means nothing at this kind of table (or shoe)."""
     for f in faults:
         name = f["fault"]
-        if name in ANY_TABLE + CLIENT_FAULTS:
+        if name in ANY_TABLE + CLIENT_FAULTS + ANY_PROCEDURES:
             continue
         if (name in HID_FAULTS and shoe != "hid") or (name in V1_ONLY and shoe == "hid"):
             raise ScenarioError(f"fault {name!r} is not for a {shoe} shoe")
-        if (name in WHEEL_FAULTS) != (game == "roulette"):
+        if (name in WHEEL_FAULTS + WHEEL_PROCEDURES) != (game == "roulette"):
             raise ScenarioError(f"fault {name!r} is not for a {game} table")

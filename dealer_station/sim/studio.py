@@ -9,10 +9,11 @@ import json
 import os
 import sqlite3
 import sys
-import tempfile
 import threading
 import time
 import tomllib
+
+from drivers.scratch import scratch_dir
 
 from .broker import Broker
 from .central import CentralCluster
@@ -66,7 +67,7 @@ class Studio:
         self.profiles = list(profiles)
         self.out = out
         self.own_dir = workdir is None
-        self.dir = workdir or tempfile.mkdtemp(prefix="studio-")
+        self.dir = workdir or scratch_dir("studio")
         self.queue = (queue_messages, queue_bytes)
         self.ids = [f"t{i + 1}" for i in range(tables)]
         self.passwords = {t: f"pw-{t}-{os.urandom(6).hex()}" for t in self.ids}

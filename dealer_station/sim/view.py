@@ -11,8 +11,11 @@ def _hand(cards):
 
 def draw(h):
     bs = h.bs
-    lines = ["\x1b[2J\x1b[H" + f"dealer-station simulated table: {h.profile.name}   rounds "
-             f"{h.resulted} resulted, {h.voided} voided   message {bs.last}"]
+    done = h.resulted + h.voided
+    lines = ["\x1b[2J\x1b[H" + f"dealer-station simulated table: {h.profile.name}   "
+             f"{h.progress.line(done) if h.progress else done}: {h.resulted} resulted, "
+             f"{h.voided} voided   message {bs.last}",
+             f"  broker {h.broker_at}   daemon log {h.log_path}"]
     if h.profile.game == "blackjack":
         lines.append(f"  dealer   {bs.up or '-'} [hole card hidden]")
         for seat, hands in sorted(bs.hands.items()):

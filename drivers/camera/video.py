@@ -121,6 +121,11 @@ class Capture:
             self._taken = self._n
             return self._n, self._frame
 
+    def peek(self):
+        """The newest frame without taking it (the console's picture of the table), or None."""
+        with self._cond:
+            return self._frame
+
     def close(self):
         self._stop.set()
         self._thread.join(timeout=2)

@@ -1,0 +1,105 @@
+"""Visual recognition at the technician's photo scale (issue 17): 800x600 webcam photos, straight
+down, one card per photo at any angle, the card about 300 x 420 pixels. Templates from one photo
+per card on a light-grey table at any angle (`shoe-calibrate camera templates --labels`), then other photos of
+the same deck on every surface under every condition of the camera model read through
+`shoe-calibrate camera accuracy`; and every other deck's photos read with those templates (all
+must be refused). Prints per deck, per surface and per condition, with the confusion."""
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+import time
+
+import cv2
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from calibration import camera_tools as ct  # noqa: E402
+from controller.cards import CARDS  # noqa: E402
+from drivers.camera import camera_model as cm  # noqa: E402
+
+
+def write_photos(folder, deck, seed, items):
+    """items: [(card, table, cond)] -> labels.csv of webcam photos."""
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, (c, table, cond) in enumerate(items):
+        img, _ = cm.webcam_photo(deck, c, table, rng, cond)
+        name = f"{i:04d}_{c}.jpg"
+        cv2.imwrite(os.path.join(folder, name), img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+        rows.append({"image": name, "rank": c[0], "suit": c[1], "deck": deck, "condition": f"{table}/{cond}"})
+    path = os.path.join(folder, "labels.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["image", "rank", "suit", "deck", "condition"])
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def labelled(path):
+    base = os.path.dirname(path)
+    with open(path, newline="") as f:
+        return [(os.path.join(base, r["image"]), r["rank"] + r["suit"], (r["deck"], r["condition"]))
+                for r in csv.DictReader(f)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--decks", default=",".join(cm.DECKS))
+    ap.add_argument("--per-cell", type=int, default=3, help="photos per deck, surface and condition")
+    ap.add_argument("--conditions", default=",".join(cm.WEBCAM_CONDITIONS))
+    ap.add_argument("--keep", help="folder to keep the photos in")
+    ap.add_argument("--json", action="store_true")
+    a, _ = ap.parse_known_args()      # scripts/bench passes every bench the same arguments
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    decks, conds = a.decks.split(","), a.conditions.split(",")
+    root = a.keep or tempfile.mkdtemp(prefix="webcam-")
+    report = {}
+    for di, deck in enumerate(decks):
+        ref = write_photos(os.path.join(root, deck, "reference"), deck, 100 + di,
+                           [(c, "light_grey", "rotation") for c in CARDS])
+        tdir = os.path.join(root, deck, "templates")
+        t0 = time.perf_counter()
+        ct.templates_from_labels(ref, tdir)
+        rng = np.random.default_rng(200 + di)
+        items = [(CARDS[int(rng.integers(52))], s, c) for s in cm.SURFACES for c in conds
+                 for _ in range(a.per_cell)]
+        held = write_photos(os.path.join(root, deck, "held_out"), deck, 300 + di, items)
+        r = ct.accuracy(labelled(held), tdir)
+        foreign = {}
+        for other in decks:
+            if other != deck:
+                fl = labelled(os.path.join(root, other, "held_out", "labels.csv")) if os.path.exists(
+                    os.path.join(root, other, "held_out", "labels.csv")) else None
+                if fl:
+                    fr = ct.accuracy(fl[:60], tdir)
+                    foreign[other] = {"photos": fr["photos"], "read": fr["correct"] + fr["wrong"]}
+        report[deck] = {"accuracy": r, "foreign": foreign, "seconds": round(time.perf_counter() - t0, 1)}
+        if not a.json:
+            print(f"== {deck}: templates from 52 photos on a light-grey table; {r['photos']} other photos")
+            by = {}
+            for g, x in r["groups"].items():
+                for part in g.split("/")[1:]:
+                    b = by.setdefault(part, [0, 0, 0])
+                    b[0] += x["correct"]
+                    b[1] += x["photos"]
+                    b[2] += x["wrong"]
+            print(f"   correct {100 * r['correct'] / r['photos']:.1f}%, refused {r['unknown']}, "
+                  f"wrong {r['wrong']}; another deck's photos read: {foreign}")
+            print("   " + ", ".join(f"{k} {100 * b[0] / b[1]:.0f}%" + (f" ({b[2]} WRONG)" if b[2] else "")
+                                   for k, b in by.items()))
+            print("   refused: " + ", ".join(f"{c}:{n}" for c, n in sorted(r["refused"].items())))
+            if r["wrong_as"]:
+                print("   WRONG: " + str(r["wrong_as"]))
+            sys.stdout.flush()
+    if a.json:
+        print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+"""The console's web server: the standard library's ThreadingHTTPServer and Server-Sent Events.
+
+Why no framework: a Pi runs this beside the table's loop; the console serves a few pages to a
+few screens, pushes one small JSON document per table change, and takes a handful of commands.
+http.server + SSE needs no dependency, no event loop of its own and no build step; each open
+page holds one thread blocked on the hub's condition (a few KB of stack in use).
+
+The server never touches the table: it reads the hub's latest view, and a command goes on the
+daemon's queue as the same bytes an MQTT command would be, answered through `reply()`.
+"""
+import http.server
+import json
+import os
+import secrets
+import ssl
+import threading
+import time
+import urllib.parse
+
+from .auth import Accounts, LoginLimiter, Sessions
+
+STATIC = os.path.join(os.path.dirname(__file__), "static")
+TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
+         ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
+PAGES = {"/dealer": "dealer.html", "/pit": "pit.html", "/login": "login.html"}
+# what each role may send from the console; the table checks the rest like any command
+RIGHTS = {"dealer": {"pause"}, "supervisor": {"pause", "resume", "void_round", "manual_card"}}
+FIELDS = {"pause": ("reason",), "resume": ("reason",), "void_round": ("reason",),
+          "manual_card": ("card", "reason")}
+NEEDS_REASON = {"pause", "void_round", "resume", "manual_card"}
+MAX_BODY = 4096
+REPLY_WAIT_S = 5.0
+KEEPALIVE_S = 15.0
+COOKIE = "ds_session"
+HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
+                                      "frame-ancestors 'none'; form-action 'self'",
+           "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+           "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+
+
+class Console:
+    def __init__(self, cfg, hub, submit, metrics=None, camera=None, log=None,
+                 clock=time.monotonic):
+        """cfg: the [console] section (accounts as auth.Account); submit(payload bytes,
+        correlation bytes) queues a command on the daemon's loop."""
+        self.cfg = cfg
+        self.hub = hub
+        self.submit = submit
+        self.metrics = metrics
+        self.camera = camera
+        self.log = log
+        self.accounts = Accounts(cfg["accounts"])
+        self.sessions = Sessions(cfg["session_idle_s"], cfg["session_max_s"], clock)
+        self.limiter = LoginLimiter(cfg["login_failures"], cfg["login_window_s"],
+                                    cfg["login_lockout_s"], clock)
+        self.lock = threading.Lock()      # sessions and limiter: touched by every web thread
+        self.waiting = {}                 # correlation -> [Event, reply]
+        self.streams = 0
+        self.server = None
+
+    # -- from the loop thread ------------------------------------------------------------------
+
+    def owns(self, correlation):
+        return isinstance(correlation, bytes) and correlation.startswith(b"console:")
+
+    def reply(self, correlation, payload):
+        w = self.waiting.get(correlation)
+        if w is not None:
+            w[1] = payload
+            w[0].set()
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def command(self, session, body):
+        """(HTTP status, reply dict) for an action sent from a page."""
+        kind = body.get("type") if isinstance(body, dict) else None
+        if kind not in FIELDS:
+            return 400, {"status": "rejected", "code": "malformed",
+                         "reason": f"unknown action {kind!r}; known: {', '.join(FIELDS)}"}
+        if kind not in RIGHTS.get(session.role, ()):
+            return 403, {"status": "rejected", "code": "forbidden",
+                         "reason": f"{kind} needs a supervisor (you are {session.account}, "
+                                   f"{session.role})"}
+        extra = set(body) - {"type", *FIELDS[kind]}
+        if extra:
+            return 400, {"status": "rejected", "code": "malformed",
+                         "reason": f"{kind}.{sorted(extra)[0]}: unknown field"}
+        reason = body.get("reason")
+        if kind in NEEDS_REASON and not (isinstance(reason, str) and reason.strip()):
+            return 400, {"status": "rejected", "code": "malformed",
+                         "reason": f"{kind}: say why (reason)"}
+        cmd = {"id": f"console-{secrets.token_hex(8)}", **body, "by": session.account}
+        corr = b"console:" + cmd["id"].encode()
+        w = [threading.Event(), None]
+        self.waiting[corr] = w
+        try:
+            self.submit(json.dumps(cmd).encode(), corr, session.account)
+            if not w[0].wait(REPLY_WAIT_S):
+                return 504, {"status": "rejected", "code": "timeout",
+                             "reason": "the table did not answer (is the daemon's loop running?)"}
+        finally:
+            self.waiting.pop(corr, None)
+        r = w[1]
+        self.hub.action(session.account, session.role, cmd, r)
+        if self.log:
+            self.log.info("console: %s (%s) sent %s (%s): %s", session.account, session.role,
+                          kind, reason, r.get("status"))
+        return (200 if r.get("status") == "accepted" else 409), r
+
+    # -- serving -------------------------------------------------------------------------------
+
+    def serve(self):
+        c = self.cfg
+        self.server = http.server.ThreadingHTTPServer((c["bind"], c["port"]), _handler(self))
+        self.server.daemon_threads = True
+        if c["tls_cert"]:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            ctx.load_cert_chain(c["tls_cert"], c["tls_key"])
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        threading.Thread(target=self.server.serve_forever, name="console", daemon=True).start()
+        return self.server.server_address[1]
+
+    def close(self):
+        self.hub.close()
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def _handler(console):
+    cfg = console.cfg
+    secure = bool(cfg["tls_cert"])
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "dealer-station-console"
+        sys_version = ""
+
+        def log_message(self, *args):
+            pass
+
+        # -- helpers ---------------------------------------------------------------------------
+
+        def _send(self, code, body=b"", ctype="application/json", headers=()):
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body).encode()
+            elif isinstance(body, str):
+                body = body.encode()
+            self.send_response(code)
+            for k, v in HEADERS.items():
+                self.send_header(k, v)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in headers:
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _session(self):
+            raw = self.headers.get("Cookie") or ""
+            token = None
+            for part in raw.split(";"):
+                k, _, v = part.strip().partition("=")
+                if k == COOKIE:
+                    token = v
+            with console.lock:
+                return console.sessions.get(token)
+
+        def _json_body(self):
+            if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
+                return None, "send application/json"
+            try:
+                n = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                return None, "bad Content-Length"
+            if not 0 < n <= MAX_BODY:
+                return None, f"a body of 1-{MAX_BODY} bytes"
+            try:
+                return json.loads(self.rfile.read(n)), None
+            except (ValueError, UnicodeDecodeError):
+                return None, "not JSON"
+
+        def _same_origin(self):
+            """A browser names the page that sent a POST; it must be one of ours."""
+            origin = self.headers.get("Origin")
+            if origin is None:
+                return True
+            return urllib.parse.urlsplit(origin).netloc == self.headers.get("Host")
+
+        def _file(self, name):
+            path = os.path.join(STATIC, name)
+            with open(path, "rb") as f:
+                self._send(200, f.read(), TYPES[os.path.splitext(name)[1]])
+
+        # -- GET -------------------------------------------------------------------------------
+
+        def do_GET(self):
+            path = urllib.parse.urlsplit(self.path).path
+            s = self._session()
+            if path == "/":
+                return self._send(302, "", "text/plain", [("Location", "/dealer")])
+            if path == "/login":
+                return self._file("login.html")
+            if path.startswith("/static/"):
+                name = path[len("/static/"):]
+                if name in STATIC_FILES:
+                    return self._file(name)
+                return self._send(404, {"error": "no such file"})
+            if path == "/dealer":
+                if s is None and not cfg["open_dealer_view"]:
+                    return self._send(302, "", "text/plain", [("Location", "/login?next=/dealer")])
+                return self._file("dealer.html")
+            if path == "/pit":
+                if s is None:
+                    return self._send(302, "", "text/plain", [("Location", "/login?next=/pit")])
+                return self._file("pit.html")     # a dealer sees it refuse: the API says 403
+            if path == "/stream":
+                if s is None and not cfg["open_dealer_view"]:
+                    return self._send(401, {"error": "log in"})
+                return self._stream()
+            if path == "/api/session":
+                if s is None:
+                    return self._send(401, {"error": "log in"})
+                return self._send(200, {"account": s.account, "role": s.role, "csrf": s.csrf})
+            if path in ("/api/metrics", "/api/camera.jpg"):
+                if s is None:
+                    return self._send(401, {"error": "log in"})
+                if s.role != "supervisor":
+                    return self._send(403, {"error": "supervisors only"})
+                return self._metrics() if path == "/api/metrics" else self._camera()
+            return self._send(404, {"error": "not found"})
+
+        def _stream(self):
+            with console.lock:
+                if console.streams >= cfg["max_streams"]:
+                    return self._send(503, {"error": "too many open pages"})
+                console.streams += 1
+            try:
+                self.send_response(200)
+                for k, v in HEADERS.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                version = 0
+                self.wfile.write(b"retry: 1000\n\n")
+                while not console.hub.closed:
+                    version, text = console.hub.wait(version, KEEPALIVE_S)
+                    if text is None:
+                        self.wfile.write(b"event: ping\ndata: {}\n\n")
+                    else:
+                        self.wfile.write(f"id: {version}\nevent: view\ndata: {text}\n\n".encode())
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+                pass
+            finally:
+                with console.lock:
+                    console.streams -= 1
+
+        def _metrics(self):
+            m = console.metrics
+            figures = {}
+            if m is not None:
+                for (name, labels), v in sorted(dict(m.snapshot).items()):
+                    lab = ",".join(f"{k}={v}" for k, v in labels)
+                    figures[f"{name}{{{lab}}}" if lab else name] = v
+            return self._send(200, {"figures": figures})
+
+        def _camera(self):
+            from .camera_frame import jpeg
+            data = jpeg(console.camera)
+            if data is None:
+                return self._send(404, {"error": "no camera frame"})
+            return self._send(200, data, "image/jpeg")
+
+        # -- POST ------------------------------------------------------------------------------
+
+        def do_POST(self):
+            path = urllib.parse.urlsplit(self.path).path
+            if not self._same_origin():
+                return self._send(403, {"error": "cross-origin request refused"})
+            body, err = self._json_body()
+            if err:
+                return self._send(400, {"error": err})
+            if path == "/api/login":
+                return self._login(body)
+            s = self._session()
+            if s is None:
+                return self._send(401, {"error": "log in (the session may have expired)"})
+            # CSRF: the token the page got from /api/session, which another site cannot read
+            token = self.headers.get("X-CSRF-Token") or ""
+            if not secrets.compare_digest(token.encode(), s.csrf.encode()):
+                return self._send(403, {"error": "missing or wrong CSRF token"})
+            if path == "/api/logout":
+                with console.lock:
+                    console.sessions.drop(s.token)
+                return self._send(200, {"ok": True}, headers=[
+                    ("Set-Cookie", f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict")])
+            if path == "/api/command":
+                code, reply = console.command(s, body)
+                return self._send(code, reply)
+            return self._send(404, {"error": "not found"})
+
+        def _login(self, body):
+            name = body.get("name") if isinstance(body, dict) else None
+            password = body.get("password") if isinstance(body, dict) else None
+            if not isinstance(name, str) or not isinstance(password, str) or len(password) > 1024:
+                return self._send(400, {"error": "name and password"})
+            keys = (f"addr:{self.client_address[0]}", f"name:{name[:64]}")
+            with console.lock:
+                wait = console.limiter.blocked(*keys)
+            if wait:
+                return self._send(429, {"error": f"too many failed logins: try again in "
+                                                 f"{wait:.0f} s"},
+                                  headers=[("Retry-After", str(int(wait) + 1))])
+            account = console.accounts.check(name, password)
+            with console.lock:
+                if account is None:
+                    console.limiter.failed(*keys)
+                    s = None
+                else:
+                    console.limiter.succeeded(*keys)
+                    s = console.sessions.create(account.name, account.role)
+            if s is None:
+                if console.log:
+                    console.log.warning("console: failed login for %r from %s", name[:64],
+                                        self.client_address[0])
+                return self._send(401, {"error": "wrong name or password"})
+            cookie = f"{COOKIE}={s.token}; Path=/; HttpOnly; SameSite=Strict" + (
+                "; Secure" if secure else "")
+            return self._send(200, {"account": s.account, "role": s.role, "csrf": s.csrf},
+                              headers=[("Set-Cookie", cookie)])
+
+    return Handler
+
+
+STATIC_FILES = ("console.css", "common.js", "dealer.js", "pit.js", "login.js")

@@ -1,0 +1,83 @@
+"""Software integrity (dealer_station/integrity.py): the installed files' hashes are recorded at
+install (`dealer-station manifest`) and checked by the daemon at start; a changed byte keeps the
+table closed: the retained status says `integrity_failed` and names the file, exit 3."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from dealer_station import integrity
+from mqtt_rig import ROOT, Broker, Client, wait_for, workdir
+
+
+def copy_tree(dest):
+    for pkg in integrity.PACKAGES:
+        shutil.copytree(os.path.join(ROOT, pkg), os.path.join(dest, pkg),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def flip(path, at=-2):
+    data = bytearray(open(path, "rb").read())
+    data[at] ^= 0x01
+    open(path, "wb").write(bytes(data))
+
+
+def test_check_names_the_first_changed_missing_or_added_file(tmp_path):
+    copy_tree(tmp_path)
+    m = str(tmp_path / "manifest.sha256")
+    integrity.write_manifest(m, tmp_path)
+    assert integrity.check(m, tmp_path) > 50
+    flip(tmp_path / "controller" / "table.py")
+    with pytest.raises(integrity.IntegrityError) as e:
+        integrity.check(m, tmp_path)
+    assert e.value.file == "controller/table.py" and e.value.why.startswith("changed")
+    flip(tmp_path / "controller" / "table.py")          # back as it was
+    assert integrity.check(m, tmp_path)
+    (tmp_path / "drivers" / "evil.py").write_text("import os\n")
+    with pytest.raises(integrity.IntegrityError, match="drivers/evil.py: not in the manifest"):
+        integrity.check(m, tmp_path)
+    os.remove(tmp_path / "drivers" / "evil.py")
+    os.remove(tmp_path / "dealer_station" / "lock.py")
+    with pytest.raises(integrity.IntegrityError, match="dealer_station/lock.py: missing"):
+        integrity.check(m, tmp_path)
+
+
+def test_the_daemon_refuses_to_open_the_table_when_a_byte_changed(tmp_path):
+    """The daemon runs from a copy of the packages (as from an installed site-packages): one
+    byte of one file changed after the manifest was written."""
+    src = tmp_path / "site"
+    copy_tree(src)
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "dealer_station.cli", *a],  # noqa: E731
+                                    cwd=src, env=env, capture_output=True, text=True, timeout=60)
+    manifest = str(tmp_path / "manifest.sha256")
+    r = run("manifest", "--out", manifest)
+    assert r.returncode == 0, r.stderr
+    assert run("manifest", "--check", "--out", manifest).returncode == 0
+    flip(src / "controller" / "blackjack.py")
+    r = run("manifest", "--check", "--out", manifest)
+    assert r.returncode == 1 and "controller/blackjack.py: changed" in r.stderr
+    d = workdir()
+    b = Broker(d)
+    b.start()
+    watcher = Client(b.port)
+    try:
+        cfg = tmp_path / "table.toml"
+        cfg.write_text(f'[table]\nid = "t1"\nprofile = "luxury21"\n[shoe]\nprotocol = "none"\n'
+                       f'[broker]\nport = {b.port}\n[paths]\njournal = "{d}/journal.sqlite"\n'
+                       f'[metrics]\nenabled = false\n[integrity]\nmanifest = "{manifest}"\n')
+        r = run("run", "--config", str(cfg))
+        assert r.returncode == 3, r.stderr
+        assert "software integrity failed: controller/blackjack.py: changed" in r.stderr
+        wait_for(lambda: any(s.get("state") == "integrity_failed" for s in watcher.statuses()),
+                 10, "the integrity_failed status")
+        st = [s for s in watcher.statuses() if s.get("state") == "integrity_failed"][-1]
+        assert st["file"] == "controller/blackjack.py" and st["table"] == "t1"
+        assert not any(s.get("state") == "online" for s in watcher.statuses())
+    finally:
+        watcher.close()
+        b.stop()
+        shutil.rmtree(d, ignore_errors=True)
