@@ -64,11 +64,13 @@ def main():
     ap.add_argument("--pages", type=int, default=5)
     a = ap.parse_args()
     from playwright.sync_api import sync_playwright
+    load = [os.getloadavg()[0]]       # the machine's load: the figures mean little without it
     with sync_playwright() as pw:
         browser = launch(pw)
         base = run(a.profile, a.rounds, a.speed, 0)
         on = run(a.profile, a.rounds, a.speed, a.pages, browser)
         browser.close()
+    load.append(os.getloadavg()[0])
     lat = sorted(on.pop("latencies"))
     q = statistics.quantiles(lat, n=100) if len(lat) > 1 else lat * 99
     out = {"profile": a.profile, "rounds": a.rounds, "pages": a.pages, "views_painted": len(lat),
@@ -76,7 +78,8 @@ def main():
            "daemon_no_page": base, "daemon_with_pages": on,
            "extra_cpu_s_per_round": round(on["cpu_s_per_round"] - base["cpu_s_per_round"], 4),
            "extra_rss_mb": round((on["rss_mb"] or 0) - (base["rss_mb"] or 0), 1),
-           "target_p99_ms": 50}
+           "target_p99_ms": 50, "cores": os.cpu_count(),
+           "load_average_1min": {"start": round(load[0], 1), "end": round(load[1], 1)}}
     print(json.dumps(out, indent=1))
 
 

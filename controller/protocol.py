@@ -133,8 +133,10 @@ def _detail(v):
 
 # type: {field: (validator, required, default)}
 SCHEMAS = {
+    # confirmed_by: the supervisor who confirmed a manual inspection (data about the inspection;
+    # who sent the command is the rights' business, station.py, never the engine's)
     "shoe_loaded": {"inspection": (_one_of("scanner", "manual"), False, None),
-                    "by": (_staff, False, None)},
+                    "confirmed_by": (_staff, False, None)},
     "card": {"card": (_card, True, None), "source": (_source, False, "shoe")},
     "card_unreadable": {"source": (_source, False, "shoe"), "detail": (_detail, False, None)},
     "cut_card": {},

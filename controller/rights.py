@@ -52,6 +52,7 @@ class Decision(NamedTuple):
     override: bool
     code: str | None          # None: allowed
     reason: str | None        # why refused (for the reply), or the staff's reason (allowed)
+    confirmed_by: str | None = None   # the supervisor who confirmed it (a manual inspection)
 
 
 class Staff:
@@ -94,11 +95,32 @@ def required(kind, irregular):
     return r.irregular if irregular and r.irregular is not None else r
 
 
-def decide(staff, kind, by, user, reason, irregular, panel=False):
+def decide(staff, kind, by, user, reason, irregular, panel=False, confirmed_by=None):
     """May this command be applied? `by`: the staff id the command names (or None); `user`: the
     login the broker vouches for (the `commands/<user>` topic its ACL gives that user alone) or
-    None; `panel`: the panel's own identity ("panel" or "panel-key"), already trusted.
+    None; `panel`: the panel's own identity ("panel" or "panel-key"), already trusted;
+    `confirmed_by`: the supervisor a command names as having confirmed it (a manual shoe
+    inspection: 002 3.1.2, the dealer and the pit boss check the cards together, the dealer loads
+    the shoe). The sender is checked as the sender; the confirmer is data about the act, recorded,
+    and must be a supervisor in [staff].
     `staff` None: rights are not enforced (every decision allowed, overrides still logged)."""
+    d = _decide(staff, kind, by, user, reason, irregular, panel)
+    if confirmed_by is None:
+        return d
+    d = d._replace(confirmed_by=confirmed_by)
+    if d.code is not None or staff is None:
+        return d
+    role = staff.roles.get(confirmed_by)
+    if role is None:
+        return d._replace(code="unknown_staff", reason=f"the confirming supervisor "
+                                                       f"{confirmed_by!r} is not in the table's [staff]")
+    if role != SUPERVISOR:
+        return d._replace(code="not_authorized", reason=f"{kind} is confirmed by a supervisor, "
+                                                        f"{confirmed_by} is a {role}")
+    return d
+
+
+def _decide(staff, kind, by, user, reason, irregular, panel):
     right = required(kind, irregular)
     reason = reason if isinstance(reason, str) and reason.strip() else None
     if staff is None:

@@ -133,16 +133,16 @@ def _shoe_loaded(t, ev):
     how = ev.get("inspection")
     if how is None and p.require_inspection:
         raise Rejected("inspection_required", f"{p.name} requires the shoe's inspection: "
-                                              f"inspection scanner or manual (with by)")
-    if (how == "manual") != ("by" in ev):
-        raise Rejected("malformed", "shoe_loaded.by: the supervisor who confirmed a manual "
-                                    "inspection, given with inspection manual only")
+                                              f"inspection scanner or manual (with confirmed_by)")
+    if (how == "manual") != ("confirmed_by" in ev):
+        raise Rejected("malformed", "shoe_loaded.confirmed_by: the supervisor who confirmed a "
+                                    "manual inspection, given with inspection manual only")
     t = t.but(shoe=Shoe(n, p.decks), shoes=n, last_round=False,
               phase="burn" if p.burn else "ready")
     out = [{"type": "shoe_started", "shoe": n, "profile": p.name, "decks": p.decks,
             "cards": p.cards, "burn": p.burn}]
     if how is not None:
-        out[0]["inspection"] = {"method": how, "by": ev.get("by")}
+        out[0]["inspection"] = {"method": how, "confirmed_by": ev.get("confirmed_by")}
     return t, out + announce(t)
 
 

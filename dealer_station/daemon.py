@@ -6,6 +6,7 @@ the station core (dealer_station/station.py: the daemon's rules, pure) and carri
 it returns, in order: the journal transaction first, then publishing, acknowledgements, replies,
 lights, timers, metrics and logs.
 """
+import functools
 import logging
 import queue
 import signal
@@ -119,12 +120,15 @@ class Daemon:
     def _build_console(self):
         from .console.hub import Hub
         from .console.server import Console
+        from .export import export_round      # read-only on the journal, on the page's thread
         t = self.cfg["timers"]
         self.hub = Hub(self.table_id, self.profile.name, t["decision_s"], t["insurance_s"])
         # a command from a page goes on the loop's queue as an MQTT one would
         self.console = Console(self.cfg["console"], self.hub,
                                lambda payload, corr, account: self.q.put(("console", payload, corr, account)),
-                               self.metrics, self.camera, log)
+                               self.metrics, self.camera, log,
+                               export=functools.partial(export_round, self.cfg["paths"]["journal"],
+                                                        profile=self.profile))
 
     def _console_push(self, at=None):
         """The console's view after an input: from the public snapshot and published events."""

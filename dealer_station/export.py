@@ -232,6 +232,11 @@ def replay_round(profile, doc):
     return got, diff
 
 
+def round_text(doc):
+    """The export as written: by the command line and by the console's download alike."""
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+
+
 def add_round_parser(sub):
     e = sub.add_parser("export", help="one round as one JSON document for an auditor (inputs, "
                                       "cards, outputs, staff, software; `replay` re-lays it)")
@@ -265,7 +270,7 @@ def _round_cmd(args):
     except (ArchiveError, sqlite3.Error) as e:
         print(f"dealer-station export: {e}", file=sys.stderr)
         return 1
-    text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    text = round_text(doc)
     if args.out == "-":
         sys.stdout.write(text)
     else:

@@ -137,10 +137,16 @@ def split(text):
     i = text.rfind(SIG_MARK)
     if i < 0 or not text.endswith('"}'):
         return text, None
+    coded = text[i + len(SIG_MARK):-2]
     try:
-        return text[:i] + "}", base64.b64decode(text[i + len(SIG_MARK):-2], validate=True)
+        sig = base64.b64decode(coded, validate=True)
     except ValueError:
         return text, None
+    # canonical base64 only: the decoder ignores a last character's unused bits, so without this
+    # check a changed byte there would leave the signature valid (found by the property test)
+    if base64.b64encode(sig).decode("ascii") != coded:
+        return text, None
+    return text[:i] + "}", sig
 
 
 def signature_ok(text, public):

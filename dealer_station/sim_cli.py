@@ -217,7 +217,8 @@ def table_main(argv):
     except KeyboardInterrupt:
         h.close()
         return 130
-    print(f"table-sim: broker {h.broker_at}, daemon log {h.log_path}", file=sys.stderr, flush=True)
+    print(f"table-sim: broker {h.broker_at}, events public key {h.public_key_path}, daemon log "
+          f"{h.log_path}", file=sys.stderr, flush=True)
     print(f"table-sim: console {h.console_url}dealer (pit boss: {h.console_url}pit, "
           f"{accounts[0][0]} / {accounts[0][2]}; dealer {accounts[1][0]} / {accounts[1][2]})",
           file=sys.stderr, flush=True)

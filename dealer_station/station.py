@@ -277,7 +277,8 @@ class Station:
                 kinds & {"round_result", "round_voided"} and t.rounds % CHECKPOINT_ROUNDS == 0)):
             cp = checkpoint.encode(t)
         audit = ()
-        if decision is not None and (decision.override or decision.who is not None):
+        if decision is not None and (decision.override or decision.who is not None
+                                     or decision.confirmed_by is not None):
             rej = outputs[0] if len(outputs) == 1 and outputs[0]["type"] == "rejected" else None
             audit = (self._audit_entry(clock, origin, action or body["type"], command_id, decision,
                                        "accepted" if rej is None else f"rejected:{rej['code']}", n),)
@@ -419,8 +420,10 @@ class Station:
                     effects = []
                     reply = {**prior, "status": "duplicate", "original": prior["status"]}
                 else:
+                    confirmer = cmd.get("confirmed_by")
                     d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
-                                      cmd.get("reason"), bool(self.table.pending))
+                                      cmd.get("reason"), bool(self.table.pending),
+                                      confirmed_by=confirmer if isinstance(confirmer, str) else None)
                     if d.code is None and cmd["type"] == "correct_result":
                         self._corrects(cmd, reads.get("outbox_row"))
                     if d.code is not None:
@@ -590,7 +593,8 @@ class Station:
         return self._chain({"at": iso(clock.wall), "origin": origin, "action": action,
                             "id": command_id, "who": d.who, "role": d.role,
                             "override": d.override, "reason": d.reason, "result": result,
-                            "input": input_n})
+                            "input": input_n,
+                            **({"confirmed_by": d.confirmed_by} if d.confirmed_by else {})})
 
     def boot(self, clock, info):
         """The audit log's entry for a start of the software: version, configuration hash, key

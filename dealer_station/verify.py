@@ -60,6 +60,11 @@ def check_stream(items, public=None, allow_repeats=False):
             raise Problem(where, "altered", f"seq {seq}: the signature does not match (a byte was "
                                             f"changed, or another key signed it)")
         h = signing.digest(text)
+        if last is None:          # a capture may start anywhere, but not after what follows it
+            later = sorted(s for _, _, _, s in parsed[i + 1:] if s < seq)
+            if later:
+                raise Problem(where, "reordered", f"seq {seq} before seq {later[0]} (which comes "
+                                                  f"later, at {first[later[0]][0]})")
         if last is not None and seq <= last[0]:
             was_where, was_hash = first[seq]
             if was_hash != h:

@@ -28,11 +28,13 @@ window.EventSource = function (url, opts) {
 class TableRun:
     """table-sim's Harness with the console on, playing `rounds` in a thread."""
 
-    def __init__(self, profile, rounds, faults=(), speed=4.0, camera=False, pit_boss=True, seed=3):
+    def __init__(self, profile, rounds, faults=(), speed=4.0, camera=False, pit_boss=True, seed=3,
+                 wheel_times=None):
         self.dir = tempfile.mkdtemp(prefix="console-test-")
         self.h = Harness(profile, rounds, seed=seed, faults=list(faults), speed=speed,
                          plain=True, out=io.StringIO(), workdir=self.dir, camera=camera,
-                         console={"accounts": ACCOUNTS}, pit_boss=pit_boss)
+                         console={"accounts": ACCOUNTS}, pit_boss=pit_boss,
+                         wheel_times=wheel_times)
         self.messages = []
         self.heard = threading.Condition()
         note = self.h.note

@@ -13,6 +13,7 @@ import tempfile
 import pytest
 
 from console_rig import ACCOUNTS, RECORD, TableRun, launch, login
+from dealer_station.export import export_round
 
 playwright = pytest.importorskip("playwright.sync_api")
 SUPERVISOR, DEALER = ACCOUNTS
@@ -128,7 +129,17 @@ def test_an_irregularity_shows_the_banner_a_dealer_cannot_resolve_it_a_pit_boss_
         const r = await DS.post('/api/command', {type: 'resume', reason: 'I am the boss'}, me.csrf);
         return [r.status, r.data];
     }""")
-    assert status == 403 and reply["code"] == "forbidden"
+    assert status == 403 and reply["code"] == "not_authorized"
+    # the dealer's own part: a dealer error reported from the page (the supervisor decides)
+    assert pit.is_hidden('[data-action="supervisor_decision"]')
+    pit.click('[data-action="dealer_error"]')
+    pit.select_option("#cerror", "wrong_place")
+    pit.fill("#creason", "seat 2's card went to seat 3")
+    n = len(table.of_type("irregularity"))
+    pit.click("#cok")
+    pit.wait_for_selector("#result.ok", timeout=WAIT)
+    err = table.wait_for("irregularity", n + 1)[n]
+    assert err["code"] == "dealer_error" and err["detail"] == {"error": "wrong_place", "by": DEALER[0]}
     assert table.of_type("round_resumed") == []
     ctx.close()
 
@@ -137,21 +148,40 @@ def test_an_irregularity_shows_the_banner_a_dealer_cannot_resolve_it_a_pit_boss_
     pit = ctx.new_page()
     login(pit, table.url, SUPERVISOR[0], SUPERVISOR[2])
     pit.wait_for_selector('#open li.irr[data-code="unexpected_card"]', timeout=WAIT)
+    pit.wait_for_selector('#open li.irr[data-code="dealer_error"]', timeout=WAIT)
     pit.wait_for_selector("#history tbody tr", timeout=WAIT)
     pit.screenshot(path=os.path.join(shots, "console-pit-1920x1080.png"))
     pit.set_viewport_size({"width": 1280, "height": 800})
     pit.screenshot(path=os.path.join(shots, "console-pit-1280x800.png"))
+
+    # round 1's export, downloaded from the history: what `dealer-station export --round 1` gives
+    with pit.expect_download() as dl:
+        pit.click('#history tr[data-round="1"] a.export')
+    with open(dl.value.path()) as f:
+        assert json.load(f) == export_round(os.path.join(table.dir, "journal.sqlite"), 1)
+    assert dl.value.suggested_filename == "sim-round-1.json"
+
+    # the dealer error first: resume waits for the supervisor's decision
+    assert pit.is_disabled('[data-action="resume"]')
+    pit.click('[data-action="supervisor_decision"]')
+    pit.wait_for_selector("dialog#confirm[open]")
+    pit.select_option("#cdecision", "continue")
+    pit.fill("#creason", "the card stays at seat 3's place, seat 2 is dealt the next")
+    pit.click("#cok")
+    decided, = table.wait_for("supervisor_decided")
+    assert (decided["decision"], decided["by"], decided["error"]) == ("continue", SUPERVISOR[0],
+                                                                      "wrong_place")
+    pit.wait_for_selector('#open li.irr[data-code="dealer_error"]', state="detached", timeout=WAIT)
     pit.click('[data-action="resume"]')
     pit.wait_for_selector("dialog#confirm[open]")
     pit.click("#cok")                                    # no reason: not sent
     assert pit.is_visible("dialog#confirm[open]") and table.of_type("round_resumed") == []
     pit.fill("#creason", "card out of turn to the discard rack")
     pit.click("#cok")
-    pit.wait_for_selector("#result.ok", timeout=WAIT)
+    table.wait_for("round_resumed")
     dealer.wait_for_selector("#banner[hidden]", state="attached", timeout=WAIT)
     pit.wait_for_function("document.getElementById('actions').textContent.includes('pit (supervisor): resume')",
                           timeout=WAIT)
-    table.wait_for("round_resumed")
     ctx.close()
     dealer.context.close()
 
@@ -173,7 +203,8 @@ def test_a_lost_connection_shows_offline_and_recovers(browser, table):
 
 @pytest.mark.parametrize("profile", ["european", "lucky7", "punto_banco", "roulette"])
 def test_the_dealer_view_follows_a_round_of_every_profile(browser, profile):
-    run = TableRun(profile, 1, speed=0)
+    # european with the simulated camera: its pit boss is the simulated one, so nothing races
+    run = TableRun(profile, 1, speed=0, camera=profile == "european")
     try:
         run.start()
         page = dealer_page(browser, run)
@@ -196,6 +227,88 @@ def test_the_dealer_view_follows_a_round_of_every_profile(browser, profile):
             for s in result["seats"]:
                 assert all(h["outcome"] in text for h in s["hands"])
                 assert all(rendered(c) in text for h in s["hands"] for c in h["cards"])
+        page.context.close()
+        if profile == "european":
+            camera_frame_is_served_with_its_zones(run)
+    finally:
+        run.close()
+
+
+def camera_frame_is_served_with_its_zones(run):
+    """The pit page's camera picture: the newest frame as JPEG with the calibration's zones."""
+    import urllib.request
+    import cv2
+    import numpy as np
+    from drivers.camera.virtual import SIZE
+    req = urllib.request.Request(f"{run.url}/api/login", json.dumps(
+        {"name": SUPERVISOR[0], "password": SUPERVISOR[2]}).encode(),
+        {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        cookie = r.headers["Set-Cookie"].split(";")[0]
+    req = urllib.request.Request(f"{run.url}/api/camera.jpg", headers={"Cookie": cookie})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.headers["Content-Type"] == "image/jpeg"
+        img = cv2.imdecode(np.frombuffer(r.read(), np.uint8), cv2.IMREAD_COLOR)
+    assert img is not None and img.shape[1] == min(960, SIZE[0])
+    k = img.shape[1] / SIZE[0]
+    b, g, r_ = (img[:, :, i].astype(int) for i in range(3))
+    yellow = (b < 110) & (g > 170) & (r_ > 170)        # the zones are drawn in (0, 255, 255)
+    for name, poly in run.h.tcam.cam.zones.items():    # each zone's edge, where calibrated
+        (x0, y0), (x1, y1) = poly[0], poly[1]
+        x, y = int((x0 + x1) / 2 * k), int((y0 + y1) / 2 * k)
+        assert yellow[max(0, y - 3):y + 4, max(0, x - 3):x + 4].any(), name
+
+
+def pit_page(browser, run, size=(1280, 800)):
+    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, bypass_csp=True,
+                              accept_downloads=True)
+    page = ctx.new_page()
+    login(page, run.url, SUPERVISOR[0], SUPERVISOR[2])
+    page.wait_for_selector("#conn.ok", timeout=WAIT)
+    return page
+
+
+def confirm(page, action, reason, fill=(), on=None):
+    """An action from its button (or `on`, a row's own button), confirmed with a reason."""
+    page.click(on or f'[data-action="{action}"]:not([disabled])', timeout=WAIT)
+    page.wait_for_selector("dialog#confirm[open]")
+    for sel, value in fill:
+        page.fill(sel, value)
+    page.fill("#creason", reason)
+    page.click("#cok")
+
+
+def test_a_pit_boss_enters_the_number_declares_a_no_spin_and_corrects_a_result(browser, shots):
+    """Roulette: the wheel holds its spin in no more bets (the round under way, no number
+    coming), so nothing races the page: a no-spin, the number by hand, then a correction."""
+    # two rounds: the table is followed (bets placed, messages noted) past the first
+    run = TableRun("roulette", 2, speed=0, wheel_times=(4, 3, 10 ** 6, 2))
+    try:
+        run.start()
+        run.play()
+        run.wait_for("round_started")
+        page = pit_page(browser, run)
+        confirm(page, "no_spin", "the ball left the wheel")
+        void, = run.wait_for("spin_void")
+        assert (void["round"], void["reason"], void["by"]) == (1, "the ball left the wheel", "pit")
+        confirm(page, "manual_number", "the wheel's reader missed the pocket",
+                [("#cnumber", "17")])
+        result, = run.wait_for("round_result")
+        assert (result["round"], result["number"], result["colour"]) == (1, 17, "black")
+        # the correction refers to the published result by its sequence number
+        page.wait_for_selector('#history tr[data-round="1"] button.correct', timeout=WAIT)
+        page.click('#history tr[data-round="1"] button.correct')
+        page.wait_for_selector("dialog#confirm[open]")
+        assert f"event {result['seq']}" in page.inner_text("#cwhat")
+        page.fill("#cnumber", "5")
+        page.fill("#creason", "the dealer read 17, the ball lay in 5")
+        page.screenshot(path=os.path.join(shots, "console-pit-correction-1280x800.png"))
+        page.click("#cok")
+        fixed, = run.wait_for("result_corrected")
+        assert (fixed["round"], fixed["corrects"], fixed["result"]["number"], fixed["by"],
+                fixed["reason"]) == (1, result["seq"], 5, "pit", "the dealer read 17, the ball lay in 5")
+        page.wait_for_selector("#history .corrected", timeout=WAIT)
+        assert "corrected: 5 red (pit: the dealer read 17" in page.inner_text("#history")
         page.context.close()
     finally:
         run.close()

@@ -8,7 +8,9 @@ import threading
 
 import pytest
 
+from dealer_station.archive import ArchiveError
 from dealer_station.config import check_config
+from dealer_station.export import round_text
 from dealer_station.console.auth import (Account, LoginLimiter, Sessions, hash_password,
                                          hash_problem, verify_password)
 from dealer_station.console.hub import Hub
@@ -28,6 +30,18 @@ CFG = {"bind": "127.0.0.1", "port": 0, "tls_cert": None, "tls_key": None,
        "login_failures": 3, "login_window_s": 60.0, "login_lockout_s": 120.0, "max_streams": 4}
 
 
+ROUNDS = {1: {"format": "dealer-station-round", "table": "t1", "round": 1, "finished": True,
+             "inputs": [{"n": 1, "body": {"type": "card", "card": "Qh"}}]},
+          2: {"format": "dealer-station-round", "table": "t1", "round": 2, "finished": False}}
+
+
+def fake_export(n):
+    """export_round's stand-in (the real one on a real journal: test_console_browser.py)."""
+    if n not in ROUNDS:
+        raise ArchiveError(f"round {n} is not in this journal (archived, or not played yet)")
+    return ROUNDS[n]
+
+
 @pytest.fixture
 def console():
     clock = Clock()
@@ -36,7 +50,8 @@ def console():
     hub = Hub("t1", "luxury21")
     q = queue.Queue()
     c = Console({**CFG, "accounts": accounts}, hub,
-                lambda p, corr, account: q.put((p, corr, account)), clock=clock)
+                lambda p, corr, account: q.put((p, corr, account)), clock=clock,
+                export=fake_export)
 
     def loop():          # the daemon's loop: every command it is handed is accepted
         while True:
@@ -164,14 +179,65 @@ def test_the_limiter_forgets_failures_outside_its_window():
 def test_a_dealer_account_cannot_resolve_an_irregularity(console):
     _, data, cookie = login(console, "dan", "dan-pw")
     for cmd in ({"type": "resume", "reason": "x"}, {"type": "void_round", "reason": "x"},
-                {"type": "manual_card", "card": "Qh", "reason": "x"}):
+                {"type": "manual_card", "card": "Qh", "reason": "x"},
+                {"type": "manual_number", "number": 17, "reason": "x"},
+                {"type": "correct_result", "round": 1, "seq": 9, "void": True, "reason": "x"},
+                {"type": "supervisor_decision", "decision": "continue", "reason": "x"}):
         status, reply, _ = request(console, "POST", "/api/command", cmd, cookie=cookie, csrf=data["csrf"])
-        assert status == 403 and reply["code"] == "forbidden"
-    assert request(console, "GET", "/api/metrics", cookie=cookie)[0] == 403
+        assert status == 403 and reply["code"] == "not_authorized", cmd
+        assert "needs a supervisor" in reply["reason"]
+    for path in ("/api/metrics", "/api/export?round=1", "/api/camera.jpg"):
+        assert request(console, "GET", path, cookie=cookie)[0] == 403
     assert console.received == []
-    status, _, _ = request(console, "POST", "/api/command", {"type": "pause", "reason": "pit boss please"},
-                           cookie=cookie, csrf=data["csrf"])
-    assert status == 200 and console.received[0]["by"] == "dan"
+    # the staff's own part: pause, report a dealer error, declare a no-spin (RULES.md: "the
+    # dealer or supervisor can also declare a no-spin")
+    for cmd in ({"type": "pause", "reason": "pit boss please"},
+                {"type": "dealer_error", "error": "misdeal"},
+                {"type": "no_spin", "reason": "the ball left the wheel"}):
+        status, _, _ = request(console, "POST", "/api/command", cmd, cookie=cookie, csrf=data["csrf"])
+        assert status == 200 and console.received[-1] == {**cmd, "id": console.received[-1]["id"],
+                                                          "by": "dan"}
+    _, me, _ = request(console, "GET", "/api/session", cookie=cookie)
+    assert sorted(me["actions"]) == ["dealer_error", "no_spin", "pause"]
+
+
+def test_the_consoles_rights_are_the_tables_one_table():
+    """Who may send what from a page, and what needs a reason, are read from controller/rights.py
+    (at its strictest: after an irregularity) and the engine's input schemas, not kept twice."""
+    from controller import rights
+    from dealer_station.console import actions
+    for kind in actions.ACTIONS:
+        right = rights.required(kind, True)
+        for role in ("dealer", "supervisor"):
+            assert (kind in actions.RIGHTS[role]) == (role in right.roles)
+        if right.override:
+            assert kind in actions.NEEDS_REASON
+    assert actions.ACTIONS["manual_number"] == ("number", "reason")
+    assert actions.ACTIONS["correct_result"] == ("round", "seq", "reason", "number", "void")
+    assert actions.ACTIONS["supervisor_decision"] == ("decision", "reason")
+    assert actions.ACTIONS["manual_card"] == ("card", "reason")     # source: always manual
+
+
+def test_the_new_procedures_reach_the_table_with_by_and_reason(console):
+    _, data, cookie = login(console, "anna", "anna-pw")
+    sent = [{"type": "manual_number", "number": 17, "reason": "the wheel's reading was lost"},
+            {"type": "correct_result", "round": 4, "seq": 88, "number": 5, "reason": "misread"},
+            {"type": "correct_result", "round": 4, "seq": 88, "void": True, "reason": "misread"},
+            {"type": "supervisor_decision", "decision": "replace", "reason": "card to seat 2"},
+            {"type": "no_spin", "reason": "ball turned with the wheel"}]
+    for cmd in sent:
+        status, reply, _ = request(console, "POST", "/api/command", cmd, cookie=cookie, csrf=data["csrf"])
+        assert status == 200 and reply["status"] == "accepted"
+    assert [{k: v for k, v in c.items() if k != "id"} for c in console.received] == [
+        {**c, "by": "anna"} for c in sent]
+    for bad in ({"type": "manual_number", "number": 17},                     # no reason
+                {"type": "supervisor_decision", "decision": "continue", "reason": " "},
+                {"type": "manual_number", "number": 17, "reason": "x", "spin": 3},  # not its field
+                {"type": "correct_result", "round": 4, "seq": 88, "void": True, "reason": "x",
+                 "by": "someone else"}):
+        status, reply, _ = request(console, "POST", "/api/command", bad, cookie=cookie, csrf=data["csrf"])
+        assert status == 400, bad
+    assert len(console.received) == len(sent)
 
 
 def test_actions_are_checked_before_they_reach_the_table(console):
@@ -225,3 +291,64 @@ def test_with_staff_rights_each_console_account_has_the_same_role_in_staff():
     _, errors = check_config({**base, "staff": {"supervisor": ["anna", "dan"]}})
     assert errors == ["console.accounts[1].role: 'dan' acts under the table's staff rights: "
                       "list it in [staff] dealer (it is supervisor)"]
+
+
+def test_a_supervisor_downloads_a_finished_rounds_export(console):
+    assert request(console, "GET", "/api/export?round=1")[0] == 401
+    _, _, cookie = login(console, "anna", "anna-pw")
+    status, data, headers = request(console, "GET", "/api/export?round=1", cookie=cookie)
+    assert status == 200 and data == ROUNDS[1]
+    assert headers["Content-Disposition"] == 'attachment; filename="t1-round-1.json"'
+    conn = http.client.HTTPConnection("127.0.0.1", console.port, timeout=5)
+    conn.request("GET", "/api/export?round=1", headers={"Cookie": cookie})
+    assert conn.getresponse().read().decode() == round_text(ROUNDS[1])     # as the CLI writes it
+    conn.close()
+    # the round under way: its inputs would name the hole card before the reveal
+    status, data, _ = request(console, "GET", "/api/export?round=2", cookie=cookie)
+    assert status == 409 and "not over" in data["error"]
+    status, data, _ = request(console, "GET", "/api/export?round=3", cookie=cookie)
+    assert status == 404 and "not in this journal" in data["error"]
+    for bad in ("", "?round=", "?round=-1", "?round=x", "?round=0"):
+        assert request(console, "GET", f"/api/export{bad}", cookie=cookie)[0] == 400
+
+
+def test_over_tls_the_console_serves_https_and_its_cookie_is_secure(tmp_path):
+    """A throwaway CA and server certificate (openssl, as the studio's brokers use)."""
+    import ssl
+    from dealer_station.sim.tls import make_ca
+    paths = make_ca(str(tmp_path))
+    accounts = [Account("anna", "supervisor", hash_password("anna-pw", n=1024))]
+    c = Console({**CFG, "accounts": accounts, "tls_cert": paths["cert"], "tls_key": paths["key"]},
+                Hub("t1", "luxury21"), lambda *a: None)
+    port = c.serve()
+    try:
+        ctx = ssl.create_default_context(cafile=paths["ca"])      # the certificate is checked
+
+        def https(method, path, body=None, cookie=None):
+            conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=ctx)
+            headers = {"Content-Type": "application/json", **({"Cookie": cookie} if cookie else {})}
+            conn.request(method, path, json.dumps(body) if body is not None else None, headers)
+            r = conn.getresponse()
+            out = r.status, r.read(), r.headers
+            assert conn.sock.version() in ("TLSv1.2", "TLSv1.3")
+            conn.close()
+            return out
+        import socket
+        idle = socket.create_connection(("127.0.0.1", port))     # connects, never says hello
+        try:          # ...and holds up nobody: the handshake is on the connection's own thread
+            status, _, headers = https("POST", "/api/login", {"name": "anna", "password": "anna-pw"})
+        finally:
+            idle.close()
+        cookie = headers["Set-Cookie"]
+        assert status == 200 and "; Secure" in cookie and "HttpOnly" in cookie
+        status, body, _ = https("GET", "/api/session", cookie=cookie.split(";")[0])
+        assert status == 200 and json.loads(body)["account"] == "anna"
+        assert https("GET", "/dealer")[0] == 200
+        # plain HTTP on the TLS port gets no page
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        with pytest.raises((http.client.HTTPException, ConnectionError)):
+            conn.request("GET", "/dealer")
+            conn.getresponse()
+        conn.close()
+    finally:
+        c.close()

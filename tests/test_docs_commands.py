@@ -147,7 +147,9 @@ def interrupted(cmd, cwd, until=r"^table-sim: broker mqtt://"):
         time.sleep(1.0)    # let a round start: there is no signal for "a little play" to wait on
         os.killpg(p.pid, signal.SIGINT)
         out, err = p.communicate(timeout=60)
-        os.unlink(first.rsplit("daemon log ", 1)[1].strip())    # kept by table-sim: ours to remove
+        log = first.rsplit("daemon log ", 1)[1].strip()     # kept by table-sim: ours to remove
+        os.unlink(log)
+        os.unlink(log[:-len("daemon.log")] + "events.key.pub")
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)

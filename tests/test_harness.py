@@ -55,6 +55,8 @@ def runs(tmp_path_factory):
 def assert_sound(p, r, rounds=200):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert r["messages_lost"] == 0 and r["protocol_errors"] == 0
+    # the daemon signed every event and the betting system verified each (signature and chain)
+    assert r["events_signed"] is True and r["signature_errors"] == 0
     assert r["messages_received"] > rounds
     assert r["rounds_resulted"] + r["rounds_voided"] == rounds
     assert sum(r["void_reasons"].values()) == r["rounds_voided"] and all(r["void_reasons"])

@@ -372,7 +372,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.next_card = None
         return {"type": "shoe_loaded", "inspection": data.draw(st.sampled_from(["scanner",
                                                                                 "manual"])),
-                **data.draw(st.sampled_from([{}, {"by": "super"}]))}
+                **data.draw(st.sampled_from([{}, {"confirmed_by": "super"}]))}
 
     def m_no_spin(self, data):
         return {"type": "no_spin", "reason": "ball left the wheel", "by": "dealer"}

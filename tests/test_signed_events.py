@@ -203,3 +203,55 @@ def test_the_daemons_stream_on_the_wire_verifies_across_a_kill(tmp_path, key):
         shoe.close()
         b.stop()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def doc_consumer(key, tmp_path, monkeypatch):
+    """docs/protocol.md's consumer snippet, exactly as written (run where events.key.pub is)."""
+    text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "protocol.md")).read()
+    code = text.split("Verifying in a consumer", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "events.key.pub").write_bytes(open(key + ".pub", "rb").read())
+    monkeypatch.chdir(tmp_path)
+    ns = {}
+    exec(compile(code, "protocol.md", "exec"), ns)
+    return ns
+
+
+def test_the_protocol_docs_consumer_accepts_the_stream_and_drops_repeats(stream, key, tmp_path,
+                                                                         monkeypatch):
+    ns = doc_consumer(key, tmp_path, monkeypatch)
+    got = [ns["accept"](m.encode()) for m in stream.published]     # a republish after a crash
+    assert [m["seq"] for m in got if m] == list(range(1, len(stream.stream) + 1))
+    assert got.count(None) == len(stream.republished)
+
+
+@pytest.mark.parametrize("change", ["byte", "drop", "swap", "first_dropped", "respelled_sig",
+                                    "other_key"])
+def test_the_protocol_docs_consumer_refuses_a_tampered_stream(stream, key, tmp_path, monkeypatch,
+                                                              change):
+    msgs = [m.encode() for m in stream.stream[:30]]
+    i = 20
+    if change == "byte":
+        msgs[i] = msgs[i].replace(b'"table":"t1"', b'"table":"t2"')
+    elif change == "drop":
+        del msgs[i]
+    elif change == "swap":
+        msgs[i], msgs[i + 1] = msgs[i + 1], msgs[i]
+    elif change == "first_dropped":
+        del msgs[0]
+        i = 0
+    elif change == "respelled_sig":      # the same signature bytes, the last character's spare bits
+        a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        m = msgs[i].decode()
+        msgs[i] = (m[:-5] + a[a.index(m[-5]) ^ 1] + m[-4:]).encode()
+    else:
+        other = str(tmp_path / "other.key")
+        signing.generate(other)
+        key = other
+    ns = doc_consumer(key, tmp_path, monkeypatch)
+    for k, m in enumerate(msgs):
+        if k < (0 if change == "other_key" else i):
+            assert ns["accept"](m)["seq"] == k + 1
+        else:
+            with pytest.raises(Exception):
+                ns["accept"](m)
+            break

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from controller import get_profile
+from dealer_station import signing
 from dealer_station.sim.bettor import BettingSystem
 from dealer_station.sim.dealer_panel import SimPanel
 from dealer_station.sim.harness import Harness
@@ -31,21 +32,32 @@ def inputs(journal, origin=None):
     return [json.loads(b) for o, b in rows if origin in (None, o)]
 
 
-@pytest.fixture
-def table():
+def signed_table(public_key=None):
+    """A daemon with a signing key, and a betting system that verifies its events with
+    `public_key` (default: the daemon's own)."""
     d = workdir()
     b = Broker(d)
     b.start()
     shoe = VirtualShoe(decks=8, seed=4, heartbeat=0.2)
     shoe.start()
-    bs = BettingSystem("127.0.0.1", b.port, "t1", get_profile("luxury21"))
+    key = os.path.join(d, "events.key")
+    signing.generate(key)
+    bs = BettingSystem("127.0.0.1", b.port, "t1", get_profile("luxury21"),
+                       public_key=public_key or key + ".pub")
     bs.wait_subscribed()
-    dp = DaemonProc(d, b.port, shoe.path)
+    dp = DaemonProc(d, b.port, shoe.path, extra_config=f'\n[integrity]\nsigning_key = "{key}"\n')
     dp.start()
     watcher = Client(b.port)
     watcher.wait_online()         # subscribed to its commands: a command now is not lost
     watcher.close()
+    return bs, dp, shoe, b
+
+
+@pytest.fixture
+def table():
+    bs, dp, shoe, b = signed_table()
     yield bs, dp, shoe
+    assert not bs.signature_errors          # every event verified: signature and chain
     bs.close()
     dp.stop()
     shoe.close()
@@ -93,6 +105,24 @@ def test_a_gap_in_the_events_is_asked_for_and_filled(table):
     assert bs.counts["events_lost"] == 1 and bs.counts["resend_requests"] >= 1
     assert bs.last >= m["seq"] and bs.lost() == 0
     assert not bs.protocol_errors
+
+
+def test_events_signed_with_another_key_are_reported_and_never_applied(tmp_path):
+    """The betting system holding the wrong public key (another table's, a forger's): every event
+    fails its signature, none is applied, and each is counted."""
+    signing.generate(str(tmp_path / "other.key"))
+    bs, dp, shoe, b = signed_table(public_key=str(tmp_path / "other.key.pub"))
+    try:
+        bs.command({"type": "shoe_loaded"})
+        wait_for(lambda: bs.unanswered() == 0, 10, "shoe_loaded's reply")
+        wait_for(lambda: bs.signature_errors, 10, "the first event's verification")
+        assert all(why == "the signature does not verify" for _, why in bs.signature_errors)
+        assert bs.signature_errors[0][0] == 1 and bs.last == 0 and bs.events.empty()
+    finally:
+        bs.close()
+        dp.stop()
+        shoe.close()
+        b.stop()
 
 
 def test_a_press_before_the_daemons_panel_exists_is_not_lost(tmp_path):
@@ -150,3 +180,4 @@ def test_table_sim_with_lost_commands_replies_and_events_loses_nothing(tmp_path)
     assert r["faults_injected"] == {"lost_command": 1, "lost_event": 1, "lost_reply": 1}
     assert r["commands_sent_again"] >= 2 and r["resend_requests"] >= 1
     assert r["commands_unanswered"] == 0 and r["protocol_errors"] == 0 and r["balances_match"]
+    assert r["events_signed"] and r["signature_errors"] == 0   # the resent ones verified too

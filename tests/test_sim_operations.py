@@ -52,6 +52,9 @@ def test_it_names_its_broker_and_log_keeps_the_log_and_its_children_die_with_it(
         wait_for(lambda: not any(alive(k) for k in kids), 15, "the children to die with it")
         text = open(log).read()
         assert "starting dealer-station" in text
+        pub = line.split("events public key ", 1)[1].split(",", 1)[0]
+        assert pub == log[:-len("daemon.log")] + "events.key.pub"     # kept beside the log
+        assert open(pub).read().startswith("-----BEGIN PUBLIC KEY-----")
         # its scratch directories stay (a killed process cannot remove them) until the next start
         import glob
         import tempfile
@@ -66,6 +69,7 @@ def test_it_names_its_broker_and_log_keeps_the_log_and_its_children_die_with_it(
         if p.poll() is None:
             p.kill()
     os.unlink(log)
+    os.unlink(pub)
 
 
 def test_setup_needs_no_index_once_installed_and_run_takes_paths_from_the_caller(tmp_path):

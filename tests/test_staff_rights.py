@@ -103,6 +103,62 @@ def test_the_panel_key_is_the_supervisor(tmp_path):
     assert audit(rig)[-1]["who"] == "panel-key" and audit(rig)[-1]["result"] == "accepted"
 
 
+def shoe_started(rig):
+    return [json.loads(m) for m in rig.published if '"type":"shoe_started"' in m]
+
+
+def test_a_dealer_loads_a_shoe_whose_manual_inspection_a_supervisor_confirmed(tmp_path):
+    """002 3.1.2: the dealer and the pit boss check the cards together; the dealer loads the shoe.
+    The sender (the dealer's own login) is checked as the sender; the supervisor who confirmed
+    the inspection is data about it: recorded, and a supervisor in [staff]."""
+    rig = Rig(tmp_path / "journal.sqlite", staff=STAFF)
+    inputs = rig.j.last_input()[0]
+    for confirmer, code in (("d-anna", "not_authorized"), ("nobody", "unknown_staff"),
+                            ("pit-console", "not_authorized")):
+        r = rig.command({"type": "shoe_loaded", "inspection": "manual", "confirmed_by": confirmer},
+                        user="d-anna")
+        assert r["status"] == "rejected" and r["code"] == code, r
+        assert confirmer in r["reason"]
+    # the dealer naming the supervisor as the sender is someone else's identity
+    r = rig.command({"type": "shoe_loaded", "inspection": "manual", "by": "s-carol"}, user="d-anna")
+    assert r["status"] == "rejected" and r["code"] == "identity_mismatch"
+    assert rig.j.last_input()[0] == inputs and not shoe_started(rig)    # nothing reached the engine
+    r = rig.command({"type": "shoe_loaded", "inspection": "manual", "confirmed_by": "s-carol"},
+                    user="d-anna")
+    assert r["status"] == "accepted", r
+    assert shoe_started(rig)[-1]["inspection"] == {"method": "manual", "confirmed_by": "s-carol"}
+    log = audit(rig)
+    assert [(e["who"], e.get("confirmed_by"), e["result"]) for e in log[1:]] == [
+        ("d-anna", "d-anna", "rejected:not_authorized"), ("d-anna", "nobody", "rejected:unknown_staff"),
+        ("d-anna", "pit-console", "rejected:not_authorized"), ("s-carol", None,
+                                                               "rejected:identity_mismatch"),
+        ("d-anna", "s-carol", "accepted")]
+    assert log[-1]["role"] == "dealer" and log[-1]["input"] == inputs + 1
+    # a pit console (system) relaying for the dealer, and a supervisor confirming her own check
+    rig.input({"type": "card", "card": "5c"})                            # the burn card
+    r = rig.command({"type": "shoe_loaded", "inspection": "manual", "confirmed_by": "s-carol",
+                     "by": "d-anna"}, user="pit-console")
+    assert r["status"] == "accepted" and audit(rig)[-1]["who"] == "d-anna"
+    rig.input({"type": "card", "card": "5d"})
+    r = rig.command({"type": "shoe_loaded", "inspection": "manual", "confirmed_by": "s-carol"},
+                    user="s-carol")
+    assert r["status"] == "accepted"
+    assert check_audit(rig.j.db) == len(audit(rig))
+
+
+def test_a_confirmer_only_with_a_manual_inspection(tmp_path):
+    rig = Rig(tmp_path / "journal.sqlite", staff=None)
+    for cmd in ({"inspection": "manual"}, {"inspection": "scanner", "confirmed_by": "s-carol"},
+                {"confirmed_by": "s-carol"}):
+        r = rig.command({"type": "shoe_loaded", **cmd})
+        assert r["status"] == "rejected" and r["code"] == "malformed", (cmd, r)
+    # without [staff] nothing is refused; the confirmer is still recorded
+    assert rig.command({"type": "shoe_loaded", "inspection": "manual", "confirmed_by": "sup-02",
+                        "by": "d-anna"})["status"] == "accepted"
+    assert shoe_started(rig)[-1]["inspection"] == {"method": "manual", "confirmed_by": "sup-02"}
+    assert audit(rig)[-1]["confirmed_by"] == "sup-02" and audit(rig)[-1]["who"] == "d-anna"
+
+
 def test_without_staff_nothing_is_refused_but_overrides_are_logged(tmp_path):
     rig = in_round(tmp_path, staff=None)
     assert rig.command({"type": "void_round", "reason": "x"})["status"] == "accepted"

@@ -136,4 +136,5 @@ def test_studio_loses_nothing_through_a_node_kill_an_uplink_cut_and_the_whole_ti
         assert v["ledger_matches_journal"], why
         assert v["balances_match"] and v["bettor_messages_lost"] == 0, why
         assert v["protocol_errors"] == 0, why
+        assert v["signature_errors"] == 0, why      # the bytes signed at the table, unchanged
     assert r["ok"], json.dumps(r)

@@ -31,6 +31,12 @@ PROCEDURES = {
     "unexpected_result": "Stop. A winning number came with bets still open. The pit boss "
                          "resumes (the number is discarded).",
     "internal_error": "Stop. A software fault. Call the pit boss; report it with the journal.",
+    "dealer_error": "Stop. Leave the cards as they lie and call the pit boss: the supervisor "
+                    "decides (continue, replace the card, or void the round).",
+    "device_fault": "Stop. A device is down: the round goes on once it is restored, or the pit "
+                    "boss voids it.",
+    "number_mismatch": "Stop. The wheel reported two numbers. The pit boss confirms one (resume "
+                       "keeps the first), enters or corrects the number, or voids the round.",
 }
 OTHER = "Stop dealing and call the pit boss."
 HISTORY = 30
@@ -64,13 +70,20 @@ class Hub:
                 (self.review if (m.get("detail") or {}).get("after_result") else self.open).append(entry)
             elif t in ("round_resumed", "round_voided"):
                 self.open = []
+            elif t == "supervisor_decided":     # the dealer error is decided: others may remain
+                self.open = [i for i in self.open if i["code"] != "dealer_error"]
             if t == "round_result":
                 self.last_result = m
                 self.history.appendleft({"round": m["round"], "ended": "result", "ts": m.get("ts"),
-                                         "summary": summary(m)})
+                                         "summary": summary(m), "seq": m["seq"]})
             elif t == "round_voided":
                 self.history.appendleft({"round": m["round"], "ended": "voided", "ts": m.get("ts"),
                                          "summary": m.get("reason")})
+            elif t == "result_corrected":    # a new event referring to the result: noted beside it
+                for h in self.history:
+                    if h["round"] == m["round"] and h.get("seq") == m["corrects"]:
+                        h["corrected"] = ("voided" if m["voided"] else summary(m["result"])) + \
+                            f" ({m['by']}: {m['reason']})"
             elif t == "last_round":
                 self.last_round = m
             elif t == "shoe_started":

@@ -12,22 +12,21 @@ import http.server
 import json
 import os
 import secrets
+import sqlite3
 import ssl
 import threading
 import time
 import urllib.parse
 
+from controller import rights
+
+from .actions import ACTIONS, NEEDS_REASON, RIGHTS, check
 from .auth import Accounts, LoginLimiter, Sessions
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
          ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
 PAGES = {"/dealer": "dealer.html", "/pit": "pit.html", "/login": "login.html"}
-# what each role may send from the console; the table checks the rest like any command
-RIGHTS = {"dealer": {"pause"}, "supervisor": {"pause", "resume", "void_round", "manual_card"}}
-FIELDS = {"pause": ("reason",), "resume": ("reason",), "void_round": ("reason",),
-          "manual_card": ("card", "reason")}
-NEEDS_REASON = {"pause", "void_round", "resume", "manual_card"}
 MAX_BODY = 4096
 REPLY_WAIT_S = 5.0
 KEEPALIVE_S = 15.0
@@ -40,9 +39,10 @@ HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data: 
 
 class Console:
     def __init__(self, cfg, hub, submit, metrics=None, camera=None, log=None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, export=None):
         """cfg: the [console] section (accounts as auth.Account); submit(payload bytes,
-        correlation bytes) queues a command on the daemon's loop."""
+        correlation bytes, account) queues a command on the daemon's loop; export(round number)
+        is a round's export document (export.export_round on the journal, read-only)."""
         self.cfg = cfg
         self.hub = hub
         self.submit = submit
@@ -50,6 +50,9 @@ class Console:
         self.camera = camera
         self.log = log
         self.accounts = Accounts(cfg["accounts"])
+        # the console's accounts as staff: rights.decide judges them as it judges an MQTT login
+        self.staff = rights.Staff({a.name: a.role for a in cfg["accounts"]}, require_login=False)
+        self.export = export
         self.sessions = Sessions(cfg["session_idle_s"], cfg["session_max_s"], clock)
         self.limiter = LoginLimiter(cfg["login_failures"], cfg["login_window_s"],
                                     cfg["login_lockout_s"], clock)
@@ -73,22 +76,10 @@ class Console:
 
     def command(self, session, body):
         """(HTTP status, reply dict) for an action sent from a page."""
-        kind = body.get("type") if isinstance(body, dict) else None
-        if kind not in FIELDS:
-            return 400, {"status": "rejected", "code": "malformed",
-                         "reason": f"unknown action {kind!r}; known: {', '.join(FIELDS)}"}
-        if kind not in RIGHTS.get(session.role, ()):
-            return 403, {"status": "rejected", "code": "forbidden",
-                         "reason": f"{kind} needs a supervisor (you are {session.account}, "
-                                   f"{session.role})"}
-        extra = set(body) - {"type", *FIELDS[kind]}
-        if extra:
-            return 400, {"status": "rejected", "code": "malformed",
-                         "reason": f"{kind}.{sorted(extra)[0]}: unknown field"}
-        reason = body.get("reason")
-        if kind in NEEDS_REASON and not (isinstance(reason, str) and reason.strip()):
-            return 400, {"status": "rejected", "code": "malformed",
-                         "reason": f"{kind}: say why (reason)"}
+        refused = check(self.staff, session.account, body)
+        if refused:
+            return refused
+        kind, reason = body["type"], body.get("reason")
         cmd = {"id": f"console-{secrets.token_hex(8)}", **body, "by": session.account}
         corr = b"console:" + cmd["id"].encode()
         w = [threading.Event(), None]
@@ -117,7 +108,10 @@ class Console:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.minimum_version = ssl.TLSVersion.TLSv1_2
             ctx.load_cert_chain(c["tls_cert"], c["tls_key"])
-            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            # the handshake on the connection's own thread, not in accept(): a client that
+            # connects and says nothing would otherwise hold up every other page
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True,
+                                                 do_handshake_on_connect=False)
         threading.Thread(target=self.server.serve_forever, name="console", daemon=True).start()
         return self.server.server_address[1]
 
@@ -222,12 +216,17 @@ def _handler(console):
             if path == "/api/session":
                 if s is None:
                     return self._send(401, {"error": "log in"})
-                return self._send(200, {"account": s.account, "role": s.role, "csrf": s.csrf})
-            if path in ("/api/metrics", "/api/camera.jpg"):
+                return self._send(200, {"account": s.account, "role": s.role, "csrf": s.csrf,
+                                        "actions": {k: {"fields": ACTIONS[k],
+                                                        "reason": k in NEEDS_REASON}
+                                                    for k in ACTIONS if k in RIGHTS[s.role]}})
+            if path in ("/api/metrics", "/api/camera.jpg", "/api/export"):
                 if s is None:
                     return self._send(401, {"error": "log in"})
                 if s.role != "supervisor":
                     return self._send(403, {"error": "supervisors only"})
+                if path == "/api/export":
+                    return self._export(urllib.parse.urlsplit(self.path).query)
                 return self._metrics() if path == "/api/metrics" else self._camera()
             return self._send(404, {"error": "not found"})
 
@@ -274,6 +273,27 @@ def _handler(console):
             if data is None:
                 return self._send(404, {"error": "no camera frame"})
             return self._send(200, data, "image/jpeg")
+
+        def _export(self, query):
+            """A round's export, as `dealer-station export --round N` writes it (the same code,
+            on a read-only connection to the journal), as a download."""
+            from ..export import ArchiveError, round_text
+            q = urllib.parse.parse_qs(query)
+            n = (q.get("round") or [""])[0]
+            if not n.isdigit() or not 0 < int(n) < 2 ** 53:
+                return self._send(400, {"error": "round: a round number"})
+            if console.export is None:
+                return self._send(404, {"error": "this console has no journal to export from"})
+            try:
+                doc = console.export(int(n))
+            except (ArchiveError, sqlite3.Error) as e:
+                return self._send(404, {"error": str(e)})
+            if not doc["finished"]:      # its inputs name the hole card before the reveal
+                return self._send(409, {"error": f"round {n} is not over: export it once ended"})
+            table = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(doc["table"]))
+            name = f"{table}-round-{doc['round']}.json"
+            return self._send(200, round_text(doc), "application/json", [
+                ("Content-Disposition", f'attachment; filename="{name}"')])
 
         # -- POST ------------------------------------------------------------------------------
 

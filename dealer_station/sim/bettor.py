@@ -2,9 +2,16 @@
 decides each hand with a computer player, checks every message against the protocol, detects
 gaps and repeats by sequence number, settles with the settlement reference and keeps balances.
 
+Given the table's public key, it verifies every event as docs/protocol.md ("Game integrity") tells
+a betting system to: the Ed25519 signature of each message received (a repeat too: a forged copy
+of an old seq is an alarm as well), then, once repeats are dropped by seq and gaps filled, the
+hash chain in seq order (each `prev` the SHA-256 of the message applied before it). A message that
+fails is never applied; it counts in `signature_errors`, and the gap it leaves is asked for again.
+
 It follows docs/protocol.md's rules for clients: a command unanswered after REPLY_TIMEOUT_S is sent
 again with the same id (the daemon applies it once and answers `duplicate` with the original
 result), and a gap in the events not filled within GAP_S is asked for with `resend`."""
+import hashlib
 import json
 import queue
 import random
@@ -21,6 +28,7 @@ from controller.blackjack import Hand
 from controller.players import ChartPlayer, chart_for
 from controller.settlement import correction, settle
 from controller.strategy_charts import STANDARD
+from dealer_station import signing
 from dealer_station.mqtt_link import no_delay
 
 # The fields every output must carry (docs/protocol.md); a message without them is a protocol error.
@@ -56,9 +64,10 @@ QUIET_S = 5.0             # on the central tier: a table silent this long is ask
 
 class BettingSystem:
     def __init__(self, host, port, table, profile, seed=1, level="hard", prefix="dealer-station/v1",
-                 players=None, central=None, max_sends=MAX_SENDS):
+                 players=None, central=None, max_sends=MAX_SENDS, public_key=None):
         """central: the studio's central tier ({"nodes", "ca", "username", "password"},
-        central_client.py) instead of the table's broker at host:port."""
+        central_client.py) instead of the table's broker at host:port. public_key: the table's
+        Ed25519 public key (or the path of its .pub file): every event is then verified."""
         self.base = f"{prefix}/{table}"
         self.profile = profile
         self.rng = random.Random(seed)
@@ -67,7 +76,11 @@ class BettingSystem:
         self.charts = {"normal": ChartPlayer(STANDARD), "hard": ChartPlayer(chart_for(profile))}
         self.events = queue.Queue()
         self.last = 0
-        self.held = {}
+        self.last_hash = signing.GENESIS    # the chain: the hash of the message applied last
+        self.held = {}            # seq -> (event, its hash), waiting for the ones before
+        self.public_key = (signing.load_public(public_key) if isinstance(public_key, str)
+                           else public_key)
+        self.signature_errors = []  # (seq, why) of each message that failed verification
         self.counts = Counter()
         self.protocol_errors = []
         self.balances = Counter()
@@ -137,9 +150,14 @@ class BettingSystem:
         except (ValueError, KeyError, TypeError):
             self.protocol_errors.append(msg.payload[:100])
             return
+        key = self.public_key
+        signed = key is None or signing.signature_ok(msg.payload.decode("utf-8", "replace"), key)
         with self.lock:
             self.counts["received"] += 1
             self.heard = time.monotonic()
+            if not signed:
+                self.signature_errors.append((seq, "the signature does not verify"))
+                return                                  # never applied: a gap, asked for again
             if seq <= self.last or seq in self.held:
                 self.counts["repeated"] += 1
                 return
@@ -147,10 +165,15 @@ class BettingSystem:
                 self.lose["event"] -= 1
                 self.counts["events_lost"] += 1
                 return
-            self.held[seq] = m
+            self.held[seq] = (m, hashlib.sha256(msg.payload).hexdigest())
             while self.last + 1 in self.held:          # in sequence order, never past a gap
-                self.last += 1
-                self.events.put(self.held.pop(self.last))
+                m, h = self.held.pop(self.last + 1)
+                if key is not None and m.get("prev") != self.last_hash:
+                    self.signature_errors.append((m["seq"], "prev is not the hash of the "
+                                                            "message before it"))
+                    break                               # dropped: asked for again as a gap
+                self.last, self.last_hash = m["seq"], h
+                self.events.put(m)
 
     def _reply(self, payload):
         try:

@@ -34,9 +34,10 @@ class Harness:
     def __init__(self, profile, rounds, seed=1, faults=(), speed=1.0, broker=None, plain=True,
                  out=sys.stdout, workdir=None, level="hard", players=None, camera=True, shoe="v1",
                  log_path=None, table="sim", central=None, max_sends=None, extra_toml="",
-                 console=None, pit_boss=True, progress_every=0.0):
+                 console=None, pit_boss=True, progress_every=0.0, wheel_times=None):
         """console: {"port": N (0: a free one), "accounts": [(name, role, password)]} serves the
-        table console; pit_boss=False leaves a paused table to the console's pit boss."""
+        table console; pit_boss=False leaves a paused table to the console's pit boss.
+        wheel_times: the virtual wheel's periods per state (a test holds a spin in no more bets)."""
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.roulette = self.profile.game == "roulette"
         self.rounds = rounds
@@ -92,6 +93,7 @@ class Harness:
         self.pit_boss = pit_boss
         self.progress_every = progress_every    # --plain: a progress line every N s (0: none)
         self.progress = None
+        self.wheel_times = wheel_times
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -113,7 +115,8 @@ class Harness:
                     f'[broker]\nhost = "{host}"\nport = {port}\nreconnect_min_s = 1\nreconnect_max_s = 1\n\n'
                     f'[timers]\ndecision_s = 0\ninsurance_s = 0\nvoid_after_outage_s = 0\n\n'
                     f'[paths]\njournal = "{os.path.join(self.dir, "journal.sqlite")}"\n\n'
-                    f'[metrics]\nport = 0\n\n' + self._console_config() + self.panel.config()
+                    f'[metrics]\nport = 0\n\n[integrity]\nsigning_key = "{self.key}"\n\n'
+                    + self._console_config() + self.panel.config()
                     + (self.tcam.config() if self.tcam else "") + self.extra_toml)
         return path
 
@@ -139,6 +142,24 @@ class Harness:
                     f.write(f'"{p}" = "{c}"\n')
         return path
 
+    def _signing_key(self):
+        """The table's events signing key (what `dealer-station keygen` makes), in the work
+        directory: the daemon signs every event and the betting system verifies each one. A work
+        directory used before keeps its key (keygen never overwrites one)."""
+        import shutil
+        from dealer_station.signing import generate
+        path = os.path.join(self.dir, "events.key")
+        if not os.path.exists(path):
+            generate(path)
+        # the public key outlives the work directory, beside the daemon's log: to verify a
+        # capture of the run (docs/protocol.md, "Game integrity")
+        stem = self.log_path[:-len("daemon.log")] if self.log_path.endswith("daemon.log") else \
+            self.log_path + "."
+        self.public_key_path = stem + "events.key.pub"
+        if self.public_key_path != path + ".pub":
+            shutil.copyfile(path + ".pub", self.public_key_path)
+        return path
+
     def _start_daemon(self):
         with open(self.log_path, "a") as log:
             self.daemon = subprocess.Popen([sys.executable, "-m", "dealer_station.cli", "run",
@@ -160,7 +181,8 @@ class Harness:
         self.shoe = self.wheel = None
         if self.roulette:
             from drivers.virtual_wheel import VirtualWheel
-            self.wheel = VirtualWheel(seed=self.seed, period=self.period)
+            self.wheel = VirtualWheel(seed=self.seed, period=self.period,
+                                      **({"times": self.wheel_times} if self.wheel_times else {}))
             self.wheel.start()
         elif self.shoe_kind == "hid":
             from drivers.virtual_hid_scanner import VirtualHidScanner
@@ -176,11 +198,13 @@ class Harness:
             self.tcam = TableCamera(p.game, self.dir)
             self.tcam.start()
         self.panel = SimPanel(os.path.join(self.dir, "panel.sock"))
+        self.key = self._signing_key()
         self.config = self._config(host, port)
         # the betting system first: subscribed before the table's first event
         more = {"max_sends": self.max_sends} if self.max_sends else {}
         self.bs = BettingSystem(host, port, self.table, p, seed=self.seed, level=self.level,
-                                players=self.players, central=self.central, **more)
+                                players=self.players, central=self.central,
+                                public_key=self.key + ".pub", **more)
         self.bs.wait_subscribed(30.0 if self.central else 10.0)
         self._start_daemon()
         wait_online(host, port, self.table, self.dir)   # recovered and subscribed

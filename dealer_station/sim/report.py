@@ -75,4 +75,7 @@ def build_report(h, in_flight_s=5.0):
             "balances": {k: str(v) for k, v in sorted(bs.balances.items())},
             "reference_balances": {k: str(v) for k, v in sorted(reference.items())},
             "balances_match": dict(reference) == dict(bs.balances) and bool(reference),
-            "protocol_errors": len(bs.protocol_errors)}
+            "protocol_errors": len(bs.protocol_errors),
+            # messages whose signature or hash chain did not verify (never applied)
+            "signature_errors": len(bs.signature_errors),
+            "events_signed": bs.public_key is not None}

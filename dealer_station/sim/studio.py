@@ -302,6 +302,8 @@ class Studio:
                          "bettor_quiet_probes": h.bs.counts["quiet_probes"],
                          "balances_match": r["balances_match"],
                          "protocol_errors": r["protocol_errors"],
+                         # signed at the table, verified after the bridge and the central tier
+                         "signature_errors": r["signature_errors"],
                          "edge_queue_peak": self._depth(t, 0, float("inf"))}
         span = (led.last_at - led.first_at) if led.first_at and led.last_at else 0
         lat = [s for _, s in led.latencies]
@@ -316,7 +318,7 @@ class Studio:
                             "edge_queue_peak": during, "edge_queue_before": before})
         ok = all(v["ledger_matches_journal"] and v["ledger_in_order"] and v["balances_match"]
                  and not v["protocol_errors"] and not v["bettor_messages_lost"]
-                 for v in tables.values())
+                 and not v["signature_errors"] for v in tables.values())
         return {"tables": self.n, "rounds_per_table": self.rounds, "speed": self.speed,
                 "run_s": round(getattr(self, "t1", time.monotonic()) - getattr(self, "t0", 0), 1),
                 "faults": self.injected, "outages": outages,
