@@ -55,6 +55,11 @@ REQUIRED = {
 REPLY_TIMEOUT_S = 2.0     # a command unanswered this long is sent again, with the same id
 MAX_SENDS = 30            # then the table is not answering: a protocol error, given up
 GAP_S = 0.5               # a gap in the events not filled this long: `resend` from it
+GAP_MAX_S = 8.0           # asked again after twice as long each time while it stays open, one
+                          # resend at a time: each republishes everything from the gap on, and
+                          # re-asking faster than a slow uplink carries them queues copies of copies
+QUIET_S = 5.0             # on the central tier: a table silent this long is asked `resend` from
+                          # last + 1 (a lost tail is no gap: nothing after it shows it missing)
 
 
 class BettingSystem:
@@ -95,6 +100,10 @@ class BettingSystem:
         self.broker_at = "the central tier"
         self.max_sends = max_sends
         self.stop = threading.Event()
+        self.heard = time.monotonic()     # the last event (central tier: the quiet probe)
+        self.quiet_probe = central is not None
+        self.resend_id = None             # the resend under way (gap or quiet probe)
+        self.gap_wait, self.gap_last = GAP_S, 0
         if central is not None:
             from .central_client import central_client
             self.c = central_client(
@@ -145,6 +154,7 @@ class BettingSystem:
         signed = key is None or signing.signature_ok(msg.payload.decode("utf-8", "replace"), key)
         with self.lock:
             self.counts["received"] += 1
+            self.heard = time.monotonic()
             if not signed:
                 self.signature_errors.append((seq, "the signature does not verify"))
                 return                                  # never applied: a gap, asked for again
@@ -205,13 +215,24 @@ class BettingSystem:
                 self.gap_since = None
             elif self.gap_since is None:
                 self.gap_since = now
-            elif now - self.gap_since > GAP_S:
+            if self.last != self.gap_last:          # progress: the next gap is asked for soon
+                self.gap_last, self.gap_wait = self.last, GAP_S
+            if gap and now - self.gap_since > self.gap_wait and self.resend_id not in self.pending:
                 self.gap_since = now
-                again.append(None)
+                self.gap_wait = min(2 * self.gap_wait, GAP_MAX_S)
+                again.append("resend")
                 self.counts["resend_requests"] += 1
+            if (self.quiet_probe and now - self.heard > QUIET_S and not gap
+                    and self.resend_id not in self.pending):
+                # a broker tier that lost its state (all central nodes down at once) may have
+                # acknowledged the table's last events and lost them: ask for anything after
+                # the last one (nothing, if the table is only idle: the reply's seq is null)
+                self.heard = now
+                again.append("resend")
+                self.counts["quiet_probes"] += 1
         for cmd in again:
-            if cmd is None:
-                self.command({"type": "resend", "from": self.last + 1})
+            if cmd == "resend":
+                self.resend_id = self.command({"type": "resend", "from": self.last + 1})
             else:
                 self._publish(cmd)
 

@@ -32,7 +32,8 @@ class CentralCluster:
         self.n = nodes
         self.tls = tls
         self.consumer = consumer
-        self.ports = [{"client": free_port(), "route": free_port(), "mqtt": free_port()}
+        self.ports = [{"client": free_port(), "route": free_port(), "mqtt": free_port(),
+                       "http": free_port()}
                       for _ in range(nodes)]
         self.procs = [None] * nodes
         p = subject(prefix)
@@ -55,6 +56,8 @@ class CentralCluster:
             with open(conf, "w") as f:
                 f.write(f"""server_name: n{i + 1}
 listen: 127.0.0.1:{ports['client']}
+# monitoring (/jsz, /connz): what a stalled studio's sessions and consumers look like
+http: 127.0.0.1:{ports['http']}
 jetstream {{ store_dir: "{node_dir}/js", max_memory_store: 64MB, max_file_store: 2GB }}
 cluster {{ name: studio, listen: 127.0.0.1:{ports['route']}, routes: [{routes}] }}
 mqtt {{

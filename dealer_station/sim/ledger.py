@@ -12,7 +12,11 @@ import time
 import uuid
 from collections import Counter
 
-GAP_S = 0.5          # a gap open this long: `resend` from it (again every GAP_S while it stays)
+GAP_S = 0.5          # a gap open this long: `resend` from it; again after twice as long each time
+GAP_MAX_S = 8.0      # while it stays open (each resend republishes everything from the gap on:
+                     # asking faster than a slow uplink carries them queues copies of copies)
+QUIET_S = 10.0       # a table silent this long: `resend` from last + 1 (again every QUIET_S):
+                     # a lost tail is no gap, and a central tier that lost its state loses tails
 
 
 def _ts(s):
@@ -30,6 +34,8 @@ class Ledger:
         self.last = Counter()          # table -> last seq applied
         self.held = {}                 # table -> {seq: message}
         self.gap_since = {}
+        self.heard = {}                # table -> when its last event came (monotonic)
+        self.gap_wait = {}             # table -> (last seq when asked, seconds to wait)
         self.applied = {}              # table -> [message, ...] in the order applied
         self.counts = Counter()
         self.latencies = []            # (received at, seconds) of card_dealt, first copies only
@@ -54,6 +60,7 @@ class Ledger:
             self.counts["received"] += 1
             self.first_at = self.first_at or now
             self.last_at = now
+            self.heard[table] = time.monotonic()
             held = self.held.setdefault(table, {})
             if seq <= self.last[table] or seq in held:
                 self.counts["duplicates"] += 1
@@ -65,6 +72,8 @@ class Ledger:
             held[seq] = m
             out = self.applied.setdefault(table, [])
             while self.last[table] + 1 in held:
+                # here, in seq order and after deduplication, a consumer verifies the event's
+                # signature and hash chain when the table signs its stream (issue #16)
                 self.last[table] += 1
                 out.append(held.pop(self.last[table]))
 
@@ -77,10 +86,20 @@ class Ledger:
                         self.gap_since.pop(table, None)
                         continue
                     since = self.gap_since.setdefault(table, now)
-                    if now - since > GAP_S:
+                    at, wait = self.gap_wait.get(table, (None, GAP_S))
+                    if at != self.last[table]:      # progress since the last ask: soon again
+                        wait = GAP_S
+                    if now - since > wait:
                         self.gap_since[table] = now
+                        self.gap_wait[table] = (self.last[table], min(2 * wait, GAP_MAX_S))
                         ask.append((table, self.last[table] + 1))
                         self.counts["resend_requests"] += 1
+                if self.c.is_connected():
+                    for table, heard in self.heard.items():
+                        if now - heard > QUIET_S and not self.held.get(table):
+                            self.heard[table] = now
+                            ask.append((table, self.last[table] + 1))
+                            self.counts["quiet_probes"] += 1
             for table, start in ask:
                 self.c.publish(f"{self.prefix}/{table}/commands", json.dumps(
                     {"type": "resend", "from": start, "id": f"ledger-{uuid.uuid4().hex[:8]}"}), qos=1)

@@ -77,9 +77,10 @@ class Studio:
         self.injected, self.windows = [], []      # faults done; (start, end) of each outage
         self.queue_depth = {}                     # table -> [(time, messages stored)]
         self.errors = []
+        self.born = time.monotonic()
 
     def say(self, text):
-        print(f"studio: {text}", file=self.out, flush=True)
+        print(f"studio: {time.monotonic() - self.born:6.1f} s  {text}", file=self.out, flush=True)
 
     def _central(self, first=0):
         user, pw = self.consumer
@@ -184,6 +185,7 @@ class Studio:
             th.start()
         pending = list(self.faults)
         self.later = []           # (when, step): the second half of a fault, in this thread
+        self.waiting = []         # threads waiting for the central tier to take sessions again
         while len(done) < len(self.tables):
             while pending and self._due(pending[0]):
                 self._fault(pending.pop(0))
@@ -197,8 +199,11 @@ class Studio:
             time.sleep(0.05)
         for th in threads:
             th.join()
+        self.say("every table done")
         for _, step in sorted(self.later, key=lambda x: x[0]):
             step()                # a fault outlasting the run still ends
+        for th in self.waiting:
+            th.join()             # the outage's window is known before the report
         self.t1 = time.monotonic()
         stuck = {t: e for t, e in done.items() if e is not None}
         if stuck:
@@ -235,13 +240,23 @@ class Studio:
                 self._node(i, up=False)
 
             def back():
+                # every node started at once and reachable at once, as a studio's power coming
+                # back would do (the bridges retry until JetStream takes sessions again); the
+                # outage's window ends when every node takes an MQTT session (in a thread: the
+                # probes start no process)
                 for i in range(self.central.n):
                     self.central.start_node(i, wait=False)
-                for i in range(self.central.n):
-                    self.central.wait_ready(i)
                     for u in self.uplinks:
                         u.node(i, up=True)
-                ended("central tier back")
+                self.say("central tier started again")
+
+                def ready():
+                    for i in range(self.central.n):
+                        self.central.wait_ready(i)
+                    ended("central tier back (every node takes sessions)")
+                th = threading.Thread(target=ready, name="central-ready", daemon=True)
+                th.start()
+                self.waiting.append(th)
             self.later.append((start + s, back))
 
     def _node(self, i, up):
@@ -262,6 +277,7 @@ class Studio:
         return [(seq, json.loads(body)) for seq, body in rows]
 
     def report(self, in_flight_s=30.0):
+        self.say("report: the last events in flight")
         per_table = {h.table: h.report() for h in self.tables}
         journals = {h.table: self._journal(h) for h in self.tables}
         self.ledger.wait_for({t: (j[-1][0] if j else 0) for t, j in journals.items()}, in_flight_s)
@@ -283,6 +299,7 @@ class Studio:
                          "ledger_matches_journal": same and len(applied) >= len(journal),
                          "bettor_messages_lost": r["messages_lost"],
                          "bettor_repeated": r["messages_repeated"],
+                         "bettor_quiet_probes": h.bs.counts["quiet_probes"],
                          "balances_match": r["balances_match"],
                          "protocol_errors": r["protocol_errors"],
                          # signed at the table, verified after the bridge and the central tier
@@ -308,6 +325,7 @@ class Studio:
                 "ledger": {"received": led.counts["received"], "duplicates": led.counts["duplicates"],
                            "arrived_past_a_gap": led.counts["arrived_past_a_gap"],
                            "resend_requests": led.counts["resend_requests"],
+                           "quiet_probes": led.counts["quiet_probes"],
                            "msgs_per_s": round(led.counts["received"] / span, 1) if span else None,
                            "card_latency_ms": {
                                "n": len(lat),

@@ -1,8 +1,9 @@
 """A table's uplink in a simulated studio: a TCP relay between the table's edge broker and each
-central node (one loopback port per node), which can be cut. A cut resets every open connection
-and closes the relay's ports until it ends, so the bridge's next attempts are refused as by an
-unreachable studio network; a central node that is down has its port closed the same way (the
-relay never accepts a connection it cannot carry). TLS passes through untouched: the bridge
+central node (one loopback port per node), which can be cut. A cut resets every open connection,
+and until it ends every new one is reset as soon as it is accepted, as by an unreachable studio
+network; so is a connection to a central node that is down (the relay carries nothing it cannot
+deliver). The ports stay bound throughout: a port closed for the outage could be taken meanwhile
+as the local port of some other connection on the machine, and not be had back. TLS passes through untouched: the bridge
 verifies the central tier's certificate end to end."""
 import socket
 import struct
@@ -29,43 +30,36 @@ class Uplink:
         s.listen(16)
         self.ports[i] = s.getsockname()[1]
         self.listeners[i] = s
-        threading.Thread(target=self._accept, args=(s, self.targets[i]), daemon=True,
+        threading.Thread(target=self._accept, args=(s, i), daemon=True,
                          name=f"uplink-{self.targets[i]}").start()
 
-    def _sync(self, reset=False):
-        """Each port open exactly when its node is up and the link not cut."""
-        for i in range(len(self.targets)):
-            want = self.node_up[i] and not self.is_cut
-            if want and self.listeners[i] is None:
-                self._open(i)
-            elif not want and self.listeners[i] is not None:
-                _close(self.listeners[i])
-                self.listeners[i] = None
-        if reset:
-            with self.lock:
-                conns, self.conns = self.conns, set()
-            for c in conns:
-                _close(c, reset=True)
+    def _reset_all(self):
+        with self.lock:
+            conns, self.conns = self.conns, set()
+        for c in conns:
+            _close(c, reset=True)
 
     def cut(self):
         self.is_cut = True
-        self._sync(reset=True)
+        self._reset_all()
 
     def restore(self):
         self.is_cut = False
-        self._sync()
 
     def node(self, i, up):
-        """Central node i went down (its port closes) or came back."""
+        """Central node i went down (its connections end with it) or came back."""
         self.node_up[i] = up
-        self._sync()
 
-    def _accept(self, listener, target):
+    def _accept(self, listener, i):
+        target = self.targets[i]
         while True:
             try:
                 a, _ = listener.accept()
             except OSError:
-                return                     # closed: cut, node down, or the end
+                return                     # closed: the end
+            if self.is_cut or not self.node_up[i]:
+                _close(a, reset=True)      # nothing gets through
+                continue
             try:
                 b = socket.create_connection(("127.0.0.1", target), timeout=2)
                 b.settimeout(None)
@@ -96,7 +90,9 @@ class Uplink:
 
     def close(self):
         self.node_up = [False] * len(self.targets)
-        self._sync(reset=True)
+        for s in self.listeners:
+            _close(s)
+        self._reset_all()
 
 
 def _close(s, reset=False):
