@@ -20,8 +20,8 @@ def pytest_terminal_summary(terminalreporter):
 
 # The longest groups first, so that a parallel run (pytest-xdist, --dist loadfile) does not start
 # one of them last and wait for it alone.
-LONGEST_FIRST = ("test_harness.py", "test_daemon.py", "test_calibration.py", "test_service.py",
-                 "test_sim_client.py", "test_docs_commands.py", "test_config_errors.py",
+LONGEST_FIRST = ("test_harness.py", "test_studio.py", "test_harness_runs.py", "test_daemon.py",
+                 "test_calibration.py", "test_service.py", "test_sim_client.py", "test_docs_commands.py", "test_config_errors.py",
                  "test_camera.py", "test_hostile_devices.py", "test_broker_security.py")
 
 
