@@ -15,27 +15,9 @@ import pytest
 from calibration.cli import main
 from controller.cards import CARDS
 from drivers.camera.synth import card_face, felt, place
-from drivers.virtual_shoe import VirtualShoe
+from calibration_rig import later, shoe  # noqa: F401 (shoe: a fixture)
 
 
-@pytest.fixture
-def shoe():
-    made = []
-
-    def make(**kw):
-        s = VirtualShoe(heartbeat=0.2, **kw)
-        s.start()
-        made.append(s)
-        return s
-    yield make
-    for s in made:
-        s.close()
-
-
-def later(fn, delay=0.4):
-    t = threading.Timer(delay, fn)
-    t.start()
-    return t
 
 
 def test_ports_finds_a_v1_shoe_a_scanner_and_nothing(shoe, capsys):

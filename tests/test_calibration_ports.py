@@ -5,7 +5,6 @@ import os
 import random
 import subprocess
 import sys
-import threading
 import time
 import tty
 
@@ -15,29 +14,11 @@ import pytest
 from calibration import cli
 from calibration.cli import main
 from controller.cards import CARDS
-from drivers.virtual_shoe import VirtualShoe
+from calibration_rig import later, shoe  # noqa: F401 (shoe: a fixture)
 
 PATTERN = r"D\d\d-[A2-9TJQK][shdc]"
 
 
-@pytest.fixture
-def shoe():
-    made = []
-
-    def make(**kw):
-        s = VirtualShoe(heartbeat=0.2, **kw)
-        s.start()
-        made.append(s)
-        return s
-    yield make
-    for s in made:
-        s.close()
-
-
-def later(fn, delay=0.4):
-    t = threading.Timer(delay, fn)
-    t.start()
-    return t
 
 
 def timed(argv):

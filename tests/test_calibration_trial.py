@@ -12,23 +12,11 @@ import pytest
 from calibration import cli
 from calibration.cli import main
 from controller.cards import CARDS
-from drivers.virtual_shoe import VirtualShoe
+from calibration_rig import shoe  # noqa: F401 (shoe: a fixture)
 
 PATTERN = r"D\d\d-[A2-9TJQK][shdc]"
 
 
-@pytest.fixture
-def shoe():
-    made = []
-
-    def make(**kw):
-        s = VirtualShoe(heartbeat=0.2, **kw)
-        s.start()
-        made.append(s)
-        return s
-    yield make
-    for s in made:
-        s.close()
 
 
 @pytest.fixture

@@ -4,17 +4,8 @@ import json
 import sqlite3
 import time
 
+from mqtt_rig import wait_for
 from test_daemon import rig  # noqa: F401 - the fixture
-
-
-def wait_for(pred, timeout=10.0, what="condition"):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.02)
-    raise AssertionError(f"{what}: not within {timeout} s")
 
 
 def shoe_inputs(path):

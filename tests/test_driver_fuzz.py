@@ -17,6 +17,7 @@ from drivers.events import CardRead, CardUnreadable, CutCard, DeviceState, ShoeH
 from drivers.pty_link import close_pty, open_pty
 from drivers.shoe import ShoeDriver
 from drivers.wheel import WheelDriver, WheelException, WheelReply, WheelState, WinningNumber
+from mqtt_rig import wait_for
 
 FUZZ = settings(max_examples=300, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -63,15 +64,6 @@ class Device:
         self.stop.set()
         self.thread.join(timeout=2)
         close_pty(self.path, self.master, self.slave)
-
-
-def wait_for(pred, timeout=5.0, what="condition"):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.005)
-    raise AssertionError(f"{what}: not within {timeout} s")
 
 
 class Events:

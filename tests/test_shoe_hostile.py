@@ -1,9 +1,9 @@
 """The shoe link trusts no single frame: frames that pass the CRC but lie about sequence numbers
 or carry unusable fields, sent over a real pty into the real driver (issue 14, items 2 and 3)."""
-import time
 
 from drivers import shoe_protocol as sp
 from drivers.events import CardRead, CardUnreadable, DeviceState, ShoeHello
+from mqtt_rig import wait_for
 from test_shoe_driver import Rig, reads, rig  # noqa: F401 - the fixture
 
 MOD = sp.SEQ_MOD
@@ -11,15 +11,6 @@ MOD = sp.SEQ_MOD
 
 def inject(r, kind, *fields):
     r.shoe._send_raw(sp.encode(kind, *fields))
-
-
-def wait_for(pred, timeout=5.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.01)
-    raise AssertionError("condition not met in time")
 
 
 def asked_since(r, n, kinds=("ID", "RSND")):
