@@ -48,7 +48,10 @@ class Daemon:
         self.cfg = cfg
         self.profile = cfg["profile"]
         self.table_id = cfg["table"]["id"]
-        self.q = queue.Queue()
+        # SimpleQueue: its put() may be called from a signal handler (request_stop) that runs
+        # while the loop's own get() holds the lock of a queue.Queue: that put deadlocked the
+        # daemon for good (a SIGTERM at the wrong moment; found by a killed table-sim's orphan)
+        self.q = queue.SimpleQueue()
         self.journal = Journal(cfg["paths"]["journal"], self.table_id, self.profile.name)
         self.signer = None
         if cfg["integrity"]["signing_key"]:

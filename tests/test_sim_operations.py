@@ -39,8 +39,14 @@ def test_an_unreachable_broker_is_one_line_and_leaves_nothing(tmp_path):
 
 
 def test_it_names_its_broker_and_log_keeps_the_log_and_its_children_die_with_it(tmp_path):
+    # a temporary folder of its own: a table-sim started meanwhile by a parallel test worker would
+    # otherwise clean this killed run's scratch directories before we look
+    # (short: the panel's pin socket is a Unix socket in it, whose path may not exceed 107 bytes)
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="ts-")
     p = subprocess.Popen(SIM + ["--rounds", "0", "--speed", "0", "--plain", "--no-camera"],
-                         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp)})
     try:
         line = p.stderr.readline()
         assert line.startswith("table-sim: broker mqtt://127.0.0.1:"), line
@@ -49,7 +55,10 @@ def test_it_names_its_broker_and_log_keeps_the_log_and_its_children_die_with_it(
         assert len(kids) == 2                                  # mosquitto and the daemon
         p.send_signal(signal.SIGKILL)                          # no chance to clean up
         p.wait()
-        wait_for(lambda: not any(alive(k) for k in kids), 15, "the children to die with it")
+        # they get a TERM and stop as they would (the daemon's close waits up to 2 s for its
+        # offline status); 1-2 s on a quiet machine, longer beside a loaded parallel suite
+        wait_for(lambda: not any(alive(k) for k in kids), 30,
+                 f"the children to die with it (alive: {[k for k in kids if alive(k)]})")
         text = open(log).read()
         assert "starting dealer-station" in text
         pub = line.split("events public key ", 1)[1].split(",", 1)[0]
@@ -57,19 +66,19 @@ def test_it_names_its_broker_and_log_keeps_the_log_and_its_children_die_with_it(
         assert open(pub).read().startswith("-----BEGIN PUBLIC KEY-----")
         # its scratch directories stay (a killed process cannot remove them) until the next start
         import glob
-        import tempfile
         from drivers.scratch import scratch_dir
-        left = [glob.glob(os.path.join(tempfile.gettempdir(), f"{prefix}-{p.pid}-*"))
+        left = [glob.glob(os.path.join(tmp, f"{prefix}-{p.pid}-*"))
                 for prefix in ("table-sim", "vshoe")]
         assert all(len(x) == 1 for x in left), left
         for prefix in ("table-sim", "vshoe"):          # what table-sim and its shoe do at start
-            os.rmdir(scratch_dir(prefix))
+            os.rmdir(scratch_dir(prefix, str(tmp)))
         assert not any(os.path.exists(x[0]) for x in left)
     finally:
         if p.poll() is None:
             p.kill()
     os.unlink(log)
     os.unlink(pub)
+    os.rmdir(tmp)
 
 
 def test_setup_needs_no_index_once_installed_and_run_takes_paths_from_the_caller(tmp_path):
