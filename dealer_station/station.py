@@ -304,8 +304,9 @@ class Station:
                 # the pause it caused, or the earlier one it came in (not its cause)
                 why = (f", while the table is paused (since an earlier {was_paused})" if was_paused
                        else f": the table pauses ({t.paused})" if t.paused else "")
-                effects.append(Log("warning", f"irregularity {o['code']} in round "
-                                              f"{o.get('round')}{why}"))
+                where = (f"in round {o['round']}" if o.get("round") is not None
+                         else "between rounds")
+                effects.append(Log("warning", f"irregularity {o['code']} {where}{why}"))
         if self.s.panel:
             effects.append(Lights(panel_view(expect(t), t)))
         if kinds & set(ANNOUNCE):
