@@ -128,7 +128,7 @@ def test_an_irregularity_is_logged_without_its_card(tmp_path):
     effects = r.step(CardRead("As", "shoe", 99, None), Clock(1.0, 1.0))
     logs = [e for e in effects if isinstance(e, Log) and "irregularity" in e.text]
     assert logs and logs[0].level == "warning"
-    assert logs[0].text.startswith("irregularity unexpected_card in round")
+    assert logs[0].text.startswith("irregularity unexpected_card between rounds")
     assert "As" not in logs[0].text
 
 
