@@ -140,3 +140,47 @@ def test_studio_loses_nothing_through_a_node_kill_an_uplink_cut_and_the_whole_ti
         # the bytes signed at the table, unchanged through the bridge and the central tier
         assert v["signature_errors"] == 0 and v["ledger_signature_errors"] == 0, why
     assert r["ok"], json.dumps(r)
+
+
+def test_the_ledger_applies_each_tables_events_verified_in_order(tmp_path):
+    """The ledger (no broker needed: its client keeps trying a closed port) holds a table's events
+    until its key is known, applies them in seq order after deduplication, and a copy altered on
+    the way is an alarm, not applied: the genuine copy (a resend) fills its place."""
+    from types import SimpleNamespace
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from dealer_station import signing
+    from dealer_station.sim.broker import free_port
+    from dealer_station.sim.ledger import Ledger
+    from dealer_station.sim.tls import make_ca
+    key = Ed25519PrivateKey.generate()
+    signer, prev, texts = signing.Signer(key), signing.GENESIS, []
+    for seq in range(1, 6):
+        body = json.dumps({"table": "t1", "seq": seq, "type": "round_started", "round": seq,
+                           "game": "baccarat", "prev": prev}, separators=(",", ":"))
+        texts.append(signer.seal(body))
+        prev = signing.digest(texts[-1])
+    tampered = texts[2].replace('"round":3', '"round":4')
+    central = {"nodes": [("127.0.0.1", free_port())], "ca": make_ca(str(tmp_path / "tls"))["ca"],
+               "username": "u", "password": "p"}
+    led = Ledger(central, verify=True)
+    try:
+        def deliver(text):
+            led._message(None, None, SimpleNamespace(topic="dealer-station/v1/t1/events",
+                                                     payload=text.encode()))
+        for text in (texts[1], texts[0], texts[0]):
+            deliver(text)
+        assert led.applied.get("t1", []) == []          # no key yet: held
+        led.add_key("t1", key.public_key())
+        assert [m["seq"] for m in led.applied["t1"]] == [1, 2]
+        deliver(tampered)
+        deliver(texts[3])
+        assert [m["seq"] for m in led.applied["t1"]] == [1, 2]
+        assert led.signature_errors["t1"] == [(3, "the signature does not verify")]
+        deliver(texts[2])                                # the resend's genuine copy
+        deliver(texts[4])
+        assert [m["seq"] for m in led.applied["t1"]] == [1, 2, 3, 4, 5]
+        assert led.counts["duplicates"] == 1 and len(led.signature_errors["t1"]) == 1
+    finally:
+        led.close()
