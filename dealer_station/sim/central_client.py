@@ -35,7 +35,6 @@ def central_client(client_id, central, on_connect=None, on_message=None, on_subs
         c._host, c._port = nodes[at[0]]
     c.on_disconnect = next_node
     c.on_connect_fail = next_node
-    c.renewals = 0
     c.renewed_at = None
 
     def connected(cl, u, f, rc, p):
@@ -69,7 +68,6 @@ def renew(c):
     if not c.is_connected() or (c.renewed_at is not None and now - c.renewed_at < RENEW_EVERY_S):
         return False
     c.renewed_at = now
-    c.renewals += 1
     c._clean_session = True      # paho reads it at its next CONNECT
     _drop(c)
     return True

@@ -147,7 +147,10 @@ class Ledger:
                             self.counts["quiet_probes"] += 1
                 # a resend unanswered this long while connected: this session may be one the
                 # central tier restored broken (central_client.renew); a table cut off answers
-                # nothing either, hence at most one renewal a minute
+                # nothing either, hence at most one renewal a minute. Disconnected, no answer
+                # can come: the wait starts again at the reconnection
+                if not self.c.is_connected():
+                    self.asked = dict.fromkeys(self.asked, now)
                 late = [cid for cid, at in self.asked.items() if now - at > UNANSWERED_S]
                 for cid in late:
                     del self.asked[cid]
