@@ -184,3 +184,54 @@ def test_the_ledger_applies_each_tables_events_verified_in_order(tmp_path):
         assert led.counts["duplicates"] == 1 and len(led.signature_errors["t1"]) == 1
     finally:
         led.close()
+
+
+@needs
+def test_a_renewed_session_is_a_new_one_subscribed_anew(tmp_path):
+    """central_client.renew: connected once with a clean session (the broker drops the old one),
+    then persistent again; the client's own on_connect sees a session not present and subscribes
+    anew, and messages flow. A second renewal within the minute is refused. (A Mosquitto with TLS
+    stands in for the central tier: the client does not tell them apart.)"""
+    import queue
+    import threading
+
+    import paho.mqtt.client as mqtt
+
+    from dealer_station.sim.broker import Broker
+    from dealer_station.sim.central_client import central_client, renew
+    from dealer_station.sim.tls import make_ca
+    tls = make_ca(str(tmp_path / "tls"))
+    b = Broker(str(tmp_path), users={"u": "pw"},
+               extra=f"certfile {tls['cert']}\nkeyfile {tls['key']}\ncafile {tls['ca']}\n")
+    b.start()
+    seen, got, subscribed = [], queue.Queue(), threading.Event()
+
+    def on_connect(cl, u, flags, rc, p):
+        seen.append(flags.session_present)
+        cl.subscribe("x/#", 1)
+    central = {"nodes": [("127.0.0.1", b.port)], "ca": tls["ca"], "username": "u", "password": "pw"}
+    c = central_client("renew-me", central, on_connect=on_connect,
+                       on_message=lambda cl, u, m: got.put(m.payload),
+                       on_subscribe=lambda *a: subscribed.set())
+    pub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="pub")
+    pub.username_pw_set("u", "pw")
+    pub.tls_set(ca_certs=tls["ca"])
+    try:
+        pub.connect("127.0.0.1", b.port)
+        pub.loop_start()
+        assert subscribed.wait(10)
+        pub.publish("x/1", b"before", qos=1)
+        assert got.get(timeout=10) == b"before"
+        subscribed.clear()
+        assert renew(c)
+        assert subscribed.wait(10) and seen == [False, False]   # not the session it had
+        assert c._clean_session is False                         # persistent again
+        pub.publish("x/1", b"after", qos=1)
+        assert got.get(timeout=10) == b"after"
+        assert not renew(c)
+    finally:
+        pub.loop_stop()
+        pub.disconnect()
+        c.disconnect()
+        c.loop_stop()
+        b.stop()
