@@ -58,6 +58,9 @@ GAP_S = 0.5               # a gap in the events not filled this long: `resend` f
 GAP_MAX_S = 8.0           # asked again after twice as long each time while it stays open, one
                           # resend at a time: each republishes everything from the gap on, and
                           # re-asking faster than a slow uplink carries them queues copies of copies
+RENEW_SENDS = 5           # on the central tier: a command sent this many times unanswered while
+                          # connected renews the session (central_client.renew: a session the
+                          # tier restored broken delivers nothing, for good)
 QUIET_S = 5.0             # on the central tier: a table silent this long is asked `resend` from
                           # last + 1 (a lost tail is no gap: nothing after it shows it missing)
 
@@ -198,11 +201,12 @@ class BettingSystem:
 
     def tick(self, now):
         """Send again each command past its deadline (same id); ask for a gap that stays open."""
-        again = []
+        again, stuck = [], False
         with self.lock:
             for cid, p in list(self.pending.items()):
                 if now < p[1]:
                     continue
+                stuck = stuck or p[2] == RENEW_SENDS
                 if p[2] >= self.max_sends:
                     del self.pending[cid]
                     self.protocol_errors.append(f"no reply to {p[0]} after {self.max_sends} sends")
@@ -230,6 +234,10 @@ class BettingSystem:
                 self.heard = now
                 again.append("resend")
                 self.counts["quiet_probes"] += 1
+        if stuck and self.quiet_probe:
+            from .central_client import renew
+            if renew(self.c):
+                self.counts["session_renewals"] += 1
         for cmd in again:
             if cmd == "resend":
                 self.resend_id = self.command({"type": "resend", "from": self.last + 1})

@@ -1,8 +1,17 @@
 """A client of the central tier (the betting system's side of a studio): MQTT 3.1.1 (what the
 central brokers speak), TLS checked against the studio's CA, a persistent session (clean session
 off: QoS 1 messages wait for it while it is away), and failover: a lost or refused connection
-moves it to the next central node, as a load balancer in front of the cluster would."""
+moves it to the next central node, as a load balancer in front of the cluster would.
+
+`renew(c)`: a session the central tier holds may be broken after the whole tier restarted (see
+docs/scale.md: a consumer bound to a delivery subject nobody reads, its state restored behind or
+ahead); a client that sees its commands or probes go unanswered while connected drops it by
+connecting once with a clean session (the tier deletes the session and its consumers), then
+persistently again, subscribing anew (new consumers). What was published in between is a gap
+the client asks for with `resend`."""
+import socket
 import ssl
+import time
 
 import paho.mqtt.client as mqtt
 
@@ -26,13 +35,49 @@ def central_client(client_id, central, on_connect=None, on_message=None, on_subs
         c._host, c._port = nodes[at[0]]
     c.on_disconnect = next_node
     c.on_connect_fail = next_node
-    if on_connect:
-        c.on_connect = on_connect
+    c.renewed_at = None
+
+    def connected(cl, u, f, rc, p):
+        if getattr(cl, "_clean_session", False) and not rc.is_failure:
+            # the clean half of a renewal: the old session is gone; now persistent again
+            cl._clean_session = False
+            _drop(cl)
+            return
+        if on_connect:
+            on_connect(cl, u, f, rc, p)
+    c.on_connect = connected
     if on_message:
         c.on_message = on_message
     if on_subscribe:
         c.on_subscribe = on_subscribe
     no_delay(c)
-    c.connect_async(*nodes[at[0]], keepalive=10)
+    # keepalive 30 s: paho waits that long for a CONNACK, which a central tier taking its
+    # sessions back after a restart gave in 4-8 s here (a node gone resets the connection)
+    c.connect_async(*nodes[at[0]], keepalive=30)
     c.loop_start()
     return c
+
+
+RENEW_EVERY_S = 60.0     # at most one renewal a minute: a table cut off answers nothing either
+
+
+def renew(c):
+    """Start a renewal (see the module's text); False if one was made less than RENEW_EVERY_S
+    ago or the client is not connected."""
+    now = time.monotonic()
+    if not c.is_connected() or (c.renewed_at is not None and now - c.renewed_at < RENEW_EVERY_S):
+        return False
+    c.renewed_at = now
+    c._clean_session = True      # paho reads it at its next CONNECT
+    _drop(c)
+    return True
+
+
+def _drop(c):
+    """End the connection as a network failure would: paho's loop reconnects by itself."""
+    sock = c.socket()
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

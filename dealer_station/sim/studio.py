@@ -94,8 +94,13 @@ class Studio:
             f.write(self.passwords[t] + "\n")
         k = i % len(uplink.ports)        # the tables' bridges spread over the nodes
         central = ", ".join(f'"127.0.0.1:{p}"' for p in uplink.ports[k:] + uplink.ports[:k])
+        # keepalive 20 s (the default), not less: Mosquitto gives a CONNECT 1.5 keepalives for
+        # its CONNACK, and a central tier taking its sessions back after a restart answered in
+        # 4-8 s here; with 5 s the bridges gave up and came again 25-30 times each, sending
+        # their in-flight messages again each time (a node gone resets the connection: no
+        # keepalive needed to see it)
         return (f'\n[bridge]\nenabled = true\ncentral = [{central}]\npassword_file = "{pw_file}"\n'
-                f'ca_file = "{self.tls["ca"]}"\nprotocol = "mqttv311"\nkeepalive_s = 5\n'
+                f'ca_file = "{self.tls["ca"]}"\nprotocol = "mqttv311"\nkeepalive_s = 20\n'
                 f'restart_min_s = 1\nrestart_max_s = 2\nmax_queued_messages = {self.queue[0]}\n'
                 f'max_queued_bytes = {self.queue[1]}\n')
 
@@ -123,7 +128,7 @@ class Studio:
         self.central = CentralCluster(self.dir, self.tls, self.passwords, consumer=self.consumer)
         self.central.start()
         self.say(f"central tier: 3 nats-server nodes, MQTT over TLS on {self.central.mqtt_ports}")
-        self.ledger = Ledger(self._central())
+        self.ledger = Ledger(self._central(), verify=True)   # every studio table signs
         if not self.ledger.subscribed.wait(60):
             raise TimeoutError("the ledger was not subscribed to the central tier in 60 s")
         longest = max([f["seconds"] for f in self.faults] + [0])
@@ -141,6 +146,7 @@ class Studio:
             self.tables.append(h)
             # in this thread: a child dies with the thread that started it (PR_SET_PDEATHSIG)
             h.start()
+            self.ledger.add_key(t, h.key + ".pub")
         for i, edge in enumerate(self.edges):
             self._watch_queue(self.ids[i], edge.port)
         self.say(f"{self.n} tables up: {', '.join(f'{h.table} {h.profile.name}' for h in self.tables)}")
@@ -300,10 +306,13 @@ class Studio:
                          "bettor_messages_lost": r["messages_lost"],
                          "bettor_repeated": r["messages_repeated"],
                          "bettor_quiet_probes": h.bs.counts["quiet_probes"],
+                         "bettor_session_renewals": h.bs.counts["session_renewals"],
                          "balances_match": r["balances_match"],
                          "protocol_errors": r["protocol_errors"],
                          # signed at the table, verified after the bridge and the central tier
                          "signature_errors": r["signature_errors"],
+                         # and by the studio's ledger, for every table
+                         "ledger_signature_errors": len(led.signature_errors.get(t, [])),
                          "edge_queue_peak": self._depth(t, 0, float("inf"))}
         span = (led.last_at - led.first_at) if led.first_at and led.last_at else 0
         lat = [s for _, s in led.latencies]
@@ -318,7 +327,8 @@ class Studio:
                             "edge_queue_peak": during, "edge_queue_before": before})
         ok = all(v["ledger_matches_journal"] and v["ledger_in_order"] and v["balances_match"]
                  and not v["protocol_errors"] and not v["bettor_messages_lost"]
-                 and not v["signature_errors"] for v in tables.values())
+                 and not v["signature_errors"] and not v["ledger_signature_errors"]
+                 for v in tables.values())
         return {"tables": self.n, "rounds_per_table": self.rounds, "speed": self.speed,
                 "run_s": round(getattr(self, "t1", time.monotonic()) - getattr(self, "t0", 0), 1),
                 "faults": self.injected, "outages": outages,
@@ -326,6 +336,7 @@ class Studio:
                            "arrived_past_a_gap": led.counts["arrived_past_a_gap"],
                            "resend_requests": led.counts["resend_requests"],
                            "quiet_probes": led.counts["quiet_probes"],
+                           "session_renewals": led.counts["session_renewals"],
                            "msgs_per_s": round(led.counts["received"] / span, 1) if span else None,
                            "card_latency_ms": {
                                "n": len(lat),
