@@ -63,18 +63,24 @@ def both_corners(quad):
 def _ink(patch):
     """(gray, ink mask, colour) with the patch's own paper as white: white balance and light fall
     out. colour is 'red', 'black' or None (unclear)."""
-    f = patch.astype(np.float32)
-    flat = patch.reshape(-1, 3)
-    k = int(0.9 * (len(flat) - 1))
-    paper = _kth(flat, k) + 1                             # the 90th percentile: the paper
-    n = np.minimum(f / paper, 1.2)                        # (never below 0)
-    gray = (n[..., 0] + n[..., 1] + n[..., 2]) / 3        # mean(axis=2), 5x faster
+    n, gray = _paper_gray(patch)
     ink = gray < 0.6
     if ink.sum() < 15:
         return gray, ink, None
     px = n[ink]
     red = float((px[:, 2] - np.maximum(px[:, 0], px[:, 1])).mean())
     return gray, ink, "red" if red > 0.22 else "black" if red < 0.08 else None
+
+
+def _paper_gray(patch):
+    """(colours, gray) divided by the patch's own paper: _ink's first half, all a reader's
+    comparison needs."""
+    f = patch.astype(np.float32)
+    flat = patch.reshape(-1, 3)
+    k = int(0.9 * (len(flat) - 1))
+    paper = _kth(flat, k) + 1                             # the 90th percentile: the paper
+    n = np.minimum(f / paper, 1.2)                        # (never below 0)
+    return n, (n[..., 0] + n[..., 1] + n[..., 2]) / 3     # mean(axis=2), 5x faster
 
 
 def _kth(flat, k):
@@ -307,7 +313,7 @@ class VisualRecognizer:
         colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]   # not the table beyond the edge
         if colour is None:
             return None, 0.0
-        gray = _ink(patch)[0]
+        gray = _paper_gray(patch)[1]
         gray = cv2.resize(gray, (round(gray.shape[1] * MATCH), round(gray.shape[0] * MATCH)),
                           interpolation=cv2.INTER_AREA)
         cards, rank_m, suit_m = self._by_colour[colour]
