@@ -229,7 +229,8 @@ class Templates:
         # the fingerprint: each photo's rounding, and its far index corner's shift from the
         # template its near corner gave (the outline's error at this camera's scale)
         t.print = DeckPrint.learn([rounding(img, q, (CW, CH)) for img, q, _ in samples],
-                                  [index_shift(t, img, both_corners(q)[1], c) for img, q, c in samples])
+                                  [index_shift(t, img, both_corners(q)[1], c) for img, q, c in samples],
+                                  t.card_size[0])
         return t
 
     def inconsistent(self):
