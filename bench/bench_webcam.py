@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--per-cell", type=int, default=3, help="photos per deck, surface and condition")
     ap.add_argument("--conditions", default=",".join(cm.WEBCAM_CONDITIONS))
     ap.add_argument("--keep", help="folder to keep the photos in")
+    ap.add_argument("--seed", type=int, default=0, help="added to every photo's seed: other photos")
     ap.add_argument("--reuse", action="store_true", help="read the photos already in --keep (no new ones)")
     ap.add_argument("--foreign", type=int, default=0,
                     help="another deck's photos read with each deck's templates (0: all of them)")
@@ -67,12 +68,12 @@ def main():
         held[deck] = os.path.join(root, deck, "held_out", "labels.csv")
         if a.reuse:
             continue
-        write_photos(os.path.join(root, deck, "reference"), deck, 100 + di,
+        write_photos(os.path.join(root, deck, "reference"), deck, 100 + di + a.seed,
                      [(c, "light_grey", "rotation") for c in CARDS])
-        rng = np.random.default_rng(200 + di)
+        rng = np.random.default_rng(200 + di + a.seed)
         items = [(CARDS[int(rng.integers(52))], s, c) for s in cm.SURFACES for c in conds
                  for _ in range(a.per_cell)]
-        write_photos(os.path.join(root, deck, "held_out"), deck, 300 + di, items)
+        write_photos(os.path.join(root, deck, "held_out"), deck, 300 + di + a.seed, items)
     for deck in decks:
         tdir = os.path.join(root, deck, "templates")
         t0 = time.perf_counter()

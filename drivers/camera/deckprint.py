@@ -17,21 +17,22 @@ import numpy as np
 P, L = 8, 24                 # the corner patch: L canonical pixels of card, P of table beyond
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
 # canonical pixels, for a card 300 pixels wide (more for a smaller one): the same deck's index lay
-# within 2.5 of the learned one at its better corner in every held-out photo; another design's
-# with a like font 4.5 and more
-SHIFT_TOL = (2.5, 4.0)
+# within 2.5 of the learned one at its better corner in all but 3 of 840 held-out photos (2.7-3.9,
+# all on a white table: a fainter outline), another design's with a like font 4.5 and more
+SHIFT_TOL = (3.0, 4.0)
 
 
 def _crossings(rows, mid):
     """Per row, where it first rises above `mid` (subpixel, in canonical pixels from the side's
-    nominal line); nan where it never does."""
-    out = np.full(len(rows), np.nan, np.float32)
-    for n, r in enumerate(rows):
-        above = np.flatnonzero(r > mid)
-        if len(above) and above[0] > 0:
-            i = above[0]
-            out[n] = i - 1 + (mid - r[i - 1]) / max(float(r[i] - r[i - 1]), 1e-6) - P
-    return out
+    nominal line); nan where it never does (or already does at the patch's edge)."""
+    above = rows > mid
+    i = np.argmax(above, axis=1)
+    n = np.arange(len(rows))
+    ok = above[n, i] & (i > 0)
+    i = np.maximum(i, 1)
+    lo, hi = rows[n, i - 1], rows[n, i]
+    x = i - 1 + (mid - lo) / np.maximum(hi - lo, 1e-6) - P
+    return np.where(ok, x, np.nan).astype(np.float32)
 
 
 def _median(a):
