@@ -79,41 +79,34 @@ def _ink(patch):
     return gray, ink, "red" if red > 0.22 else "black" if red < 0.08 else None
 
 
-def index_rows(patch):
-    """The index in a corner REGION patch: [rank components, suit components] (connected-component
-    stats x, y, w, h, area), the ink nearest the corner and what stacks below it; None if none."""
-    gray, ink, _ = _ink(patch)
-    inset = 4
-    ink[:inset], ink[:, :inset] = False, False      # the card's own edge or border line
-    n, _, st, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
-    comps = [st[i] for i in range(1, n) if st[i][4] >= 12]
-    if not comps:
-        return None
-    first = min(comps, key=lambda s: s[0] + s[1])
-    col0, col1 = first[0] - 0.06 * CW, first[0] + 0.16 * CW
-    group = [s for s in comps if s[0] >= col0 and s[0] + s[2] <= col1 + 0.04 * CW]
-    group.sort(key=lambda s: s[1])
-    rows, bottom = [], None
-    for s in group:     # rows: the rank (one or two glyphs side by side), then the suit
-        if bottom is None or s[1] <= bottom + 2:
-            if not rows:
-                rows.append([s])
-            else:
-                rows[-1].append(s)
-            bottom = max(bottom or 0, s[1] + s[3])
-        elif len(rows) < 2 and s[1] - bottom < 0.06 * CH:
-            rows.append([s])
-            bottom = s[1] + s[3]
-    return rows if len(rows) == 2 else None
-
-
 def learn_box(patches):
     """The index box (x0, y0, x1, y1) and the row splitting rank from suit, from the corner
     REGION of each reference card: the ink nearest the corner, and what stacks below it."""
     boxes, splits = [], []
     for p in patches:
-        rows = index_rows(p)
-        if rows is None:
+        gray, ink, _ = _ink(p)
+        inset = 4
+        ink[:inset], ink[:, :inset] = False, False      # the card's own edge or border line
+        n, _, st, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
+        comps = [st[i] for i in range(1, n) if st[i][4] >= 12]
+        if not comps:
+            continue
+        first = min(comps, key=lambda s: s[0] + s[1])
+        col0, col1 = first[0] - 0.06 * CW, first[0] + 0.16 * CW
+        group = [s for s in comps if s[0] >= col0 and s[0] + s[2] <= col1 + 0.04 * CW]
+        group.sort(key=lambda s: s[1])
+        rows, bottom = [], None
+        for s in group:     # rows: the rank (one or two glyphs side by side), then the suit
+            if bottom is None or s[1] <= bottom + 2:
+                if not rows:
+                    rows.append([s])
+                else:
+                    rows[-1].append(s)
+                bottom = max(bottom or 0, s[1] + s[3])
+            elif len(rows) < 2 and s[1] - bottom < 0.06 * CH:
+                rows.append([s])
+                bottom = s[1] + s[3]
+        if len(rows) < 2:
             continue
         allc = rows[0] + rows[1]
         boxes.append((min(s[0] for s in allc), min(s[1] for s in allc),
