@@ -77,7 +77,14 @@ def main():
     for deck in decks:
         tdir = os.path.join(root, deck, "templates")
         t0 = time.perf_counter()
-        ct.templates_from_labels(os.path.join(root, deck, "reference", "labels.csv"), tdir)
+        for retake in range(3):
+            try:
+                ct.templates_from_labels(os.path.join(root, deck, "reference", "labels.csv"), tdir)
+                break
+            except ct.ToolError as e:     # a photo refused: the technician takes the deck again
+                print(f"   {deck}: {e}; photographing the reference deck again")
+                write_photos(os.path.join(root, deck, "reference"), deck, 100 + decks.index(deck) + a.seed
+                             + 7919 * (retake + 1), [(c, "light_grey", "rotation") for c in CARDS])
         r = ct.accuracy(labelled(held[deck]), tdir)
         foreign = {}
         for other in decks:
