@@ -2,9 +2,9 @@
 layout pass the reader and the face check. Two measures, both cheap on a card already read:
 
 - the corners' rounding: how far the card's outline stands back from its two sides' crossing at
-  a corner (0 for a square-cut card, about 5 canonical pixels for the usual poker-deck radius);
+  a corner (0 for a square-cut card, about 4 canonical pixels for the usual poker-deck radius);
   measured against the sides' own positions near the corner, so the outline's error falls out;
-- where the index sits (`VisualRecognizer.index_shift`): the rank and the suit of the read card
+- where the index sits (`visual.index_shift`): the rank and the suit of the read card
   lie where the learned ones lay, within the outline's error. A like font placed or sized a few
   pixels differently (Kennard's against the Vectorized Playing Cards': 3-6 pixels) is another
   deck.
