@@ -16,7 +16,8 @@ import numpy as np
 
 P, L = 8, 24                 # the corner patch: L canonical pixels of card, P of table beyond
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
-# canonical pixels, for a card 300 pixels wide (more for a smaller one): the same deck's index lay
+# canonical pixels (the ceiling for a card 300 pixels wide, more for a smaller one; between them
+# 2.5 times the reference photos' median shift, which grows as the card shrinks): the same deck's index lay
 # within 2.5 of the learned one at its better corner in 502 of 504 held-out photos of three designs
 # (the others, and the drawn deck's worst, 2.7-3.9, on a white table: a fainter outline); a like
 # font of another design (Kennard's against the Vectorized Playing Cards') 4.5 and more
@@ -100,7 +101,7 @@ class DeckPrint:
         med = float(np.median(r))
         spread = float(np.percentile(np.abs(r - med), 98))
         scale = max(1.0, 300 / card_width)
-        shift = float(np.clip(2.5 * np.median(np.abs(shifts)), SHIFT_TOL[0] * scale, SHIFT_TOL[1] * scale))
+        shift = float(np.clip(2.5 * np.median(np.abs(shifts)), SHIFT_TOL[0], SHIFT_TOL[1] * scale))
         return cls(med, max(ROUND_TOL_MIN, 1.25 * spread), shift)
 
     def to_json(self):
