@@ -53,32 +53,46 @@ def main():
     ap.add_argument("--per-cell", type=int, default=3, help="photos per deck, surface and condition")
     ap.add_argument("--conditions", default=",".join(cm.WEBCAM_CONDITIONS))
     ap.add_argument("--keep", help="folder to keep the photos in")
+    ap.add_argument("--seed", type=int, default=0, help="added to every photo's seed: other photos")
+    ap.add_argument("--reuse", action="store_true", help="read the photos already in --keep (no new ones)")
+    ap.add_argument("--foreign", type=int, default=0,
+                    help="another deck's photos read with each deck's templates (0: all of them)")
     ap.add_argument("--json", action="store_true")
     a, _ = ap.parse_known_args()      # scripts/bench passes every bench the same arguments
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     decks, conds = a.decks.split(","), a.conditions.split(",")
     root = a.keep or tempfile.mkdtemp(prefix="webcam-")
-    report = {}
-    for di, deck in enumerate(decks):
-        ref = write_photos(os.path.join(root, deck, "reference"), deck, 100 + di,
-                           [(c, "light_grey", "rotation") for c in CARDS])
-        tdir = os.path.join(root, deck, "templates")
-        t0 = time.perf_counter()
-        ct.templates_from_labels(ref, tdir)
-        rng = np.random.default_rng(200 + di)
+    report, held = {}, {}
+    for di, deck in enumerate(decks):     # every deck's photos first: each deck's templates read all others
+        held[deck] = os.path.join(root, deck, "held_out", "labels.csv")
+        if a.reuse:
+            continue
+        write_photos(os.path.join(root, deck, "reference"), deck, 100 + di + a.seed,
+                     [(c, "light_grey", "rotation") for c in CARDS])
+        rng = np.random.default_rng(200 + di + a.seed)
         items = [(CARDS[int(rng.integers(52))], s, c) for s in cm.SURFACES for c in conds
                  for _ in range(a.per_cell)]
-        held = write_photos(os.path.join(root, deck, "held_out"), deck, 300 + di, items)
-        r = ct.accuracy(labelled(held), tdir)
+        write_photos(os.path.join(root, deck, "held_out"), deck, 300 + di + a.seed, items)
+    for deck in decks:
+        tdir = os.path.join(root, deck, "templates")
+        t0 = time.perf_counter()
+        for retake in range(3):
+            try:
+                ct.templates_from_labels(os.path.join(root, deck, "reference", "labels.csv"), tdir)
+                break
+            except ct.ToolError as e:     # a photo refused: the technician takes the deck again
+                print(f"   {deck}: {e}; photographing the reference deck again")
+                write_photos(os.path.join(root, deck, "reference"), deck, 100 + decks.index(deck) + a.seed
+                             + 7919 * (retake + 1), [(c, "light_grey", "rotation") for c in CARDS])
+        r = ct.accuracy(labelled(held[deck]), tdir)
         foreign = {}
         for other in decks:
             if other != deck:
-                fl = labelled(os.path.join(root, other, "held_out", "labels.csv")) if os.path.exists(
-                    os.path.join(root, other, "held_out", "labels.csv")) else None
-                if fl:
-                    fr = ct.accuracy(fl[:60], tdir)
-                    foreign[other] = {"photos": fr["photos"], "read": fr["correct"] + fr["wrong"]}
+                fl = labelled(held[other])
+                fr = ct.accuracy(fl[:a.foreign or None], tdir)
+                foreign[other] = {"photos": fr["photos"], "read": fr["correct"] + fr["wrong"],
+                                  "wrong": fr["wrong"]}
         report[deck] = {"accuracy": r, "foreign": foreign, "seconds": round(time.perf_counter() - t0, 1)}
         if not a.json:
             print(f"== {deck}: templates from 52 photos on a light-grey table; {r['photos']} other photos")

@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
+from .deckprint import DeckPrint, rounding
 from .find import card_size_of, find_cards, find_corners
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
@@ -18,7 +19,8 @@ REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the 
 SEARCH = 6                        # pixels of slack around the learned box (outline error)
 MATCH = 0.75                      # indexes are compared at half the canonical size: 4x faster,
 S = int(SEARCH * MATCH)           # and no read lost on the material measured (docs/camera.md)
-FORMAT = 3                        # 3: with the whole face of each card (the deck check)
+FORMAT = 4                        # 3: with the whole face of each card (the deck check); 4: the deck's
+                                  # fingerprint (deckprint.py)
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
 
@@ -163,6 +165,19 @@ def _unit(stack):
     return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-6)
 
 
+def _peak(img, shape, col):
+    """Where the template `col` (of `shape`) matches `img` best: (dx, dy) from the centre of the
+    placements, subpixel (a parabola through the peak and its neighbours)."""
+    win = np.lib.stride_tricks.sliding_window_view(img, shape)
+    sc = (_unit(win.reshape(-1, shape[0] * shape[1])) @ col).reshape(win.shape[:2])
+    y, x = np.unravel_index(int(np.argmax(sc)), sc.shape)
+
+    def sub(a, i):
+        d = a[i - 1] - 2 * a[i] + a[i + 1] if 0 < i < len(a) - 1 else 0
+        return (i + 0.5 * (a[i - 1] - a[i + 1]) / d if d < 0 else i) - (len(a) - 1) / 2
+    return sub(sc[y, :], x), sub(sc[:, x], y)
+
+
 def _best_over_shifts(img, shape, m):
     """For each template column of `m` (of `shape`), its best correlation over every placement in
     `img`: one matrix product for all templates and shifts (matchTemplate per template is 10x
@@ -185,9 +200,10 @@ class Templates:
     """The learned deck: the card size in the camera's pixels, the index box, and the index of
     each of the 52 cards as a gray patch (rank part above `split`, suit part below)."""
 
-    def __init__(self, card_size, box, split, patches, faces):
+    def __init__(self, card_size, box, split, patches, faces, deck_print=None):
         self.card_size, self.box, self.split, self.patches = card_size, tuple(box), split, patches
         self.faces = faces
+        self.print = deck_print        # DeckPrint; None only while capture() learns it
         self.cut = round((split - self.box[1]) * MATCH)
         # split into rank and suit, compared separately: a 6 of spades never passes for a 6 of
         # clubs on the strength of the rank alone
@@ -228,6 +244,11 @@ class Templates:
         if bad:
             raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
                                f"the other cards' (a wrong outline?): take them again")
+        # the fingerprint: each photo's rounding, and its far index corner's shift from the
+        # template its near corner gave (the outline's error at this camera's scale)
+        t.print = DeckPrint.learn([rounding(img, q, (CW, CH)) for img, q, _ in samples],
+                                  [index_shift(t, img, both_corners(q)[1], c) for img, q, c in samples],
+                                  t.card_size[0])
         return t
 
     def inconsistent(self):
@@ -251,7 +272,7 @@ class Templates:
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "deck.json"), "w") as f:
             json.dump({"format": FORMAT, "card_size": list(self.card_size), "box": list(self.box),
-                       "split": self.split}, f)
+                       "split": self.split, "print": self.print.to_json()}, f)
         for c, p in self.patches.items():
             cv2.imwrite(os.path.join(folder, f"index_{c}.png"), np.uint8(np.clip(p * 200, 0, 255)))
             f = self.faces[c]
@@ -269,7 +290,8 @@ class Templates:
             raise ValueError(f"{folder}: no deck.json (templates from an older version, or none: "
                              f"capture them with shoe-calibrate camera templates)") from None
         if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT}")
+            raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT} (from an "
+                             f"older version: capture them again with shoe-calibrate camera templates)")
         patches, faces = {}, {}
         for c in CARDS:
             g = cv2.imread(os.path.join(folder, f"index_{c}.png"), cv2.IMREAD_GRAYSCALE)
@@ -280,7 +302,26 @@ class Templates:
                 raise ValueError(f"{folder}: missing or damaged template face_{c}.png")
             patches[c] = g.astype(np.float32) / 200
             faces[c] = _unit(f.astype(np.float32)[None])[0].reshape(f.shape)
-        return cls(tuple(meta["card_size"]), tuple(meta["box"]), int(meta["split"]), patches, faces)
+        try:
+            deck_print = DeckPrint.from_json(meta["print"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{path}: no valid deck fingerprint ('print'): capture the templates "
+                             f"again") from None
+        return cls(tuple(meta["card_size"]), tuple(meta["box"]), int(meta["split"]), patches, faces,
+                   deck_print)
+
+
+def index_shift(t, bgr, quad, card):
+    """How far `card`'s learned rank and suit lie from where they show at the tl corner of `quad`:
+    the largest of their x and y shifts, in canonical pixels (the deck fingerprint)."""
+    patch = corner(bgr, quad, t.box, SEARCH)
+    gray = _ink(patch)[0]
+    gray = cv2.resize(gray, (round(gray.shape[1] * MATCH), round(gray.shape[0] * MATCH)),
+                      interpolation=cv2.INTER_AREA)
+    s, i = t.cut + S, t.cards.index(card)
+    r = _peak(gray[:s + S], t.part_shapes[0], t.rank_m[:, i])
+    u = _peak(gray[s - S:], t.part_shapes[1], t.suit_m[:, i])
+    return max(abs(v) for v in r + u) / MATCH
 
 
 class VisualRecognizer:
@@ -346,6 +387,9 @@ class VisualRecognizer:
             return None, min(ca, cb)
         if need_both and face_score(face(bgr, quad), self.t.faces[a]) < FACE_MIN:
             return None, 0.0        # another deck whose index font is like this deck's
+        if need_both and not self.t.print.matches(rounding(bgr, quad, (CW, CH)),
+                                                  [index_shift(self.t, bgr, q, a) for q in both_corners(quad)]):
+            return None, 0.0        # another deck with a like face: its corners or its index placed otherwise
         return a or b, max(ca, cb) if (a or b) else 0.0
 
     def read_image(self, bgr, inside=None):
