@@ -7,6 +7,7 @@ test_harness.py since); the others are the suites later issues added, each kept 
 group with the marker (test_harness_runs.py: the house procedures' and the scanner's runs came
 with their issues). A new test file must be given a group here: collection fails otherwise."""
 import collections
+import resource
 
 import pytest
 
@@ -77,13 +78,34 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)        # stable: the order inside a file is kept
 
 
-_reports = []       # (file, group, start, stop, duration)
+_reports = []       # (file, group, start, stop, duration, cpu)
+_cpu_mark = [0.0]
+
+
+def _cpu():
+    """CPU seconds of this process and of its children it has waited for (daemons, brokers and
+    table-sims a test started and stopped): unlike wall time, not inflated by a loaded machine."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _cpu_mark[0] = _cpu()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    now = _cpu()
+    report.cpu_s = now - _cpu_mark[0]      # travels to the xdist controller with the report
+    _cpu_mark[0] = now
+    return report
 
 
 def pytest_runtest_logreport(report):
     group = dict(report.user_properties).get("group", "?")
     _reports.append((report.nodeid.split("::", 1)[0], group, report.start, report.stop,
-                     report.duration))
+                     report.duration, getattr(report, "cpu_s", 0.0)))
 
 
 def _wall(spans):
@@ -103,19 +125,24 @@ def pytest_terminal_summary(terminalreporter):
     if not _reports:
         return
     tr = terminalreporter
-    files, groups, spans = collections.Counter(), collections.Counter(), collections.defaultdict(list)
+    files, groups = collections.Counter(), collections.Counter()
+    fcpu, gcpu, spans = collections.Counter(), collections.Counter(), collections.defaultdict(list)
     file_group = {}
-    for f, g, start, stop, duration in _reports:
+    for f, g, start, stop, duration, cpu in _reports:
         files[f] += duration
         groups[g] += duration
+        fcpu[f] += cpu
+        gcpu[g] += cpu
         spans[g].append((start, stop))
         file_group[f] = g
-    tr.write_sep("=", "time per file (setup, call and teardown)")
+    tr.write_sep("=", "time per file (setup, call and teardown) and CPU (with its subprocesses)")
     for f, seconds in sorted(files.items(), key=lambda kv: -kv[1]):
-        tr.write_line(f"{seconds:8.1f} s  {f}  [{file_group[f]}]")
-    tr.write_sep("=", "time per group: wall (some test of it running) and summed over the workers")
+        tr.write_line(f"{seconds:8.1f} s {fcpu[f]:7.1f} s CPU  {f}  [{file_group[f]}]")
+    tr.write_sep("=", "time per group: wall (some test of it running), summed over the workers, CPU")
     for g, seconds in sorted(groups.items(), key=lambda kv: -kv[1]):
-        budget = f"  (budget {BUDGET_S[g]} s run alone)" if g in BUDGET_S else ""
-        tr.write_line(f"{_wall(spans[g]):8.1f} s wall {seconds:8.1f} s summed  {g}{budget}")
+        budget = f"  (budget {BUDGET_S[g]} s wall, run alone)" if g in BUDGET_S else ""
+        tr.write_line(f"{_wall(spans[g]):8.1f} s wall {seconds:8.1f} s summed {gcpu[g]:7.1f} s CPU  "
+                      f"{g}{budget}")
     every = [s for g in spans.values() for s in g]
-    tr.write_line(f"{_wall(every):8.1f} s wall {sum(groups.values()):8.1f} s summed  in all")
+    tr.write_line(f"{_wall(every):8.1f} s wall {sum(groups.values()):8.1f} s summed "
+                  f"{sum(gcpu.values()):7.1f} s CPU  in all")
