@@ -56,13 +56,22 @@ def group_of(item):
     return own[0] if own else _FILE_GROUP.get(_file(item.nodeid))
 
 
-# The longest files first, so that a parallel run (pytest-xdist, --dist loadfile) does not start
-# one of them last and wait for it alone.
+# The longest files first, so that a parallel run does not start one of them last and wait for it
+# alone (scripts/test keeps this order: --no-loadscope-reorder; xdist's default sorts by the
+# number of tests, which put the 5-test 200-round matrix behind files of short tests).
 LONGEST_FIRST = ("test_harness.py", "test_studio.py", "test_harness_runs.py", "test_daemon.py",
-                 "test_calibration.py", "test_service.py", "test_sim_client.py", "test_docs_commands.py", "test_config_errors.py",
+                 "test_calibration.py", "test_service.py", "test_console_browser.py",
+                 "test_sim_client.py", "test_docs_commands.py", "test_config_errors.py",
                  "test_camera.py", "test_hostile_devices.py", "test_broker_security.py")
+# Files whose tests share nothing (each starts its own broker, daemon, shoe or table-sim): their
+# tests go to whichever worker is free (the daemon's 13 tests on one worker were the longest
+# pole). Every other file stays on one worker (--dist loadgroup, one xdist_group per file): its
+# module fixtures are made once.
+SPREAD = ("test_daemon.py", "test_harness_runs.py", "test_calibration.py", "test_service.py",
+          "test_shoe_driver.py")
 
 
+@pytest.hookimpl(tryfirst=True)         # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     lost = sorted({_file(i.nodeid) for i in items if group_of(i) is None})
     if lost:
@@ -71,6 +80,8 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(group_of(item))
         # the group travels on the report (with xdist the controller sees reports only)
         item.user_properties.append(("group", group_of(item)))
+        if _file(item.nodeid) not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(_file(item.nodeid)))
 
     def rank(item):
         name = _file(item.nodeid)
