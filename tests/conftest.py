@@ -97,7 +97,7 @@ _cpu_mark = [0.0]
 
 def _cpu():
     """CPU seconds of this process and of its children it has waited for (daemons, brokers and
-    table-sims a test started and stopped): unlike wall time, not inflated by a loaded machine."""
+    table-sims a test started and stopped): far less than wall time inflated by a loaded machine."""
     return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
 
