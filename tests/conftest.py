@@ -36,7 +36,7 @@ GROUPS = {
     "camera_decks": ("test_camera_decks", "test_camera_more_decks"),        # #17
 }
 # the budget a group's issue states (seconds of wall time with the group run alone on this 2-core
-# machine: ./scripts/test -m GROUP); the report flags a group over it
+# machine: ./scripts/test -m GROUP), printed beside the group's time
 BUDGET_S = {"core": 180}
 
 _FILE_GROUP = {f"{name}.py": group for group, names in GROUPS.items() for name in names}
@@ -67,9 +67,9 @@ LONGEST_FIRST = ("test_harness.py", "test_studio.py", "test_harness_runs.py", "t
 # tests go to whichever worker is free (the daemon's 13 tests on one worker were the longest
 # pole). Every other file stays on one worker (--dist loadgroup, one xdist_group per file): its
 # module fixtures are made once.
-# Not test_harness_runs.py: its table-sims (two with the camera) beside the 200-round matrix's
-# five on a loaded machine took the matrix from 136 to 420 s and its CPU from 71 to 178 s
-# (timeouts, resends and re-presses feed on a slow table).
+# Not test_harness_runs.py: its table-sims (two with the camera) are the CPU-heavy ones; on one
+# worker, at most one of them runs beside the matrix's five tables (a starved table-sim spends
+# more CPU, not less: resends and re-presses).
 SPREAD = ("test_daemon.py", "test_calibration.py", "test_service.py", "test_shoe_driver.py")
 
 
