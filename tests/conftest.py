@@ -140,17 +140,17 @@ def pytest_terminal_summary(terminalreporter):
     tr = terminalreporter
     files, groups = collections.Counter(), collections.Counter()
     fcpu, gcpu, spans = collections.Counter(), collections.Counter(), collections.defaultdict(list)
-    file_group = {}
+    file_group = collections.defaultdict(set)
     for f, g, start, stop, duration, cpu in _reports:
         files[f] += duration
         groups[g] += duration
         fcpu[f] += cpu
         gcpu[g] += cpu
         spans[g].append((start, stop))
-        file_group[f] = g
+        file_group[f].add(g)
     tr.write_sep("=", "time per file (setup, call and teardown) and CPU (with its subprocesses)")
     for f, seconds in sorted(files.items(), key=lambda kv: -kv[1]):
-        tr.write_line(f"{seconds:8.1f} s {fcpu[f]:7.1f} s CPU  {f}  [{file_group[f]}]")
+        tr.write_line(f"{seconds:8.1f} s {fcpu[f]:7.1f} s CPU  {f}  [{'+'.join(sorted(file_group[f]))}]")
     tr.write_sep("=", "time per group: wall (some test of it running), summed over the workers, CPU")
     for g, seconds in sorted(groups.items(), key=lambda kv: -kv[1]):
         budget = f"  (budget {BUDGET_S[g]} s wall, run alone)" if g in BUDGET_S else ""
