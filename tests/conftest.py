@@ -63,17 +63,8 @@ LONGEST_FIRST = ("test_harness.py", "test_studio.py", "test_harness_runs.py", "t
                  "test_calibration.py", "test_service.py", "test_console_browser.py",
                  "test_sim_client.py", "test_docs_commands.py", "test_config_errors.py",
                  "test_camera.py", "test_hostile_devices.py", "test_broker_security.py")
-# Files whose tests share nothing (each starts its own broker, daemon, shoe or table-sim): their
-# tests go to whichever worker is free (the daemon's 13 tests on one worker were the longest
-# pole). Every other file stays on one worker (--dist loadgroup, one xdist_group per file): its
-# module fixtures are made once.
-# Not test_harness_runs.py: its table-sims (two with the camera) are the CPU-heavy ones; on one
-# worker, at most one of them runs beside the matrix's five tables (a starved table-sim spends
-# more CPU, not less: resends and re-presses).
-SPREAD = ("test_daemon.py", "test_calibration.py", "test_service.py", "test_shoe_driver.py")
 
 
-@pytest.hookimpl(tryfirst=True)         # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     lost = sorted({_file(i.nodeid) for i in items if group_of(i) is None})
     if lost:
@@ -82,8 +73,6 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(group_of(item))
         # the group travels on the report (with xdist the controller sees reports only)
         item.user_properties.append(("group", group_of(item)))
-        if _file(item.nodeid) not in SPREAD:
-            item.add_marker(pytest.mark.xdist_group(_file(item.nodeid)))
 
     def rank(item):
         name = _file(item.nodeid)
