@@ -25,3 +25,29 @@ def later(fn, delay=0.4):
     t = threading.Timer(delay, fn)
     t.start()
     return t
+
+
+@pytest.fixture
+def when_ready(monkeypatch):
+    """when_ready(fn): fn, in another thread, once the command says `ready:` (its port is open
+    and the device has spoken: a card dealt before then would be dropped with the port's old
+    input). Each `ready:` releases one waiting fn, in order."""
+    from calibration import cli
+    said = threading.Semaphore(0)
+    real = cli.say
+
+    def say(text):
+        real(text)
+        if text.startswith("ready:"):
+            said.release()
+    monkeypatch.setattr(cli, "say", say)
+    made = []
+
+    def run(fn):
+        t = threading.Thread(target=lambda: said.acquire(timeout=30) and fn())
+        t.start()
+        made.append(t)
+        return t
+    yield run
+    for t in made:
+        t.join(timeout=35)

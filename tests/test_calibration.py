@@ -15,7 +15,7 @@ import pytest
 from calibration.cli import main
 from controller.cards import CARDS
 from drivers.camera.synth import card_face, felt, place
-from calibration_rig import later, shoe  # noqa: F401 (shoe: a fixture)
+from calibration_rig import later, shoe, when_ready  # noqa: F401 (fixtures)
 
 
 
@@ -25,9 +25,22 @@ def test_ports_finds_a_v1_shoe_a_scanner_and_nothing(shoe, capsys):
     line = shoe(decks=1, mode="line")
     master, slave = os.openpty()
     tty.setraw(slave)
-    later(line.deal, 0.3)                      # the technician scans a card while it listens
-    assert main(["ports", "--port", v1.path, "--port", line.path, "--port", os.ttyname(slave),
-                 "--timeout", "0.6"]) == 0
+    # the technician scans cards until the tool has heard one: it opens the port when it comes to
+    # it and drops what came before (a card scanned a fixed time after the start was lost when
+    # the tool came to the port later than that, on a busy machine)
+    done = threading.Event()
+
+    def scan():
+        while not done.wait(0.1):
+            line.deal()
+    t = threading.Thread(target=scan)
+    t.start()
+    try:
+        assert main(["ports", "--port", v1.path, "--port", line.path, "--port",
+                     os.ttyname(slave), "--timeout", "0.6"]) == 0
+    finally:
+        done.set()
+        t.join()
     out = capsys.readouterr().out.splitlines()
     assert "dealer-station shoe (protocol v1) at 115200 baud: VS-1 firmware 1.0 serial VS0001" in out[0]
     assert "barcode scanner (line mode) at 115200 baud, read 'D01-" in out[1]
@@ -41,13 +54,14 @@ def test_ports_errors_are_clear(capsys):
     assert "no such port (is the shoe plugged in?)" in capsys.readouterr().err
 
 
-def test_learn_codebook_maps_the_reference_deck_and_refuses_duplicates(shoe, tmp_path, capsys):
+def test_learn_codebook_maps_the_reference_deck_and_refuses_duplicates(
+        shoe, tmp_path, capsys, when_ready):
     s = shoe(decks=1, mode="line")
     s.reload(0)
     s.cards = list(CARDS)                       # the reference deck, in the stated order
     s.deck_of = [1] * 52
     cal = tmp_path / "calibration.toml"
-    later(lambda: [s.deal() for _ in range(52)], 0.3)
+    when_ready(lambda: [s.deal() for _ in range(52)])
     assert main(["learn-codebook", "--port", s.path, "--calibration", str(cal), "--idle", "1",
                  "--pattern", r"D\d\d-[A2-9TJQK][shdc]"]) == 0
     data = tomllib.loads(cal.read_text())
@@ -64,7 +78,7 @@ def test_learn_codebook_maps_the_reference_deck_and_refuses_duplicates(shoe, tmp
         for _ in range(52):
             s2.deal()
             time.sleep(0.005)
-    later(scan, 0.3)
+    when_ready(scan)
     assert main(["learn-codebook", "--port", s2.path, "--calibration", str(tmp_path / "c2.toml"),
                  "--idle", "1", "--pattern", r"D\d\d-[A2-9TJQK][shdc]"]) == 1
     out = capsys.readouterr().out
@@ -78,10 +92,10 @@ def deck_with_faults(s):
     s.deck_of = [1] * 51 + [2, 1]
 
 
-def test_verify_shoe_v1_names_missing_extra_and_foreign_cards(shoe, tmp_path, capsys):
+def test_verify_shoe_v1_names_missing_extra_and_foreign_cards(shoe, tmp_path, capsys, when_ready):
     s = shoe(decks=1)
     deck_with_faults(s)
-    later(lambda: [s.deal() for _ in range(53)], 0.5)
+    when_ready(lambda: [s.deal() for _ in range(53)])
     rc = main(["verify-deck", "--port", s.path, "--operator", "Ana Pit", "--report-dir",
                str(tmp_path), "--idle", "1.5"])
     out = capsys.readouterr().out
@@ -94,23 +108,23 @@ def test_verify_shoe_v1_names_missing_extra_and_foreign_cards(shoe, tmp_path, ca
     assert (tmp_path / png).exists()
 
 
-def test_verify_shoe_line_mode_names_a_foreign_code(shoe, tmp_path, capsys):
+def test_verify_shoe_line_mode_names_a_foreign_code(shoe, tmp_path, capsys, when_ready):
     s = shoe(decks=1, mode="line")
     cal = tmp_path / "calibration.toml"
     cal.write_text("[codebook]\n" + "".join(f'"D01-{c}" = "{c}"\n' for c in CARDS))
     s.cards = list(CARDS)
     s.deck_of = [1] * 52
     s.deck_of[10] = 99                          # a card from another deck: its code is unknown
-    later(lambda: [s.deal() or time.sleep(0.005) for _ in range(52)], 0.4)
+    when_ready(lambda: [s.deal() or time.sleep(0.005) for _ in range(52)])
     rc = main(["verify-deck", "--port", s.path, "--protocol", "line", "--calibration", str(cal),
                "--operator", "Ana", "--report-dir", str(tmp_path), "--idle", "1.5"])
     out = capsys.readouterr().out
     assert rc == 1 and f"foreign: D99-{CARDS[10]}" in out and f"missing: {CARDS[10]} x1" in out
 
 
-def test_a_good_shoe_passes_and_a_read_test_over_passes(shoe, tmp_path, capsys):
+def test_a_good_shoe_passes_and_a_read_test_over_passes(shoe, tmp_path, capsys, when_ready):
     s = shoe(decks=1, seed=5)
-    later(lambda: [s.deal() for _ in range(52)], 0.5)
+    when_ready(lambda: [s.deal() for _ in range(52)])
     assert main(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
                  str(tmp_path), "--idle", "1.2"]) == 0
     assert capsys.readouterr().out.startswith("PASS: 52 cards read")
@@ -121,7 +135,7 @@ def test_a_good_shoe_passes_and_a_read_test_over_passes(shoe, tmp_path, capsys):
             s2.reload(10 + k)
             for _ in range(52):
                 s2.deal()
-    later(passes, 0.5)
+    when_ready(passes)
     assert main(["read-test", "--port", s2.path, "--decks", "1", "--passes", "2", "--operator",
                  "Bo", "--report-dir", str(tmp_path), "--idle", "1.2"]) == 0
     assert "104 cards read" in capsys.readouterr().out

@@ -14,7 +14,7 @@ import pytest
 from calibration import cli
 from calibration.cli import main
 from controller.cards import CARDS
-from calibration_rig import later, shoe  # noqa: F401 (shoe: a fixture)
+from calibration_rig import shoe, when_ready  # noqa: F401 (fixtures)
 
 PATTERN = r"D\d\d-[A2-9TJQK][shdc]"
 
@@ -27,13 +27,14 @@ def timed(argv):
     return rc, time.monotonic() - t0
 
 
-def test_a_shuffled_deck_whose_codes_name_their_cards_is_refused(shoe, tmp_path, capsys):
+def test_a_shuffled_deck_whose_codes_name_their_cards_is_refused(
+        shoe, tmp_path, capsys, when_ready):
     s = shoe(decks=1, mode="line")
     s.cards = list(CARDS)
     random.Random(3).shuffle(s.cards)
     s.deck_of = [1] * 52
     cal = tmp_path / "calibration.toml"
-    later(lambda: [s.deal() for _ in range(52)], 0.3)
+    when_ready(lambda: [s.deal() for _ in range(52)])
     rc = main(["learn-codebook", "--port", s.path, "--calibration", str(cal), "--idle", "1",
                "--pattern", PATTERN])
     out = capsys.readouterr().out
@@ -57,12 +58,12 @@ def test_a_named_group_in_the_pattern_says_where_the_card_is(tmp_path):
 
 
 def test_learn_progress_counts_cards_and_it_ends_when_the_deck_is_scanned(
-        shoe, tmp_path, capsys, monkeypatch):
+        shoe, tmp_path, capsys, monkeypatch, when_ready):
     seen = []
     monkeypatch.setattr(cli, "progress", lambda done, total, what: seen.append((done, total)))
     s = shoe(decks=1, mode="line")
     s.cards, s.deck_of = list(CARDS), [1] * 52
-    later(lambda: [s.deal() for _ in range(52)], 0.3)
+    when_ready(lambda: [s.deal() for _ in range(52)])
     rc, took = timed(["learn-codebook", "--port", s.path, "--calibration",
                       str(tmp_path / "c.toml"), "--idle", "20", "--pattern", PATTERN])
     assert rc == 0 and took < 10
@@ -70,9 +71,9 @@ def test_learn_progress_counts_cards_and_it_ends_when_the_deck_is_scanned(
     assert "ready: scan the 52 cards" in capsys.readouterr().err
 
 
-def test_verify_ends_early_once_the_deck_is_complete(shoe, tmp_path, capsys):
+def test_verify_ends_early_once_the_deck_is_complete(shoe, tmp_path, capsys, when_ready):
     s = shoe(decks=1, seed=5)
-    later(lambda: [s.deal() for _ in range(52)], 0.5)
+    when_ready(lambda: [s.deal() for _ in range(52)])
     rc, took = timed(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
                       str(tmp_path), "--idle", "30"])
     captured = capsys.readouterr()
@@ -160,10 +161,10 @@ def test_a_calibration_without_a_good_codebook_is_one_line(shoe, tmp_path, capsy
     assert err.startswith(f"shoe-calibrate: {cal}") and "Traceback" not in err
 
 
-def test_reports_never_overwrite_one_another(shoe, tmp_path, capsys):
+def test_reports_never_overwrite_one_another(shoe, tmp_path, capsys, when_ready):
     for seed in (5, 6):
         s = shoe(decks=1, seed=seed)
-        later(lambda: [s.deal() for _ in range(52)], 0.4)
+        when_ready(lambda: [s.deal() for _ in range(52)])
         assert main(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
                      str(tmp_path), "--idle", "5"]) == 0
     files = sorted(os.listdir(tmp_path))

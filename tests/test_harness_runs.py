@@ -32,6 +32,7 @@ def test_the_camera_confirms_what_the_shoe_read_and_catches_a_disagreement(tmp_p
     assert cam["cards_laid"] - cam["cards_confirmed"] <= 24
 
 
+@pytest.mark.procedures
 @pytest.mark.parametrize("profile, scenario_file", [("luxury21", "procedures.json"),
                                                     ("punto_banco", "procedures.json"),
                                                     ("roulette", "wheel-procedures.json")])
@@ -81,6 +82,7 @@ def test_table_sim_refuses_a_bad_scenario_before_starting(tmp_path):
         assert "Traceback" not in p.stderr
 
 
+@pytest.mark.hid
 def test_a_table_whose_shoe_is_a_keyboard_mode_scanner(tmp_path):
     """docs/scenarios/hid-faults.json: the daemon reads the shoe as a keyboard-mode scanner
     (input_event records through a FIFO) with its faults: a partial code, a wrong layout, an

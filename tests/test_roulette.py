@@ -14,6 +14,7 @@ from controller.analysis import roulette_exact
 from controller.roulette import describe
 
 from controller.settlement import SettlementError, settle
+from drivers.events import DeviceState
 from drivers.wheel import WheelDriver, WheelException, WheelSession, WheelState, WinningNumber
 from helpers import Run, of, one
 
@@ -65,7 +66,9 @@ def test_the_capture_replayed_over_a_pty_gives_one_winning_number_per_spin():
     q = queue.Queue()
     d = WheelDriver(os.ttyname(slave))
     d.start(q.put)
-    time.sleep(0.2)
+    # the port is open (opening flushes what came before): the driver says so
+    opened = q.get(timeout=10)
+    assert isinstance(opened, DeviceState) and opened.state == "connected", opened
 
     def feed():
         for line in rx:

@@ -188,8 +188,9 @@ def test_a_shoe_restart_loses_pending_frames_as_unreadable_not_silently(rig):
     r.shoe.deal()                          # sent into a stalled line, then the shoe reboots
     r.shoe._held.clear()
     r.shoe.stall(False)
+    hellos = sum(isinstance(e, ShoeHello) for e in r.events)
     r.shoe.restart()
-    time.sleep(0.3)
+    r.wait(lambda e: sum(isinstance(x, ShoeHello) for x in r.events) > hellos)   # it is back
     # after the reboot the shoe counts from 0 again; the host must not treat 1 as a duplicate
     c = r.shoe.deal()
     r.wait(lambda e: isinstance(e, CardRead) and e.card == c and e.seq == 1)
@@ -208,7 +209,9 @@ def test_status_frames_and_commands(rig):
         time.sleep(0.02)
     assert r.shoe.gate_locked and r.shoe.deal() is None   # no card can be drawn
     r.driver.command("led", "deal", "blink")
-    time.sleep(0.2)
+    deadline = time.monotonic() + 3
+    while r.shoe.leds != {"deal": "blink"} and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert r.shoe.leds == {"deal": "blink"}
     with pytest.raises(ValueError):
         r.driver.command("explode")
@@ -298,7 +301,9 @@ def test_table_sim_shoe_command_serves_a_pty_that_the_driver_reads():
         q = queue.Queue()
         d = ShoeDriver(path, resend_timeout=0.15)
         d.start(q.put)
-        time.sleep(0.3)
+        # the shoe's HELLO: the port is open and the session started (what came before is gone)
+        while not isinstance(q.get(timeout=5), ShoeHello):
+            pass
         p.stdin.write("deal 3\n")
         p.stdin.flush()
         dealt = p.stdout.readline().split()
