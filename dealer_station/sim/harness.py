@@ -81,6 +81,9 @@ class Harness:
         self.mismatch = None      # (round, then) of two numbers for one spin
         self.result_seq = {}      # round -> the seq of its round_result (a correction names it)
         self.jam_until = None     # the shoe's jam clears at this time
+        # (types, deadline, then): the dealer waits for the table's answer to a fault just
+        # injected (its irregularity), at most until the deadline, then does `then`
+        self.hold = None
         self.waiting = "the shoe"
         self.last_zone = None
         self.tcam = None
@@ -435,13 +438,16 @@ class Harness:
                     self.pending_fault.remove("camera_disagrees")
                     self.tcam.cam.disagree_next()
                 self.tcam.lay(m, card)
-                if disagree:
-                    time.sleep(0.5)   # the camera's report lands before the next card is drawn
+                if disagree:     # the camera's report lands before the next card is drawn
+                    self.hold = ({"irregularity"}, time.monotonic() + 0.5, None)
         elif t == "awaiting_decision":
             if "card_out_of_turn" in self.pending_fault:
                 self.pending_fault.remove("card_out_of_turn")
                 self.shoe.deal()                # a card dealt out of turn (to the discard rack)
-                time.sleep(0.3)                 # read before the player's decision comes back
+                # read before the player's decision comes back
+                self.hold = ({"irregularity"}, time.monotonic() + 0.3,
+                             lambda: self.bs.decide(m))
+                return
             self.bs.decide(m)
         elif t == "insurance_offered":
             self.bs.command({"type": "insurance_closed"})
@@ -528,6 +534,13 @@ class Harness:
             if self.rss_start is None and self.resulted >= 10:
                 self.rss_start = self.daemon_rss_mb()    # warmed up: imports done, caches full
             live = [m for m in burst if m["type"] not in QUIET]
+            if self.hold is not None:
+                types, until, then = self.hold
+                if not any(m["type"] in types for m in burst) and time.monotonic() < until:
+                    continue
+                self.hold = None
+                if then is not None:
+                    then()
             if self.jam_until is not None and time.monotonic() > self.jam_until:
                 self.jam_until = None
                 self.shoe.status(jam=False)     # the dealer frees the card
