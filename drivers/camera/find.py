@@ -131,7 +131,7 @@ def _refine_in(bgr, quad):
     return refine(g, quad - off) + off
 
 
-def find_corners(blob, card_size, quads=()):
+def find_corners(blob, card_size, quads=(), dedupe=True):
     """Index-corner hypotheses in a blob of overlapping cards: at each convex corner of about 90
     degrees, a card of the measured size is laid in each of the ways that corner can belong to
     it. Returns 4x2 quads (tl tr br bl) whose tl or br is that corner; those coinciding with a
@@ -163,7 +163,8 @@ def find_corners(blob, card_size, quads=()):
             inner = q.mean(axis=0) * 0.7 + q * 0.3     # a card lies on the blob, not off it
             if min(cv2.pointPolygonTest(blob, (float(x), float(y)), True) for x, y in inner) < -2:
                 continue
-            if all(np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) > 0.3 * w for k in list(quads) + out):
+            if not dedupe or all(np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) > 0.3 * w
+                                 for k in list(quads) + out):
                 out.append(q)
     return out
 
@@ -287,3 +288,54 @@ def card_size_of(quads):
     ws = [np.linalg.norm(q[0] - q[1]) / 2 + np.linalg.norm(q[3] - q[2]) / 2 for q in quads]
     hs = [np.linalg.norm(q[0] - q[3]) / 2 + np.linalg.norm(q[1] - q[2]) / 2 for q in quads]
     return float(np.median(ws)), float(np.median(hs))
+
+
+def refine_corner(gray, quad, card_size):
+    """A covered card's index corner (the quad's tl) moved onto its two visible edges: a corner
+    hypothesis laid from another corner of the hand's outline is a few pixels and degrees off
+    (each card is dealt a little turned), which the index reader cannot afford. Along the top
+    and left sides' normals, the steepest fall from the card's white outward (to the table, or
+    to the card below in the top card's shadow), a line fitted to each twice, the two crossed;
+    the card rebuilt from that corner along the two lines at the measured size. `gray`: the
+    frame's whiteness, blurred, float32 (once per frame). None when either edge is not found
+    (no card corner there)."""
+    w, h = card_size
+    r = max(4.0, 0.08 * w)
+    g, q = gray, quad
+    offs = np.arange(-r, r + 0.01, 0.5, dtype=np.float32)
+    lines = []
+    # the top side from tl (index 0 -> 1) past the index; the left side (3 -> 0) short of it
+    for a, b, ts in ((q[0], q[1], np.linspace(0.22, 0.92, 12)), (q[3], q[0], np.linspace(0.12, 0.7, 12))):
+        d = (b - a) / max(float(np.linalg.norm(b - a)), 1e-6)
+        n = np.float32([d[1], -d[0]])                       # outward (clockwise, y down)
+        base = a[None] + np.float32(ts)[:, None] * (b - a)[None]
+        pts = base[:, None] + offs[None, :, None] * n[None, None]
+        prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REPLICATE)
+        drop = prof[:, :-1] - prof[:, 1:]
+        k = np.argmax(drop, axis=1)
+        strong = drop[np.arange(len(k)), k] > 4
+        sel = (base + ((offs[k] + offs[k + 1]) / 2)[:, None] * n[None])[strong]
+        if len(sel) < 6:
+            return None
+        for _ in range(2):
+            vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
+            res = np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx)
+            keep = res < max(1.0, float(np.median(res)) * 2)
+            if keep.sum() < 6:
+                return None
+            sel = sel[keep]
+        if float(res[keep].max()) > 2.5:
+            return None                                     # not one straight edge
+        v = np.float32([vx, vy])
+        lines.append((np.float32([px, py]), v if v @ d > 0 else -v))
+    (p1, d1), (p2, d2) = lines
+    den = d1[0] * d2[1] - d1[1] * d2[0]
+    if abs(den) < 0.9:                                      # the two edges not near square
+        return None
+    t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
+    tl = p1 + t * d1
+    if np.linalg.norm(tl - q[0]) > 2 * r:
+        return None
+    right, down = d1, -d2                                   # along the top side, down the left
+    return np.float32([tl, tl + w * right, tl + w * right + h * down, tl + h * down])

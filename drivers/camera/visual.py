@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .find import card_size_of, find_cards, find_corners
+from .find import card_size_of, find_cards, find_corners, refine_corner, whiteness
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
 REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
@@ -21,6 +21,7 @@ S = int(SEARCH * MATCH)           # and no read lost on the material measured (d
 FORMAT = 3                        # 3: with the whole face of each card (the deck check)
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
+STRICT = 0.88                     # a single corner (a covered card) reads only at this score
 
 
 def face(bgr, quad):
@@ -274,13 +275,14 @@ class VisualRecognizer:
 
     def read_corner(self, bgr, quad, strict=False):
         """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
-        corner that alone will decide (a covered card): a higher score and twice the margin."""
+        corner that alone will decide (a covered card): a higher score (STRICT)."""
         # the colour from the full-size patch (thin strokes shrunk lose their colour), the
         # comparison at half size (fast)
         patch = corner(bgr, quad, self.t.box, SEARCH)
         colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]   # not the table beyond the edge
         gray = _ink(patch)[0]
         if colour is None:
+            self.last = (0.0, 0.0, 0.0)
             return None, 0.0
         gray = cv2.resize(gray, (round(gray.shape[1] * MATCH), round(gray.shape[0] * MATCH)),
                           interpolation=cv2.INTER_AREA)
@@ -297,9 +299,10 @@ class VisualRecognizer:
         (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
         (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
         conf = min(r1, s1)
+        self.last = (conf, r1 - r2, s1 - s2)
         threshold, margin = self.threshold, self.margin
-        if strict:
-            threshold, margin = max(threshold, 0.93), 2 * margin
+        if strict:      # a corner located on its two edges: a higher score, the same margin
+            threshold = max(threshold, STRICT)
         if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
             return None, conf
         return k1 + j1, conf
@@ -330,16 +333,39 @@ class VisualRecognizer:
                     out.append((card, q))
                 else:
                     refused += 1
-        for blob in blobs:
-            seen = {c for c, _ in out}
-            for q in find_corners(blob, self.t.card_size, quads):
-                if inside is not None and not inside(*q.mean(axis=0)):
-                    continue
-                card, _ = self.read_quad(bgr, q, need_both=False)
-                if card and card not in seen:
-                    seen.add(card)
-                    out.append((card, q))
+        seen = {c for c, _ in out}
+        for q in self.hand_corners(bgr, blobs, quads):
+            if inside is not None and not inside(*q.mean(axis=0)):
+                continue
+            card, _ = self.read_corner(bgr, q, strict=True)
+            if card and card not in seen:
+                seen.add(card)
+                out.append((card, q))
         self.refused = refused
+        return out
+
+    def hand_corners(self, bgr, blobs, quads):
+        """Index-corner hypotheses in blobs of overlapping cards, each moved onto the two edges
+        that meet there (refine_corner) and given once: [quad whose tl is the index corner].
+        A hypothesis laid from another corner of the hand's outline is a few pixels and degrees
+        off; on the edges, the covered card's index corner is read as well as a whole card's
+        (measured: docs/camera.md)."""
+        w = self.t.card_size[0]
+        if not blobs:
+            return []
+        gray = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0).astype(np.float32)
+        tried, found = np.zeros((0, 2, 2), np.float32), np.zeros((0, 2, 2), np.float32)
+        out = []
+        for blob in blobs:      # the same hand is a blob at several thresholds: each corner once
+            for q in find_corners(blob, self.t.card_size, quads, dedupe=False):
+                for v in both_corners(q):
+                    if len(tried) and np.abs(tried - v[:2]).max(axis=(1, 2)).min() < 0.05 * w:
+                        continue
+                    tried = np.concatenate([tried, v[None, :2]])
+                    r = refine_corner(gray, v, self.t.card_size)
+                    if r is not None and (not len(found) or np.abs(found - r[:2]).max(axis=(1, 2)).min() > 0.04 * w):
+                        found = np.concatenate([found, r[None, :2]])
+                        out.append(r)
         return out
 
     def read(self, card_img):
