@@ -95,7 +95,8 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 # merged with a shadow or a spur of the table)
                 score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
                 found.append((kind == "edges", -score, _order(np.float32(quad).reshape(4, 2)), raw))
-            elif kind != "edges" and card_size and area > 0.8 * card_size[0] * card_size[1]:
+            elif card_size and area > 0.8 * card_size[0] * card_size[1]:
+                # the edges too: on a white or light table no threshold outlines a whole hand
                 blobs.append(raw)
     quads = []
     # the best score first: the least eroded outline (a card with a printed border on a white
