@@ -132,14 +132,14 @@ def _refine_in(bgr, quad):
     return refine(g, quad - off) + off
 
 
-def find_corners(blob, card_size, quads=(), dedupe=True):
+def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012):
     """Index-corner hypotheses in a blob of overlapping cards: at each convex corner of about 90
     degrees, a card of the measured size is laid in each of the ways that corner can belong to
     it. Returns 4x2 quads (tl tr br bl) whose tl or br is that corner; those coinciding with a
     whole card already found are left out. Reading decides which hypotheses hold: a corner
     with no clear index is refused, never guessed."""
     w, h = card_size
-    poly = cv2.approxPolyDP(blob, 0.012 * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
+    poly = cv2.approxPolyDP(blob, eps * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
     if cv2.contourArea(poly, oriented=True) < 0:
         poly = poly[::-1]          # clockwise in image coordinates (y down)
     out = []
@@ -322,11 +322,11 @@ def refine_corner(gray, quad, card_size):
         for _ in range(2):
             vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
             res = np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx)
-            keep = res < max(1.0, float(np.median(res)) * 2)
+            keep = res < max(1.5, float(np.median(res)) * 2)
             if keep.sum() < 6:
                 return None
             sel = sel[keep]
-        if float(res[keep].max()) > 2.5:
+        if float(res[keep].max()) > 3:
             return None                                     # not one straight edge
         v = np.float32([vx, vy])
         lines.append((np.float32([px, py]), v if v @ d > 0 else -v))

@@ -356,8 +356,10 @@ class VisualRecognizer:
         gray = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0).astype(np.float32)
         tried, found = np.zeros((0, 2, 2), np.float32), np.zeros((0, 2, 2), np.float32)
         out = []
-        for blob in blobs:      # the same hand is a blob at several thresholds: each corner once
-            for q in find_corners(blob, self.t.card_size, quads, dedupe=False):
+        # the same hand is a blob at several thresholds: each corner once; its outline simplified
+        # twice (a short step of the outline's staircase is cut off by the coarser one)
+        for blob, eps in ((b, e) for e in (0.012, 0.006) for b in blobs):
+            for q in find_corners(blob, self.t.card_size, quads, dedupe=False, eps=eps):
                 for v in both_corners(q):
                     if len(tried) and np.abs(tried - v[:2]).max(axis=(1, 2)).min() < 0.05 * w:
                         continue
