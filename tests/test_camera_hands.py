@@ -10,7 +10,8 @@ import pytest
 
 from controller.cards import CARDS
 from drivers.camera import camera_model as cm
-from drivers.camera.find import refine_corner, whiteness
+from drivers.camera.find import whiteness
+from drivers.camera.hands import refine_corner
 from drivers.camera.recognize import VisualRecognizer
 
 SIZE = (640, 400)

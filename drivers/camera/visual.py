@@ -11,7 +11,8 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .find import card_size_of, find_cards, find_corners, refine_corner, whiteness
+from .find import card_size_of, find_cards
+from .hands import both_corners, hand_corners
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
 REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
@@ -54,11 +55,6 @@ def corner(bgr, quad, box, pad=SEARCH, scale=1.0):
     size = (round((x1 - x0 + pad) * scale), round((y1 - y0 + pad) * scale))
     return cv2.warpPerspective(bgr, m, size, flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
                                borderMode=cv2.BORDER_REPLICATE)
-
-
-def both_corners(quad):
-    """The quad as seen from each index corner: tl, and br (the card turned half round)."""
-    return (quad, np.roll(quad, 2, axis=0))
 
 
 def _ink(patch):
@@ -282,7 +278,6 @@ class VisualRecognizer:
         colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]   # not the table beyond the edge
         gray = _ink(patch)[0]
         if colour is None:
-            self.last = (0.0, 0.0, 0.0)
             return None, 0.0
         gray = cv2.resize(gray, (round(gray.shape[1] * MATCH), round(gray.shape[0] * MATCH)),
                           interpolation=cv2.INTER_AREA)
@@ -299,7 +294,6 @@ class VisualRecognizer:
         (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
         (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
         conf = min(r1, s1)
-        self.last = (conf, r1 - r2, s1 - s2)
         threshold, margin = self.threshold, self.margin
         if strict:      # a corner located on its two edges: a higher score, the same margin
             threshold = max(threshold, STRICT)
@@ -334,7 +328,7 @@ class VisualRecognizer:
                 else:
                     refused += 1
         seen = {c for c, _ in out}
-        for q in self.hand_corners(bgr, blobs, quads):
+        for q in hand_corners(bgr, blobs, quads, self.t.card_size):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
             card, _ = self.read_corner(bgr, q, strict=True)
@@ -342,32 +336,6 @@ class VisualRecognizer:
                 seen.add(card)
                 out.append((card, q))
         self.refused = refused
-        return out
-
-    def hand_corners(self, bgr, blobs, quads):
-        """Index-corner hypotheses in blobs of overlapping cards, each moved onto the two edges
-        that meet there (refine_corner) and given once: [quad whose tl is the index corner].
-        A hypothesis laid from another corner of the hand's outline is a few pixels and degrees
-        off; on the edges, the covered card's index corner is read as well as a whole card's
-        (measured: docs/camera.md)."""
-        w = self.t.card_size[0]
-        if not blobs:
-            return []
-        gray = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0).astype(np.float32)
-        tried, found = np.zeros((0, 2, 2), np.float32), np.zeros((0, 2, 2), np.float32)
-        out = []
-        # the same hand is a blob at several thresholds: each corner once; its outline simplified
-        # twice (a short step of the outline's staircase is cut off by the coarser one)
-        for blob, eps in ((b, e) for e in (0.012, 0.006) for b in blobs):
-            for q in find_corners(blob, self.t.card_size, quads, dedupe=False, eps=eps):
-                for v in both_corners(q):
-                    if len(tried) and np.abs(tried - v[:2]).max(axis=(1, 2)).min() < 0.05 * w:
-                        continue
-                    tried = np.concatenate([tried, v[None, :2]])
-                    r = refine_corner(gray, v, self.t.card_size)
-                    if r is not None and (not len(found) or np.abs(found - r[:2]).max(axis=(1, 2)).min() > 0.04 * w):
-                        found = np.concatenate([found, r[None, :2]])
-                        out.append(r)
         return out
 
     def read(self, card_img):
