@@ -29,7 +29,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
-from drivers.camera.driver import CameraDriver, Zones  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 from drivers.camera.synth import default_zones  # noqa: E402
 from drivers.camera.tracker import ZoneTracker  # noqa: E402
@@ -81,7 +80,6 @@ def hands(rec, deck, n_cards, width, seed=7):
 
 def rotation(rec, deck, n_cards, width, seed=11):
     rng = np.random.default_rng(seed)
-    d = CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=rec)
     read = total = wrong = reported_wrong = recognitions = 0
     k = 0
     while total < n_cards:
@@ -89,7 +87,7 @@ def rotation(rec, deck, n_cards, width, seed=11):
         base, where = cm.table_frame(deck, cards, ZONES, cm.SURFACES[k % len(cm.SURFACES)], "rotation",
                                      rng, width=width)
         truth = [(cards[z], where[z]) for z in ZONES]
-        d.tracker = ZoneTracker(3, 8)
+        tracker = ZoneTracker(3, 8)
         reported = set()
         for _ in range(5):
             got = rec.read_image(noisy(base, rng))
@@ -101,7 +99,7 @@ def rotation(rec, deck, n_cards, width, seed=11):
                     if np.linalg.norm(np.float32(tq).mean(axis=0) - q.mean(axis=0)) < 0.2 * width:
                         by_zone[z].append(c)
             for z, cs in by_zone.items():
-                for ev, c in d.tracker.update(z, cs):
+                for ev, c in tracker.update(z, cs):
                     if ev == "seen":
                         if c == cards[z]:
                             reported.add(z)
