@@ -95,8 +95,10 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 # merged with a shadow or a spur of the table)
                 score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
                 found.append((kind == "edges", -score, _order(np.float32(quad).reshape(4, 2)), raw))
-            elif card_size and area > 0.8 * card_size[0] * card_size[1]:
+            elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
+                # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
+                # 9 ms a frame in hypotheses)
                 blobs.append(raw)
     quads = []
     # the best score first: the least eroded outline (a card with a printed border on a white
