@@ -118,7 +118,10 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 # merged with a shadow or a spur of the table)
                 score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
                 found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw))
-            elif kind != "edges" and card_size and area > 0.8 * card_size[0] * card_size[1]:
+            elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
+                # the edges too: on a white or light table no threshold outlines a whole hand
+                # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
+                # 9 ms a frame in hypotheses)
                 blobs.append(raw)
     quads = []
     # the best score first: the least eroded outline (a card with a printed border on a white
@@ -155,14 +158,14 @@ def _refine_in(bgr, quad):
     return refine(g, quad - off) + off
 
 
-def find_corners(blob, card_size, quads=()):
+def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012):
     """Index-corner hypotheses in a blob of overlapping cards: at each convex corner of about 90
     degrees, a card of the measured size is laid in each of the ways that corner can belong to
     it. Returns 4x2 quads (tl tr br bl) whose tl or br is that corner; those coinciding with a
     whole card already found are left out. Reading decides which hypotheses hold: a corner
     with no clear index is refused, never guessed."""
     w, h = card_size
-    poly = cv2.approxPolyDP(blob, 0.012 * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
+    poly = cv2.approxPolyDP(blob, eps * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
     if cv2.contourArea(poly, oriented=True) < 0:
         poly = poly[::-1]          # clockwise in image coordinates (y down)
     out = []
@@ -187,7 +190,8 @@ def find_corners(blob, card_size, quads=()):
             inner = q.mean(axis=0) * 0.7 + q * 0.3     # a card lies on the blob, not off it
             if min(cv2.pointPolygonTest(blob, (float(x), float(y)), True) for x, y in inner) < -2:
                 continue
-            if all(np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) > 0.3 * w for k in list(quads) + out):
+            if not dedupe or all(np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) > 0.3 * w
+                                 for k in list(quads) + out):
                 out.append(q)
     return out
 
@@ -319,3 +323,4 @@ def card_size_of(quads):
     ws = [np.linalg.norm(q[0] - q[1]) / 2 + np.linalg.norm(q[3] - q[2]) / 2 for q in quads]
     hs = [np.linalg.norm(q[0] - q[3]) / 2 + np.linalg.norm(q[1] - q[2]) / 2 for q in quads]
     return float(np.median(ws)), float(np.median(hs))
+

@@ -12,7 +12,8 @@ import numpy as np
 
 from controller.cards import CARDS
 from .deckprint import DeckPrint, rounding
-from .find import card_size_of, find_cards, find_corners
+from .find import card_size_of, find_cards
+from .hands import both_corners, hand_corners
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
 REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
@@ -23,6 +24,7 @@ FORMAT = 4                        # 3: with the whole face of each card (the dec
                                   # fingerprint (deckprint.py)
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
+STRICT = 0.88                     # a single corner (a covered card) reads only at this score
 
 
 def face(bgr, quad):
@@ -55,11 +57,6 @@ def corner(bgr, quad, box, pad=SEARCH, scale=1.0):
     size = (round((x1 - x0 + pad) * scale), round((y1 - y0 + pad) * scale))
     return cv2.warpPerspective(bgr, m, size, flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
                                borderMode=cv2.BORDER_REPLICATE)
-
-
-def both_corners(quad):
-    """The quad as seen from each index corner: tl, and br (the card turned half round)."""
-    return (quad, np.roll(quad, 2, axis=0))
 
 
 def _ink(patch):
@@ -347,7 +344,7 @@ class VisualRecognizer:
 
     def read_corner(self, bgr, quad, strict=False):
         """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
-        corner that alone will decide (a covered card): a higher score and twice the margin."""
+        corner that alone will decide (a covered card): a higher score (STRICT)."""
         # the colour from the full-size patch (thin strokes shrunk lose their colour), the
         # comparison at half size (fast)
         patch = corner(bgr, quad, self.t.box, SEARCH)
@@ -370,8 +367,8 @@ class VisualRecognizer:
         (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
         conf = min(r1, s1)
         threshold, margin = self.threshold, self.margin
-        if strict:
-            threshold, margin = max(threshold, 0.93), 2 * margin
+        if strict:      # a corner located on its two edges: a higher score, the same margin
+            threshold = max(threshold, STRICT)
         if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
             return None, conf
         return k1 + j1, conf
@@ -405,15 +402,14 @@ class VisualRecognizer:
                     out.append((card, q))
                 else:
                     refused += 1
-        for blob in blobs:
-            seen = {c for c, _ in out}
-            for q in find_corners(blob, self.t.card_size, quads):
-                if inside is not None and not inside(*q.mean(axis=0)):
-                    continue
-                card, _ = self.read_quad(bgr, q, need_both=False)
-                if card and card not in seen:
-                    seen.add(card)
-                    out.append((card, q))
+        seen = {c for c, _ in out}
+        for q in hand_corners(bgr, blobs, quads, self.t.card_size):
+            if inside is not None and not inside(*q.mean(axis=0)):
+                continue
+            card, _ = self.read_corner(bgr, q, strict=True)
+            if card and card not in seen:
+                seen.add(card)
+                out.append((card, q))
         self.refused = refused
         return out
 

@@ -1,0 +1,91 @@
+"""Covered cards in a blackjack hand (and cards turned so that they touch): their index corners,
+located on the two edges that meet there. A hand is one blob that is not card-shaped; at each
+convex right-angled corner of its outline find_corners lays a card of the measured size each
+way that corner can belong to it; laid from another corner of the hand, a covered card's index
+corner is a few pixels and degrees off (each card is dealt a little turned), so each hypothesis
+is moved onto the card's own edges before its index is read (docs/camera.md)."""
+import cv2
+import numpy as np
+
+from .find import find_corners, whiteness
+
+
+def both_corners(quad):
+    """The quad as seen from each index corner: tl, and br (the card turned half round)."""
+    return (quad, np.roll(quad, 2, axis=0))
+
+
+def hand_corners(bgr, blobs, quads, card_size):
+    """Index-corner hypotheses in blobs of overlapping cards, each moved onto the two edges
+    that meet there (refine_corner) and given once: [quad whose tl is the index corner]."""
+    w = card_size[0]
+    if not blobs:
+        return []
+    gray = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0).astype(np.float32)
+    tried, found = np.zeros((0, 2, 2), np.float32), np.zeros((0, 2, 2), np.float32)
+    out = []
+    # the same hand is a blob at several thresholds: each corner once; its outline simplified
+    # twice (a short step of the outline's staircase is cut off by the coarser one)
+    for blob, eps in ((b, e) for e in (0.012, 0.006) for b in blobs):
+        for q in find_corners(blob, card_size, quads, dedupe=False, eps=eps):
+            for v in both_corners(q):
+                if len(tried) and np.abs(tried - v[:2]).max(axis=(1, 2)).min() < 0.05 * w:
+                    continue
+                tried = np.concatenate([tried, v[None, :2]])
+                r = refine_corner(gray, v, card_size)
+                if r is not None and (not len(found)
+                                      or np.abs(found - r[:2]).max(axis=(1, 2)).min() > 0.04 * w):
+                    found = np.concatenate([found, r[None, :2]])
+                    out.append(r)
+    return out
+
+
+def refine_corner(gray, quad, card_size):
+    """A covered card's index corner (the quad's tl) moved onto its two visible edges: a corner
+    hypothesis laid from another corner of the hand's outline is a few pixels and degrees off
+    (each card is dealt a little turned), which the index reader cannot afford. Along the top
+    and left sides' normals, the steepest fall from the card's white outward (to the table, or
+    to the card below in the top card's shadow), a line fitted to each twice, the two crossed;
+    the card rebuilt from that corner along the two lines at the measured size. `gray`: the
+    frame's whiteness, blurred, float32 (once per frame). None when either edge is not found
+    (no card corner there)."""
+    w, h = card_size
+    r = max(4.0, 0.08 * w)
+    g, q = gray, quad
+    offs = np.arange(-r, r + 0.01, 0.5, dtype=np.float32)
+    lines = []
+    # the top side from tl (index 0 -> 1) past the index; the left side (3 -> 0) short of it
+    for a, b, ts in ((q[0], q[1], np.linspace(0.22, 0.92, 12)), (q[3], q[0], np.linspace(0.12, 0.7, 12))):
+        d = (b - a) / max(float(np.linalg.norm(b - a)), 1e-6)
+        n = np.float32([d[1], -d[0]])                       # outward (clockwise, y down)
+        base = a[None] + np.float32(ts)[:, None] * (b - a)[None]
+        pts = base[:, None] + offs[None, :, None] * n[None, None]
+        prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REPLICATE)
+        drop = prof[:, :-1] - prof[:, 1:]
+        k = np.argmax(drop, axis=1)
+        strong = drop[np.arange(len(k)), k] > 4
+        sel = (base + ((offs[k] + offs[k + 1]) / 2)[:, None] * n[None])[strong]
+        if len(sel) < 6:
+            return None
+        for _ in range(2):
+            vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
+            res = np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx)
+            keep = res < max(1.5, float(np.median(res)) * 2)
+            if keep.sum() < 6:
+                return None
+            sel = sel[keep]
+        if float(res[keep].max()) > 3:
+            return None                                     # not one straight edge
+        v = np.float32([vx, vy])
+        lines.append((np.float32([px, py]), v if v @ d > 0 else -v))
+    (p1, d1), (p2, d2) = lines
+    den = d1[0] * d2[1] - d1[1] * d2[0]
+    if abs(den) < 0.9:                                      # the two edges not near square
+        return None
+    t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
+    tl = p1 + t * d1
+    if np.linalg.norm(tl - q[0]) > 2 * r:
+        return None
+    right, down = d1, -d2                                   # along the top side, down the left
+    return np.float32([tl, tl + w * right, tl + w * right + h * down, tl + h * down])
