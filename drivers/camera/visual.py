@@ -71,6 +71,13 @@ def _ink(patch):
     return gray, ink, "red" if red > 0.22 else "black" if red < 0.08 else None
 
 
+def _match_gray(patch):
+    """The corner patch as the reader compares it: divided by its paper, at MATCH of its size."""
+    gray = _paper_gray(patch)[1]
+    return cv2.resize(gray, (round(gray.shape[1] * MATCH), round(gray.shape[0] * MATCH)),
+                      interpolation=cv2.INTER_AREA)
+
+
 def _paper_gray(patch):
     """(colours, gray) divided by the patch's own paper: _ink's first half, all a reader's
     comparison needs."""
@@ -165,8 +172,8 @@ def _unit(stack):
 def _peak(img, shape, col):
     """Where the template `col` (of `shape`) matches `img` best: (dx, dy) from the centre of the
     placements, subpixel (a parabola through the peak and its neighbours)."""
-    win = np.lib.stride_tricks.sliding_window_view(img, shape)
-    sc = (_unit(win.reshape(-1, shape[0] * shape[1])) @ col).reshape(win.shape[:2])
+    sc = _scores(img, shape, col[:, None])[:, 0].reshape(img.shape[0] - shape[0] + 1,
+                                                        img.shape[1] - shape[1] + 1)
     y, x = np.unravel_index(int(np.argmax(sc)), sc.shape)
 
     def sub(a, i):
@@ -179,6 +186,12 @@ def _best_over_shifts(img, shape, m):
     """For each template column of `m` (of `shape`), its best correlation over every placement in
     `img`: one matrix product for all templates and shifts (matchTemplate per template is 10x
     slower at these sizes)."""
+    return _scores(img, shape, m).max(axis=0)
+
+
+def _scores(img, shape, m):
+    """The normalised correlation of every placement in `img` (rows, in reading order) with each
+    zero-mean unit template column of `m` (of `shape`)."""
     h, w = shape
     st = img.strides
     win = np.lib.stride_tricks.as_strided(img, (img.shape[0] - h + 1, img.shape[1] - w + 1, h, w),
@@ -190,7 +203,7 @@ def _best_over_shifts(img, shape, m):
     box = lambda t: (t[h:, w:] - t[:-h, w:] - t[h:, :-w] + t[:-h, :-w]).ravel()  # noqa: E731
     s, sq = box(s), box(sq)
     spread = np.sqrt(np.maximum(sq - s * s / (h * w), 0)).astype(np.float32)
-    return ((win @ m) / np.maximum(spread, 1e-6)[:, None]).max(axis=0)
+    return (win @ m) / np.maximum(spread, 1e-6)[:, None]
 
 
 class Templates:
@@ -308,13 +321,12 @@ class Templates:
                    deck_print)
 
 
-def index_shift(t, bgr, quad, card):
+def index_shift(t, bgr, quad, card, gray=None):
     """How far `card`'s learned rank and suit lie from where they show at the tl corner of `quad`:
-    the largest of their x and y shifts, in canonical pixels (the deck fingerprint)."""
-    patch = corner(bgr, quad, t.box, SEARCH)
-    gray = _ink(patch)[0]
-    gray = cv2.resize(gray, (round(gray.shape[1] * MATCH), round(gray.shape[0] * MATCH)),
-                      interpolation=cv2.INTER_AREA)
+    the largest of their x and y shifts, in canonical pixels (the deck fingerprint). `gray`: the
+    corner's patch as the reader compared it, when it has it (the same warp, not done twice)."""
+    if gray is None:
+        gray = _match_gray(corner(bgr, quad, t.box, SEARCH))
     s, i = t.cut + S, t.cards.index(card)
     r = _peak(gray[:s + S], t.part_shapes[0], t.rank_m[:, i])
     u = _peak(gray[s - S:], t.part_shapes[1], t.suit_m[:, i])
@@ -342,7 +354,7 @@ class VisualRecognizer:
         self.threshold = threshold
         self.margin = margin
 
-    def read_corner(self, bgr, quad, strict=False):
+    def read_corner(self, bgr, quad, strict=False, keep=None):
         """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
         corner that alone will decide (a covered card): a higher score (STRICT)."""
         # the colour from the full-size patch (thin strokes shrunk lose their colour), the
@@ -351,9 +363,9 @@ class VisualRecognizer:
         colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]   # not the table beyond the edge
         if colour is None:
             return None, 0.0
-        gray = _paper_gray(patch)[1]
-        gray = cv2.resize(gray, (round(gray.shape[1] * MATCH), round(gray.shape[0] * MATCH)),
-                          interpolation=cv2.INTER_AREA)
+        gray = _match_gray(patch)
+        if keep is not None:        # the compared patch, for the fingerprint's index_shift
+            keep[np.float32(quad).tobytes()] = gray
         cards, rank_m, suit_m = self._by_colour[colour]
         s = self.t.cut + S
         top, bottom = gray[:s + S], gray[s - S:]
@@ -377,7 +389,8 @@ class VisualRecognizer:
         """(card or None, confidence): both index corners must read the same card; with
         `need_both` False (a card partly covered in a hand) one is enough if the other reads
         nothing."""
-        (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both) for q in both_corners(quad))
+        grays, corners = {}, both_corners(quad)
+        (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays) for q in corners)
         if a and b and a != b:
             return None, 0.0
         if need_both and not (a and b):
@@ -385,7 +398,9 @@ class VisualRecognizer:
         if need_both and face_score(face(bgr, quad), self.t.faces[a]) < FACE_MIN:
             return None, 0.0        # another deck whose index font is like this deck's
         if need_both and not self.t.print.matches(rounding(bgr, quad, (CW, CH)),
-                                                  [index_shift(self.t, bgr, q, a) for q in both_corners(quad)]):
+                                                  [index_shift(self.t, bgr, q, a,
+                                                               grays.get(np.float32(q).tobytes()))
+                                                   for q in corners]):
             return None, 0.0        # another deck with a like face: its corners or its index placed otherwise
         return a or b, max(ca, cb) if (a or b) else 0.0
 
