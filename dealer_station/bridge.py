@@ -41,6 +41,18 @@ def _check_config(cfg, errors):
     if not (b["password"] or b["password_file"] or b["cert_file"]):
         errors.append("bridge.password: the table's own credentials are needed (password, "
                       "password_file or cert_file)")
+    # what bridge_conf writes into mosquitto.conf must be writable there: refused here, so that
+    # check-config does not pass a configuration scripts/install cannot write
+    for key in ("password", "ca_file", "cert_file", "key_file"):     # username: its pattern
+        if isinstance(b[key], str) and not _writable(b[key]):
+            errors.append(UNWRITABLE.format(where=f"bridge.{key}"))
+    if b["password_file"] and not b["password"]:
+        try:
+            pw = _password(b)
+        except OSError:
+            pw = None           # a missing or unreadable file: reported where files are checked
+        if pw is not None and not _writable(pw):
+            errors.append(UNWRITABLE.format(where="bridge.password_file") + " (its content)")
     if b["restart_max_s"] < b["restart_min_s"]:
         errors.append("bridge.restart_max_s: must not be below restart_min_s")
     if cfg["broker"]["host"] not in LOOPBACK:
@@ -81,12 +93,19 @@ def _password(b):
     return None
 
 
-def _quoted_free(value, where):
+UNWRITABLE = ("{where}: cannot be written into mosquitto.conf (empty, a space, a line break or "
+              "a control character)")
+
+
+def _writable(value):
     """Mosquitto's configuration has no quoting: a line break would end the value and a space
     split it. Printable characters without spaces only."""
-    if not value or not value.isprintable() or any(c.isspace() for c in value):
-        raise ConfigError([f"{where}: cannot be written into mosquitto.conf (empty, a space, "
-                           f"a line break or a control character)"])
+    return bool(value) and value.isprintable() and not any(c.isspace() for c in value)
+
+
+def _quoted_free(value, where):
+    if not _writable(value):
+        raise ConfigError([UNWRITABLE.format(where=where)])
     return value
 
 
@@ -121,7 +140,7 @@ def bridge_conf(cfg, src="the table's configuration"):
              f"remote_username {_quoted_free(b['username'] or table, 'bridge.username')}"]
     pw = _password(b)
     if pw:
-        lines.append(f"remote_password {_quoted_free(pw, 'bridge.password')}")
+        lines.append(f"remote_password {_quoted_free(pw, 'bridge.password' if b['password'] else 'bridge.password_file')}")
     lines += [f"bridge_cafile {_quoted_free(b['ca_file'], 'bridge.ca_file')}",
               "bridge_insecure false"]
     if b["cert_file"]:
