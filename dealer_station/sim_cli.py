@@ -177,6 +177,16 @@ def table_main(argv):
                     help="who resolves irregularities: the simulated pit boss, or you on the "
                          "console's pit-boss page")
     a = ap.parse_args(argv)
+    # an option the chosen mode does not use is an error, not silently dropped
+    studio_only = {"--camera": a.camera, "--studio-faults": a.studio_faults}
+    table_only = {"--faults": a.scenario, "--broker": a.broker, "--shoe": a.shoe,
+                  "--console-port": a.console_port, "--pit-boss": a.pit_boss != "sim",
+                  "--level": a.level != "hard"}
+    unused = [k for k, v in (table_only if a.tables is not None else studio_only).items() if v]
+    if unused:
+        print(f"table-sim: {unused[0]} " + ("is not used with --tables (a studio)" if a.tables is not None
+                                            else "needs --tables (a studio)"), file=sys.stderr)
+        return 2
     if a.tables is not None:
         return studio_main(a)
     import re

@@ -245,3 +245,27 @@ def test_a_renewed_session_is_a_new_one_subscribed_anew(tmp_path):
         c.disconnect()
         c.loop_stop()
         b.stop()
+
+
+@pytest.mark.parametrize("fault, error", [
+    ({"fault": "central_down", "seconds": 5}, "when: give at"),
+    ({"fault": "central_down", "at": 1, "at_s": 2, "seconds": 5}, "when: give at"),
+    ({"fault": "central_down", "at": 1, "seconds": True}, "seconds: a number, got True"),
+    ({"fault": "uplink_cut", "at": 1, "seconds": 5, "table": 6}, "table: 1-5, got 6"),
+    ({"fault": "central_node_kill", "at_s": -1}, "at_s: seconds into the run"),
+])
+def test_a_studio_fault_that_cannot_run_is_refused(fault, error):
+    from dealer_station.sim.studio import parse_faults
+    with pytest.raises(ValueError, match=f"studio fault 1: {error}"):
+        parse_faults([fault], 5)
+
+
+@pytest.mark.parametrize("args, error", [
+    (["--tables", "2", "--broker", "mqtt://127.0.0.1:1883"], "--broker is not used with --tables"),
+    (["--tables", "2", "--faults", "docs/scenarios/every-fault.json"], "--faults is not used with --tables"),
+    (["--camera", "--rounds", "1"], "--camera needs --tables"),
+])
+def test_table_sim_refuses_an_option_its_mode_would_drop(args, error):
+    r = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", *args], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and error in r.stderr, r.stderr

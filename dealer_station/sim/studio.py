@@ -36,7 +36,12 @@ def parse_faults(faults, tables, nodes=3):
         extra = set(f) - {"fault", "at", "at_s", "seconds", "node", "table"}
         if extra:
             raise ValueError(f"{where}: unknown keys {sorted(extra)}")
-        at, seconds = f.get("at", 1), f.get("seconds", 0)
+        if ("at" in f) == ("at_s" in f):
+            raise ValueError(f"{where}: when: give at (rounds resulted) or at_s (seconds), one of them")
+        bad = [k for k, v in f.items() if isinstance(v, bool)]
+        if bad:
+            raise ValueError(f"{where}: {bad[0]}: a number, got {f[bad[0]]!r}")
+        at, seconds = f.get("at", 0), f.get("seconds", 0)
         if not isinstance(at, int) or at < 0:
             raise ValueError(f"{where}: at: rounds resulted across the studio, >= 0, got {at!r}")
         if not isinstance(seconds, (int, float)) or not 0 <= seconds <= 3600:
