@@ -269,3 +269,23 @@ def test_table_sim_refuses_an_option_its_mode_would_drop(args, error):
     r = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", *args], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and error in r.stderr, r.stderr
+
+
+@needs
+def test_a_central_node_whose_port_was_taken_starts_again_on_new_ports(tmp_path):
+    """A free port found at configuration, taken by another program before the node binds it
+    (parallel tests start brokers too): the tier starts again on new ports, not a 60 s stall."""
+    import socket
+    from dealer_station.sim.central import CentralCluster
+    from dealer_station.sim.tls import make_ca
+    c = CentralCluster(str(tmp_path), make_ca(str(tmp_path / "tls")), {"t1": "pw1"})
+    taken = c.ports[1]["mqtt"]
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", taken))
+    try:
+        c.start()
+        assert taken not in c.mqtt_ports
+        assert "address already in use" in open(tmp_path / "central" / "n2" / "nats.log.failed").read()
+    finally:
+        c.stop()
+        squatter.close()

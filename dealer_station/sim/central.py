@@ -32,10 +32,17 @@ class CentralCluster:
         self.n = nodes
         self.tls = tls
         self.consumer = consumer
+        self.procs = [None] * nodes
+        self.prefix = prefix
+        self.tables = tables
+        self._configure()
+
+    def _configure(self):
+        """Each node's ports and nats.conf (again with new ports when one was taken meanwhile)."""
+        nodes, tables, consumer, tls, prefix = self.n, self.tables, self.consumer, self.tls, self.prefix
         self.ports = [{"client": free_port(), "route": free_port(), "mqtt": free_port(),
                        "http": free_port()}
                       for _ in range(nodes)]
-        self.procs = [None] * nodes
         p = subject(prefix)
         users = []
         for t, pw in tables.items():
@@ -81,11 +88,57 @@ authorization {{
     def mqtt_ports(self):
         return [p["mqtt"] for p in self.ports]
 
-    def start(self):
-        for i in range(self.n):
-            self.start_node(i, wait=False)
-        for i in range(self.n):
-            self.wait_ready(i)
+    def start(self, attempts=3):
+        """Every node, ready. A free port found at configuration can be taken by another program
+        before a node binds it (parallel tests start brokers too): a node that exits at its start
+        because of that is started again, every node on new ports."""
+        for attempt in range(attempts):
+            for i in range(self.n):
+                self.start_node(i, wait=False)
+            try:
+                for i in range(self.n):     # every node bound first: one missing holds the others
+                    self.wait_listening(i)  # (their streams want three replicas)
+                for i in range(self.n):
+                    self.wait_ready(i)
+                return
+            except TimeoutError:
+                taken = [i for i in range(self.n) if "address already in use" in self.log_tail(i)]
+                if not taken or attempt == attempts - 1:
+                    raise
+                self.stop()
+                # a fresh cluster: the first attempt's JetStream state names the old routes,
+                # and the nodes would wait for those peers
+                for i in range(self.n):
+                    node = os.path.join(self.dir, f"n{i + 1}")
+                    shutil.rmtree(os.path.join(node, "js"), ignore_errors=True)
+                    # kept, apart: the next attempt's log must not show this one's bind error
+                    os.replace(os.path.join(node, "nats.log"), os.path.join(node, "nats.log.failed"))
+                self._configure()
+
+    def log_tail(self, i, lines=20):
+        try:
+            with open(os.path.join(os.path.dirname(self.confs[i]), "nats.log")) as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def wait_listening(self, i, timeout=60.0):
+        """Until node i listens for MQTT; at once a TimeoutError naming its log's last line when
+        it exited or could not bind its port."""
+        import time
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                wait_port(self.ports[i]["mqtt"], timeout=0.5)
+                break
+            except TimeoutError:
+                p = self.procs[i]
+                if ((p is not None and p.poll() is not None) or time.monotonic() > end
+                        or "address already in use" in self.log_tail(i)):
+                    tail = self.log_tail(i).strip().splitlines()
+                    raise TimeoutError(f"central node n{i + 1} is not listening on "
+                                       f"{self.ports[i]['mqtt']}"
+                                       + (f": {tail[-1]}" if tail else "")) from None
 
     def wait_ready(self, i, timeout=60.0):
         """Until node i accepts an MQTT session (a listening port is not enough: the session
@@ -93,7 +146,7 @@ authorization {{
         import ssl
         import time
         import paho.mqtt.client as mqtt
-        wait_port(self.ports[i]["mqtt"], timeout=timeout)
+        self.wait_listening(i, timeout)
         end = time.monotonic() + timeout
         while True:
             c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"probe-{i}",
