@@ -30,6 +30,18 @@ def online(c, after):
     return check
 
 
+def step_until(d, pred, what, timeout=10, each=None):
+    """Steps the daemon's loop in this thread until `pred()`; `each()` after every step."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        d.run_once(0.05)
+        if each:
+            each()
+        if pred():
+            return
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
 def test_an_unreadable_card_is_journaled_with_its_seq_acknowledged_and_not_resent_after_a_restart(rig):
     b = rig.broker()
     shoe = rig.shoe(decks=8, seed=9)
@@ -99,13 +111,8 @@ def test_a_driver_error_shows_in_the_status_and_the_shoe_comes_back(rig, tmp_pat
     seen = []
 
     def run_until(pred, what, timeout=10):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            d.run_once(0.05)
-            seen.append(dict(d.status()["devices"]["shoe"]))
-            if pred():
-                return
-        raise AssertionError(f"{what}: not within {timeout} s")
+        step_until(d, pred, what, timeout,
+                   each=lambda: seen.append(dict(d.status()["devices"]["shoe"])))
     try:
         run_until(lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
         d.process({"type": "shoe_loaded"}, "test")
@@ -148,12 +155,7 @@ def test_the_shoe_unplugged_mid_round_pauses_it_and_replugged_resumes_it(rig, tm
         return [json.loads(r[0]) for r in d.journal.db.execute("SELECT body FROM outbox")]
 
     def run_until(pred, what, timeout=10):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            d.run_once(0.05)
-            if pred():
-                return
-        raise AssertionError(f"{what}: not within {timeout} s")
+        step_until(d, pred, what, timeout)
     try:
         run_until(lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
         d.process({"type": "shoe_loaded"}, "test")
