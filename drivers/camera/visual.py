@@ -300,11 +300,13 @@ class Templates:
             json.dump({"format": FORMAT, "card_size": list(self.card_size), "box": list(self.box),
                        "split": self.split, "print": self.print.to_json()}, f)
         for c, p in self.patches.items():
-            cv2.imwrite(os.path.join(folder, f"index_{c}.png"), np.uint8(np.clip(p * 200, 0, 255)))
             f = self.faces[c]
             # 16 bits: at 8 the faint edges of a face fell to zero (the self-score was 0.94)
-            cv2.imwrite(os.path.join(folder, f"face_{c}.png"),
-                        np.uint16(np.clip((f - f.min()) / max(float(np.ptp(f)), 1e-9) * 65535, 0, 65535)))
+            for name, img in ((f"index_{c}.png", np.uint8(np.clip(p * 200, 0, 255))),
+                              (f"face_{c}.png", np.uint16(np.clip((f - f.min()) / max(
+                                  float(np.ptp(f)), 1e-9) * 65535, 0, 65535)))):
+                if not cv2.imwrite(os.path.join(folder, name), img):      # a full card, a read-only one
+                    raise OSError(f"cannot write {os.path.join(folder, name)}")
 
     @classmethod
     def load(cls, folder):
