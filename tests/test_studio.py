@@ -289,3 +289,106 @@ def test_a_central_node_whose_port_was_taken_starts_again_on_new_ports(tmp_path)
     finally:
         c.stop()
         squatter.close()
+
+
+def test_studio_faults_given_as_one_inline_object_are_refused():
+    """An inline JSON object is not a file name: a clear error, not "No such file"."""
+    r = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "--tables", "2",
+                        "--studio-faults", '{"fault": "central_down", "at": 1, "seconds": 5}'],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "--studio-faults: a JSON list of faults, got one object: write it as [{...}]" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "--tables", "2",
+                        "--studio-faults", '[{"fault": '], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--studio-faults: not JSON" in r.stderr, r.stderr
+
+
+def _bare_studio(tmp_path):
+    """A studio not started: its ledger on a closed port (no broker needed)."""
+    from dealer_station.sim.broker import free_port
+    from dealer_station.sim.ledger import Ledger
+    from dealer_station.sim.studio import Studio
+    from dealer_station.sim.tls import make_ca
+    s = Studio(2, 1, [{"fault": "uplink_cut", "at": 1, "table": 1, "seconds": 30}],
+               workdir=str(tmp_path))
+    s.tls = make_ca(str(tmp_path / "tls"))
+    s.ledger = Ledger({"nodes": [("127.0.0.1", free_port())], "ca": s.tls["ca"],
+                       "username": "u", "password": "p"})
+    return s
+
+
+def test_a_studio_run_with_an_error_is_not_ok_in_its_report(tmp_path):
+    """A node that did not take a session again, a stalled table, an interruption: the report's
+    ok is false and says why, so that it agrees with table-sim's exit code."""
+    s = _bare_studio(tmp_path)
+    try:
+        assert s.report(in_flight_s=0)["ok"] is True        # nothing ran, nothing wrong
+        s.errors.append("central node n2 did not take an MQTT session in 60 s")
+        r = s.report(in_flight_s=0)
+        assert r["ok"] is False and r["errors"] == ["central node n2 did not take an MQTT session in 60 s"]
+    finally:
+        s.close()
+
+
+def test_table_sim_exit_code_follows_the_report(monkeypatch, capsys):
+    from dealer_station import sim_cli
+    from dealer_station.sim import studio
+
+    class Stalled:
+        def __init__(self, *a, **k):
+            self.errors, self.tables, self.dir = [], ["t1"], "/nowhere"
+
+        def start(self):
+            pass
+
+        def play(self):
+            raise TimeoutError("t1: nothing from the table for 180 s")
+
+        def report(self):
+            return {"ok": not self.errors, "errors": self.errors}
+
+        def close(self):
+            pass
+    monkeypatch.setattr(studio, "Studio", Stalled)
+    assert sim_cli.main(["--tables", "1"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"ok": False, "errors": ["t1: nothing from the table for 180 s"]}
+
+
+def test_fault_times_count_from_the_studio_start_as_its_log_does(tmp_path):
+    import time
+    s = _bare_studio(tmp_path)
+    from dealer_station.sim.uplink import Uplink
+    s.uplinks = [Uplink([1, 2, 3]), Uplink([1, 2, 3])]
+    try:
+        s.born = time.monotonic() - 50          # the studio started 50 s ago, play 10 s ago
+        s.t0 = time.monotonic() - 10
+        s.later = []
+        s._fault(s.faults[0])
+        assert 49.9 <= s.injected[0]["started_s"] <= 52, s.injected
+    finally:
+        s.close()
+
+
+@needs
+def test_sigterm_stops_a_studio_promptly_even_with_its_stdout_closed(tmp_path):
+    """SIGTERM to `table-sim --tables` whose reader went away: every table's thread ends at its
+    next step, the report waits for nothing in flight, says `interrupted` and the exit code 1."""
+    import signal
+    report = tmp_path / "report.json"
+    p = subprocess.Popen([sys.executable, "-m", "dealer_station.sim_cli", "--tables", "1",
+                          "--rounds", "1000", "--report", str(report)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in p.stderr:          # printed once the studio plays
+            if line.startswith("table-sim: studio in"):
+                break
+        p.stdout.close()               # the reader is gone
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=40) == 1, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    r = json.loads(report.read_text())
+    assert r["ok"] is False and r["errors"] == ["interrupted"]
