@@ -78,6 +78,9 @@ def main():
     ap.add_argument("--cycles", type=int, default=5)
     ap.add_argument("--down", type=float, default=10, help="seconds the tier stays down")
     ap.add_argument("--deadline", type=float, default=60)
+    ap.add_argument("--node-first", type=float, default=0, metavar="S",
+                    help="node n1 killed alone S seconds before the whole tier (the docs' example "
+                         "kills one node and brings it back only with the tier)")
     ap.add_argument("--cleansession", action="store_true",
                     help="the bridges' remote session clean (local_cleansession false)")
     ap.add_argument("--dir", default="/tmp/tier-restart")
@@ -121,6 +124,11 @@ def main():
     try:
         time.sleep(10)      # warm up: every bridge connected and subscribed
         for cycle in range(1, a.cycles + 1):
+            if a.node_first:
+                tier.kill_node(0)
+                for u in uplinks:
+                    u.node(0, False)
+                time.sleep(a.node_first)
             for i in range(3):
                 tier.kill_node(i)
                 for u in uplinks:

@@ -392,3 +392,39 @@ def test_sigterm_stops_a_studio_promptly_even_with_its_stdout_closed(tmp_path):
             p.wait()
     r = json.loads(report.read_text())
     assert r["ok"] is False and r["errors"] == ["interrupted"]
+
+
+def test_a_betting_system_renews_its_session_when_a_command_stays_unanswered_after_an_outage(
+        tmp_path, monkeypatch):
+    """A command pending across a whole-tier outage had its 5th send while disconnected: the
+    renewal must still come once it has waited RENEW_SENDS sends' time while connected again (the
+    wait starting at the reconnection), not never."""
+    import time
+
+    from controller import get_profile
+    from dealer_station.sim import bettor, central_client
+    from dealer_station.sim.broker import free_port
+    from dealer_station.sim.tls import make_ca
+    central = {"nodes": [("127.0.0.1", free_port())], "ca": make_ca(str(tmp_path / "tls"))["ca"],
+               "username": "u", "password": "p"}
+    bs = bettor.BettingSystem(None, None, "t1", get_profile("punto_banco"), central=central)
+    bs.stop.set()                          # its own ticking thread: the test ticks by hand
+    renewals, up = [], [False]
+    monkeypatch.setattr(bs.c, "is_connected", lambda: up[0])
+    # as the real one: refused while not connected (and at most one a minute: one here)
+    monkeypatch.setattr(central_client, "renew",
+                        lambda c: c.is_connected() and not renewals and (renewals.append(c) or True))
+    try:
+        t0 = time.monotonic()
+        bs.command({"type": "betting_closed"})
+        for s in range(0, 60, 2):          # the tier down 60 s: 30 sends, no renewal possible
+            bs.tick(t0 + s + 0.1)
+        assert renewals == [] and bs.counts["commands_sent_again"] >= 25
+        up[0] = True                       # back: the wait starts now
+        bs.tick(t0 + 61)
+        bs.tick(t0 + 61 + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S - 1)
+        assert renewals == []
+        bs.tick(t0 + 61 + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S + 0.1)
+        assert renewals == [bs.c] and bs.counts["session_renewals"] == 1
+    finally:
+        bs.close()

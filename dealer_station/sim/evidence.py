@@ -6,7 +6,8 @@ Each snapshot holds, per central node, `/jsz?consumers=true&config=true`, `/conn
 and `/subsz?subs=1` as the node answered them, and a summary: each table's last seq in its
 journal, at its betting system and at the ledger, the commands its betting system waits on, and
 the tier's JetStream consumers with who (if anyone) subscribes their delivery subject. A consumer
-whose delivery subject nobody subscribes, or that holds messages, is named in `suspect`."""
+whose delivery subject nobody subscribes, or that holds messages, is named in `suspect`, and so
+is a subscribed delivery subject that no consumer has (an orphan subscription)."""
 import json
 import os
 import sqlite3
@@ -128,4 +129,11 @@ def consumers(nodes):
                     if ds and leader and (not row["subscribers"] or row["num_pending"]
                                           or row["num_ack_pending"]):
                         suspect.append(row)
+    # the other way round: a session's delivery subject that no consumer delivers to (its
+    # consumer did not come back: a persistent session re-binds the subject without checking)
+    delivered_to = {r["deliver_subject"] for r in rows}
+    if rows:
+        for subj, who in subscribed.items():
+            if subj and subj.startswith("$MQTT.sub.") and subj not in delivered_to:
+                suspect.append({"orphan_subscription": subj, "subscribers": who})
     return rows, suspect
