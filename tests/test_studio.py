@@ -350,6 +350,8 @@ def test_table_sim_exit_code_follows_the_report(monkeypatch, capsys):
         def close(self):
             pass
     monkeypatch.setattr(studio, "Studio", Stalled)
+    import signal
+    monkeypatch.setattr(signal, "signal", lambda *a: None)    # pytest's own SIGTERM stays
     assert sim_cli.main(["--tables", "1"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out == {"ok": False, "errors": ["t1: nothing from the table for 180 s"]}
