@@ -401,12 +401,13 @@ class VisualRecognizer:
             threshold = max(threshold, STRICT)
         if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
             return None, conf
-        # the colour only narrows the comparison: the suit's shape must beat the other colour's
-        # suits too. "black" is the absence of red, so in a grey frame (saturation turned down,
-        # a monochrome or IR mode) or a four-colour deck a diamond is "black", and among spades
-        # and clubs alone it read as a spade
+        # the colour only narrows the comparison: no suit of the other colour may match the
+        # shape better. "black" is the absence of red, so in a grey frame (saturation turned
+        # down, a monochrome or IR mode) or a four-colour deck a diamond is "black", and among
+        # spades and clubs alone it read as a spade. (Not by the margin: a spade and a heart are
+        # alike at this size, and a margin over both colours refused half the good reads.)
         other = self._by_colour["black" if colour == "red" else "red"][2]
-        if s1 - float(_best_over_shifts(bottom, self.t.part_shapes[1], other).max()) < margin:
+        if float(_best_over_shifts(bottom, self.t.part_shapes[1], other).max()) >= s1:
             return None, conf
         return k1 + j1, conf
 
