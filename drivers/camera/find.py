@@ -153,7 +153,8 @@ def _refine_in(bgr, quad):
     h, w = bgr.shape[:2]
     x0, y0 = (max(int(v) - m, 0) for v in quad.min(axis=0))
     x1, y1 = min(int(quad[:, 0].max()) + m + 1, w), min(int(quad[:, 1].max()) + m + 1, h)
-    g = cv2.GaussianBlur(whiteness(bgr[y0:y1, x0:x1]), (3, 3), 0).astype(np.float32)
+    # a contiguous copy first: cv2.split of a strided view was 9x slower than of a copy
+    g = cv2.GaussianBlur(whiteness(np.ascontiguousarray(bgr[y0:y1, x0:x1])), (3, 3), 0).astype(np.float32)
     off = np.float32([x0, y0])
     return refine(g, quad - off) + off
 

@@ -169,11 +169,13 @@ def _unit(stack):
     return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-6)
 
 
-def _peak(img, shape, col):
+def _peak(img, shape, col, sc=None):
     """Where the template `col` (of `shape`) matches `img` best: (dx, dy) from the centre of the
-    placements, subpixel (a parabola through the peak and its neighbours)."""
-    sc = _scores(img, shape, col[:, None])[:, 0].reshape(img.shape[0] - shape[0] + 1,
-                                                        img.shape[1] - shape[1] + 1)
+    placements, subpixel (a parabola through the peak and its neighbours). `sc`: that column's
+    scores, when the reader has them already (its product with every template of the colour)."""
+    if sc is None:
+        sc = _scores(img, shape, col[:, None])[:, 0]
+    sc = sc.reshape(img.shape[0] - shape[0] + 1, img.shape[1] - shape[1] + 1)
     y, x = np.unravel_index(int(np.argmax(sc)), sc.shape)
 
     def sub(a, i):
@@ -324,12 +326,19 @@ class Templates:
 def index_shift(t, bgr, quad, card, gray=None):
     """How far `card`'s learned rank and suit lie from where they show at the tl corner of `quad`:
     the largest of their x and y shifts, in canonical pixels (the deck fingerprint). `gray`: the
-    corner's patch as the reader compared it, when it has it (the same warp, not done twice)."""
+    corner's patch as the reader compared it, when it has it (the same warp, not done twice), or
+    (patch, cards, rank scores, suit scores) as read_corner keeps it (the products not done twice)."""
+    rsc = usc = None
+    if isinstance(gray, tuple):
+        gray, cards, rs, us = gray
+        if card in cards:
+            j = cards.index(card)
+            rsc, usc = rs[:, j], us[:, j]
     if gray is None:
         gray = _match_gray(corner(bgr, quad, t.box, SEARCH))
     s, i = t.cut + S, t.cards.index(card)
-    r = _peak(gray[:s + S], t.part_shapes[0], t.rank_m[:, i])
-    u = _peak(gray[s - S:], t.part_shapes[1], t.suit_m[:, i])
+    r = _peak(gray[:s + S], t.part_shapes[0], t.rank_m[:, i], rsc)
+    u = _peak(gray[s - S:], t.part_shapes[1], t.suit_m[:, i], usc)
     return max(abs(v) for v in r + u) / MATCH
 
 
@@ -364,13 +373,14 @@ class VisualRecognizer:
         if colour is None:
             return None, 0.0
         gray = _match_gray(patch)
-        if keep is not None:        # the compared patch, for the fingerprint's index_shift
-            keep[np.float32(quad).tobytes()] = gray
         cards, rank_m, suit_m = self._by_colour[colour]
         s = self.t.cut + S
         top, bottom = gray[:s + S], gray[s - S:]
-        rs = _best_over_shifts(top, self.t.part_shapes[0], rank_m)
-        ss = _best_over_shifts(bottom, self.t.part_shapes[1], suit_m)
+        rsc = _scores(top, self.t.part_shapes[0], rank_m)
+        ssc = _scores(bottom, self.t.part_shapes[1], suit_m)
+        if keep is not None:        # the compared patch and its scores, for the fingerprint's index_shift
+            keep[np.float32(quad).tobytes()] = (gray, cards, rsc, ssc)
+        rs, ss = rsc.max(axis=0), ssc.max(axis=0)
         rank, suit = {}, {}
         for c, r, u in zip(cards, rs.tolist(), ss.tolist()):
             rank[c[0]] = max(rank.get(c[0], -1), r)
