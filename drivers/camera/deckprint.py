@@ -11,6 +11,8 @@ layout pass the reader and the face check. Two measures, both cheap on a card al
 
 Tolerances come from the spread over the reference photos, with floors measured on held-out
 photos (docs/camera.md)."""
+import math
+
 import cv2
 import numpy as np
 
@@ -22,6 +24,7 @@ ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread
 # (the others, and the drawn deck's worst, 2.7-3.9, on a white table: a fainter outline); a like
 # font of another design (Kennard's against the Vectorized Playing Cards') 4.5 and more
 SHIFT_TOL = (3.0, 4.0)
+_TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corner k to tl
 
 
 def _crossings(rows, mid):
@@ -99,13 +102,13 @@ def _corner_roundings(grays):
         out = []
         for a, b in ((left, top), (top, left)):
             side, other = _median(a[10:20]), _median(b[10:20])
-            if np.isnan(side) or np.isnan(other):
+            if math.isnan(side) or math.isnan(other):
                 continue
             start = int(np.ceil(max(other, 0)))
             near = _median(a[start + 1:start + 4])
-            if not np.isnan(near):
+            if not math.isnan(near):
                 out.append(near - side)
-        res.append(float(np.mean(out)) if out else np.nan)
+        res.append(sum(out) / len(out) if out else np.nan)      # np.mean's answer
     return res
 
 
@@ -115,7 +118,7 @@ def rounding(bgr, quad, canon):
     cw, ch = canon
     patches = []
     for k in range(4):
-        q = np.roll(np.float32(quad), -k, axis=0)
+        q = np.float32(quad)[_TURNED[k]]          # np.roll(quad, -k, axis=0)
         # the corner turned to tl: a canonical card of (cw, ch) or (ch, cw) for odd k
         w, h = (cw, ch) if k % 2 == 0 else (ch, cw)
         dst = np.float32([[P, P], [w + P, P], [w + P, h + P], [P, h + P]])
@@ -123,8 +126,8 @@ def rounding(bgr, quad, canon):
         patches.append(cv2.warpPerspective(bgr, m, (L + 2 * P, L + 2 * P), flags=cv2.INTER_LINEAR,
                                            borderMode=cv2.BORDER_REPLICATE))
     grays = cv2.cvtColor(np.concatenate(patches), cv2.COLOR_BGR2GRAY).astype(np.float32)
-    vals = [v for v in _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P)) if not np.isnan(v)]
-    return float(np.median(vals)) if len(vals) >= 2 else np.nan
+    vals = [v for v in _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P)) if not math.isnan(v)]
+    return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
 
 
 class DeckPrint:

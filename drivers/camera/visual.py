@@ -25,6 +25,7 @@ FORMAT = 4                        # 3: with the whole face of each card (the dec
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
 STRICT = 0.88                     # a single corner (a covered card) reads only at this score
+_FACE_KERNEL = np.ones((13, 13), np.uint8)
 
 
 def face(bgr, quad):
@@ -35,8 +36,10 @@ def face(bgr, quad):
     dst = np.float32([[0, 0], [FACE_W, 0], [FACE_W, FACE_H], [0, FACE_H]])
     m = cv2.getPerspectiveTransform(np.float32(quad), dst)
     g = cv2.warpPerspective(bgr, m, (FACE_W, FACE_H), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE)
-    g = cv2.cvtColor(g, cv2.COLOR_BGR2GRAY).astype(np.float32) + 1
-    paper = cv2.GaussianBlur(cv2.dilate(g, np.ones((13, 13), np.uint8)), (0, 0), 3)
+    g8 = cv2.cvtColor(g, cv2.COLOR_BGR2GRAY)
+    g = g8.astype(np.float32) + 1
+    # dilated in bytes, then +1 (the same maxima, the filter faster on bytes)
+    paper = cv2.GaussianBlur(cv2.dilate(g8, _FACE_KERNEL).astype(np.float32) + 1, (0, 0), 3)
     g = cv2.GaussianBlur(np.clip(1 - g / paper, 0, 1), (0, 0), 1.0)
     e = cv2.magnitude(cv2.Sobel(g, cv2.CV_32F, 1, 0), cv2.Sobel(g, cv2.CV_32F, 0, 1))
     return _unit(e[None])[0].reshape(e.shape)
@@ -64,7 +67,7 @@ def _ink(patch):
     out. colour is 'red', 'black' or None (unclear)."""
     n, gray = _paper_gray(patch)
     ink = gray < 0.6
-    if ink.sum() < 15:
+    if np.count_nonzero(ink) < 15:
         return gray, ink, None
     px = n[ink]
     red = float((px[:, 2] - np.maximum(px[:, 0], px[:, 1])).mean())
@@ -81,11 +84,11 @@ def _match_gray(patch):
 def _paper_gray(patch):
     """(colours, gray) divided by the patch's own paper: _ink's first half, all a reader's
     comparison needs."""
-    f = patch.astype(np.float32)
     flat = patch.reshape(-1, 3)
     k = int(0.9 * (len(flat) - 1))
     paper = _kth(flat, k) + 1                             # the 90th percentile: the paper
-    n = np.minimum(f / paper, 1.2)                        # (never below 0)
+    n = np.divide(patch, paper, dtype=np.float32)         # the bytes as float32, divided
+    np.minimum(n, 1.2, out=n)                             # (never below 0)
     return n, (n[..., 0] + n[..., 1] + n[..., 2]) / 3     # mean(axis=2), 5x faster
 
 
@@ -94,7 +97,8 @@ def _kth(flat, k):
     from a histogram per channel: partitioning the floats was half the index reader's time."""
     if flat.dtype != np.uint8:
         return np.partition(flat.astype(np.float32), k, axis=0)[k]
-    hist = np.bincount((flat + np.array([0, 256, 512], np.uint16)).ravel(), minlength=768)
+    img = flat.reshape(-1, 1, 3)          # cv2.calcHist: a third faster than np.bincount here
+    hist = np.concatenate([cv2.calcHist([img], [c], None, [256], [0, 256]) for c in range(3)])
     return (hist.reshape(3, 256).cumsum(axis=1) <= k).sum(axis=1).astype(np.float32)
 
 
