@@ -17,6 +17,7 @@ FAST = True
 LEVELS = (18, 36, 60, 90, 125, 160)   # below the brightest pixels: stock under glare, in shadow
 # constants of the per-card array work (np.roll, np.stack and np.linspace were a fifth of it)
 _NEXT = np.array([1, 2, 3, 0])            # each corner's next: np.roll(quad, -1, axis=0)
+_PREV = np.array([3, 0, 1, 2])            # and the one before it
 _TURN = np.float32([1, -1])               # (dy, dx) * _TURN: a direction turned a quarter
 _REFINE_TS = np.linspace(0.1, 0.9, 14, dtype=np.float32)
 
@@ -222,17 +223,25 @@ def _fit_sides(pts, quad):
         if len(sel) < 5:
             return quad
         vx, vy, x0, y0 = cv2.fitLine(sel, cv2.DIST_HUBER, 0, 0.01, 0.01).ravel()
-        lines.append((np.float32([x0, y0]), np.float32([vx, vy])))
-    out = []
-    for i in range(4):
-        (p1, d1), (p2, d2) = lines[i - 1], lines[i]
-        den = d1[0] * d2[1] - d1[1] * d2[0]
-        if abs(den) < 1e-3:
-            return quad
-        t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
-        out.append(p1 + t * d1)
-    out = np.float32(out)
+        lines.append((vx, vy, x0, y0))
+    out = _meet(lines)
+    if out is None:
+        return quad
     return out if np.abs(out - quad).max() < 0.1 * _short(quad) else quad
+
+
+def _meet(lines):
+    """Where each side's line (vx, vy, x0, y0) meets the one before it: the four corners at once,
+    in float32 as corner by corner before (numpy scalars' overhead); None when two are near
+    parallel."""
+    ln = np.float32(lines)
+    d2, p2 = ln[:, :2], ln[:, 2:]
+    d1, p1 = d2[_PREV], p2[_PREV]
+    den = d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0]
+    if (np.abs(den) < 1e-3).any():
+        return None
+    t = ((p2[:, 0] - p1[:, 0]) * d2[:, 1] - (p2[:, 1] - p1[:, 1]) * d2[:, 0]) / den
+    return p1 + t[:, None] * d1
 
 
 def refine(gray, quad):
@@ -269,16 +278,10 @@ def refine(gray, quad):
             if keep.sum() < 6:
                 return quad
             sel = sel[keep]
-        lines.append((np.float32([x0, y0]), np.float32([vx, vy])))
-    out = []
-    for i in range(4):
-        (p1, d1), (p2, d2) = lines[i - 1], lines[i]
-        den = d1[0] * d2[1] - d1[1] * d2[0]
-        if abs(den) < 1e-3:
-            return quad
-        t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
-        out.append(p1 + t * d1)
-    out = np.float32(out)
+        lines.append((vx, vy, x0, y0))
+    out = _meet(lines)
+    if out is None:
+        return quad
     return out if np.abs(out - quad).max() < 2 * r + 2 else quad
 
 
