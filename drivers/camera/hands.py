@@ -7,7 +7,7 @@ is moved onto the card's own edges before its index is read (docs/camera.md)."""
 import cv2
 import numpy as np
 
-from .find import _median, find_corners, whiteness
+from .find import _median, _norm, find_corners, whiteness
 
 _HALF = np.array([2, 3, 0, 1])
 # where along the top side (past the index) and the left side (short of it) edges are sampled
@@ -60,7 +60,7 @@ def refine_corner(gray, quad, card_size):
     lines = []
     # the top side from tl (index 0 -> 1) past the index; the left side (3 -> 0) short of it
     for a, b, ts in ((q[0], q[1], _TOP_TS), (q[3], q[0], _LEFT_TS)):
-        d = (b - a) / max(float(np.linalg.norm(b - a)), 1e-6)
+        d = (b - a) / max(float(_norm(b - a)), 1e-6)
         n = np.float32([d[1], -d[0]])                       # outward (clockwise, y down)
         base = a[None] + ts[:, None] * (b - a)[None]
         pts = base[:, None] + offs[None, :, None] * n[None, None]
@@ -89,7 +89,7 @@ def refine_corner(gray, quad, card_size):
         return None
     t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
     tl = p1 + t * d1
-    if np.linalg.norm(tl - q[0]) > 2 * r:
+    if _norm(tl - q[0]) > 2 * r:
         return None
     right, down = d1, -d2                                   # along the top side, down the left
     return np.float32([tl, tl + w * right, tl + w * right + h * down, tl + h * down])
