@@ -8,6 +8,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -104,15 +105,19 @@ def main():
                     b[1] += x["photos"]
                     b[2] += x["wrong"]
             print(f"   correct {100 * r['correct'] / r['photos']:.1f}%, refused {r['unknown']}, "
-                  f"wrong {r['wrong']}; another deck's photos read: {foreign}")
+                  f"wrong {r['wrong']}; another deck's photos read: " + ", ".join(
+                      f"{o} {f['read']} of {f['photos']}" + (f" ({f['wrong']} wrong)" if f["wrong"] else "")
+                      for o, f in foreign.items()))
             print("   " + ", ".join(f"{k} {100 * b[0] / b[1]:.0f}%" + (f" ({b[2]} WRONG)" if b[2] else "")
                                    for k, b in by.items()))
-            print("   refused: " + ", ".join(f"{c}:{n}" for c, n in sorted(r["refused"].items())))
+            print("   refused: " + (", ".join(f"{c}:{n}" for c, n in sorted(r["refused"].items())) or "none"))
             if r["wrong_as"]:
                 print("   WRONG: " + str(r["wrong_as"]))
             sys.stdout.flush()
     if a.json:
         print(json.dumps(report))
+    if not a.keep:                  # 45 MB of photos at --per-cell 1: not left in /tmp
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -32,12 +32,15 @@ def _labels(path, required=("image", "rank", "suit")):
     """The rows of a labels CSV: the file there, its columns, at least one photo."""
     import csv
     try:
-        with open(path, newline="") as f:
+        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
             rows = list(reader)
             columns = set(reader.fieldnames or ())
     except OSError as e:
         raise ToolError(f"{path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ToolError(f"{path}: not UTF-8 text (save it as \"CSV UTF-8\")") from None
     missing = [c for c in required if c not in columns]
     if missing:
         raise ToolError(f"{path}: no column {', '.join(missing)} (the columns are image,rank,suit; "
@@ -67,14 +70,19 @@ def cmd_camera(a):
             zones = load(a.calibration).get("zones") or {}
             if a.zone not in zones:
                 raise ToolError(f"{a.calibration}: no zone {a.zone!r} to capture in")
-            order = open(a.order).read().split() if a.order else list(CARDS)
+            try:
+                order = open(a.order).read().split() if a.order else list(CARDS)
+            except OSError as e:
+                raise ToolError(f"--order {a.order}: {e.strerror}") from None
             try:
                 src = open_source(int(a.source) if a.source.isdigit() else a.source)
             except VideoError as e:
                 raise ToolError(f"no camera: {e}") from None
+            ct.out_folder(a.out)
             t = ct.templates_from_frames(src, zones[a.zone], order, a.out)
         elif a.labels:
             _labels(a.labels)
+            ct.out_folder(a.out)
             t = ct.templates_from_labels(a.labels, a.out)
         else:
             raise ToolError("give --labels FILE.csv (still photos) or --source (live frames)")

@@ -17,12 +17,40 @@ CANON = (CW, CH)
 from .shoe_tools import ToolError
 
 
+MAX_PIXELS = 40_000_000       # no camera frame or photo here is larger; decoding one costs 1.3 GB
+
+
+def _dimensions(data):
+    """(width, height) from a PNG's or a JPEG's header, without decoding it; None otherwise."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    i = 2
+    while data[:2] == b"\xff\xd8" and i + 9 < len(data) and data[i] == 0xFF:
+        marker, size = data[i + 1], int.from_bytes(data[i + 2:i + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):     # a frame header
+            return int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7], "big")
+        i += 2 + size
+    return None
+
+
 def read_image(path):
+    """The photo at `path` as BGR, or a ToolError naming what is wrong with the file."""
     if not os.path.isfile(path):
         raise ToolError(f"{path}: no such file")
-    img = cv2.imread(str(path))
+    with open(path, "rb") as f:
+        data = f.read()
+    size = _dimensions(data)
+    if size and size[0] * size[1] > MAX_PIXELS:
+        raise ToolError(f"{path}: {size[0]} x {size[1]} pixels: larger than any camera's photo "
+                        f"(at most {MAX_PIXELS // 1_000_000} megapixels)")
+    # the end marker after the last scan's start (an EXIF thumbnail's own comes before it)
+    if data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
+        raise ToolError(f"{path}: a damaged JPEG (cut short, no end marker): take it again")
+    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if img is None:
-        raise ToolError(f"{path}: not an image (or no such file)")
+        raise ToolError(f"{path}: not an image")
+    if min(img.shape[:2]) < 32:
+        raise ToolError(f"{path}: {img.shape[1]} x {img.shape[0]} pixels: too small to show a card")
     return img
 
 
@@ -62,13 +90,37 @@ def sweep(source, zones, decode_zone, settings):
     return best, results
 
 
+def out_folder(out_dir):
+    """Make the templates' folder now, or raise a ToolError: before 52 photos are read, not
+    after."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ToolError(f"--out {out_dir}: a file, not a folder")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise ToolError(f"--out {out_dir}: cannot make the folder: {e.strerror}") from None
+    if not os.access(out_dir, os.W_OK):
+        raise ToolError(f"--out {out_dir}: cannot write there (permission denied)")
+
+
 def _save_templates(samples, out_dir):
     try:
         t = Templates.capture(samples)
     except ValueError as e:
         raise ToolError(str(e)) from None
-    t.save(out_dir)
+    try:
+        t.save(out_dir)
+    except OSError as e:
+        raise ToolError(f"--out {out_dir}: {e}") from None
     return t
+
+
+def load_templates(folder):
+    """The templates in `folder`, or a ToolError saying why they cannot be used."""
+    try:
+        return Templates.load(folder)
+    except ValueError as e:
+        raise ToolError(str(e)) from None
 
 
 _RANK_WORDS = {"10": "T", "ACE": "A", "JACK": "J", "QUEEN": "Q", "KING": "K"}
@@ -102,17 +154,24 @@ def templates_from_labels(csv_path, out_dir):
     """Templates from labelled still photos: CSV columns image,rank,suit, one card per photo,
     image paths relative to the CSV."""
     base = os.path.dirname(os.path.abspath(csv_path))
-    samples = []
-    with open(csv_path, newline="") as f:
+    samples, where = [], {}
+    with open(csv_path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f))
     if not rows or not {"image", "rank", "suit"} <= set(rows[0]):
         raise ToolError(f"{csv_path}: expected the columns image,rank,suit (deck and condition "
                         f"are optional)")
-    for n, row in enumerate(rows, 2):
+    cards = []
+    for n, row in enumerate(rows, 2):       # every label first: before 52 photos are read
         card = label_card(row["rank"], row["suit"])
         if card is None:
             raise ToolError(f"{csv_path}:{n}: {row['rank'].strip() + row['suit'].strip()!r} is not a card "
                             f"(rank A 2-9 T or 10 J Q K, suit s h d c)")
+        if card in where:       # one photo per card: a second is a mislabelled photo of another
+            raise ToolError(f"{csv_path}:{n}: {card} is listed twice (lines {where[card]} and {n}): "
+                            f"one photo per card")
+        where[card] = n
+        cards.append(card)
+    for row, card in zip(rows, cards):
         img = read_image(os.path.join(base, row["image"]))
         if too_dark(img):
             raise ToolError(f"{row['image']}: too dark to capture templates from (add light)")
@@ -154,7 +213,7 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
 
 def recognize(images, templates_dir):
     """[(image, [{card or 'unknown', confidence, corners}])] through the production recognition."""
-    rec = VisualRecognizer(Templates.load(templates_dir))
+    rec = VisualRecognizer(load_templates(templates_dir))
     out = []
     for path in images:
         img = read_image(path)

@@ -62,6 +62,41 @@ def _value(v):
     raise TypeError(v)
 
 
+HEADER = "# written by shoe-calibrate "
+
+
+def comments(path):
+    """The technician's whole-line comments in the file at `path`, by the place they stand
+    before: {(table, key): lines}, (table, None) before a table's header, (table, "") at its end,
+    (None, None) at the top. The tool rewrites the file; what a person wrote in it must stay."""
+    try:
+        with open(path) as f:
+            text = f.read().splitlines()
+    except OSError:
+        return {}
+    notes, pending, table = {}, [], None
+    for line in text:
+        bare = line.strip()
+        if bare.startswith(HEADER.strip()):
+            continue
+        if bare.startswith("#"):
+            pending.append(bare)
+        elif bare.startswith("[") and bare.endswith("]"):
+            table = bare.strip("[]").strip()
+            notes.setdefault((table, None), []).extend(pending)
+            pending = []
+        elif bare and pending:
+            try:
+                key = next(iter(tomllib.loads(line)))
+            except (tomllib.TOMLDecodeError, StopIteration):
+                key = ""
+            notes.setdefault((table, key), []).extend(pending)
+            pending = []
+    if pending:
+        notes.setdefault((table, ""), []).extend(pending)
+    return notes
+
+
 def save(path, data, step):
     """Write the calibration file: the given tables merged over what it held, stamped with the
     date and the tool's version, then read back and validated."""
@@ -69,12 +104,21 @@ def save(path, data, step):
     merged.update({k: v for k, v in data.items() if v is not None})
     merged["calibration"] = {**merged.get("calibration", {}), "tool": f"shoe-calibrate {__version__}",
                              "date": now(), "last_step": step}
-    lines = [f"# written by shoe-calibrate {__version__} on {now()} ({step})"]
+    notes = comments(path)
+    lines = [HEADER + f"{__version__} on {now()} ({step})"] + notes.pop((None, None), [])
     for table, values in merged.items():
-        lines.append(f"\n[{table}]")
+        lines.append("")
+        lines += notes.pop((table, None), [])
+        lines.append(f"[{table}]")
+        ends = notes.pop((table, ""), [])
         for k, v in values.items():
             key = k if k.replace("_", "").isalnum() else json.dumps(k)
+            lines += notes.pop((table, k), [])
             lines.append(f"{key} = {_value(v)}")
+        # a key no longer written takes its comment to the end of its table
+        lines += [c for (t, _), cs in list(notes.items()) if t == table for c in cs] + ends
+        notes = {tk: cs for tk, cs in notes.items() if tk[0] != table}
+    lines += [c for cs in notes.values() for c in cs]
     tmp = f"{path}.new"
     with open(tmp, "w") as f:
         f.write("\n".join(lines) + "\n")

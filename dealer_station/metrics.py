@@ -87,7 +87,10 @@ class Metrics:
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            do_HEAD = do_GET        # the same answer without its body (a health check's HEAD)
 
             def log_message(self, *args):
                 pass

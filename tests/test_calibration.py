@@ -11,6 +11,7 @@ import tty
 import cv2
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from calibration.cli import main
 from controller.cards import CARDS
@@ -349,3 +350,29 @@ def test_a_wrong_baud_rate_is_named(shoe, tmp_path, capsys):
                "--idle", "1.0"])
     err = capsys.readouterr().err
     assert rc == 2 and "wrong baud rate?" in err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(CARDS), min_size=1, max_size=6, unique=True),
+       st.lists(st.tuples(st.integers(0, 12), st.text(st.characters(
+           blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=20)), max_size=6))
+def test_rewriting_the_file_keeps_every_comment_the_technician_wrote(cards, notes):
+    """learn-codebook (and every step) rewrites the calibration file; a comment written by hand
+    in it, anywhere on a line of its own, stays, once, and the values are the new ones."""
+    import tempfile
+    from calibration.files import save
+    lines = ["[codebook]"] + [f'"P{i}" = "{c}"' for i, c in enumerate(cards)] + ["[other]", "a = 1"]
+    for where, text in sorted(notes, reverse=True):
+        lines.insert(min(where, len(lines)), f"# {text}")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "cal.toml")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        book = {f"P{i}": c for i, c in enumerate(cards)} | {"NEW": "Jd" if "Jd" not in cards else "Qd"}
+        for _ in range(2):                  # twice: the tool's own rewrite keeps them too
+            save(path, {"codebook": book}, "learn-codebook")
+        text = open(path).read()
+        data = tomllib.loads(text)
+    assert data["codebook"] == book and data["other"] == {"a": 1}
+    kept = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("#")][1:]   # 1: the tool's
+    assert sorted(kept) == sorted(f"# {t}".strip() for _, t in notes)

@@ -248,3 +248,77 @@ def test_no_opencv_warnings_before_the_tools_own_error(tmp_path):
     assert r.returncode == 2
     assert r.stderr == ("shoe-calibrate: no camera: cannot open '/dev/video77' (is the camera "
                         "connected, and the user in the video group?)\n")
+
+
+def _photo_files(folder):
+    """Files a hostile or careless technician hands the camera commands."""
+    import cv2
+    import numpy as np
+    noise = np.random.default_rng(0).integers(90, 160, (120, 160, 3), dtype=np.uint8)
+    cv2.imwrite(str(folder / "ok.jpg"), noise)          # its half cuts into the scan
+    data = (folder / "ok.jpg").read_bytes()
+    cv2.imwrite(str(folder / "dot.png"), np.zeros((1, 1, 3), np.uint8))
+    cv2.imwrite(str(folder / "line.png"), np.zeros((500, 1, 3), np.uint8))
+    (folder / "cut.jpg").write_bytes(data[:len(data) // 2])
+    (folder / "text.png").write_text("not a picture")
+    # 9000 x 6000 said by the header alone: refused before it is decoded (1.3 GB)
+    png = bytearray(cv2.imencode(".png", np.zeros((2, 2, 3), np.uint8))[1].tobytes())
+    png[16:24] = (9000).to_bytes(4, "big") + (6000).to_bytes(4, "big")
+    (folder / "huge.png").write_bytes(bytes(png))
+    jpg = bytearray(data)
+    sof = jpg.index(b"\xff\xc0")
+    jpg[sof + 5:sof + 9] = (6000).to_bytes(2, "big") + (9000).to_bytes(2, "big")
+    (folder / "huge.jpg").write_bytes(bytes(jpg))
+
+
+@pytest.mark.parametrize("name, text", [
+    ("dot.png", "1 x 1 pixels: too small to show a card"),
+    ("line.png", "1 x 500 pixels: too small to show a card"),
+    ("cut.jpg", "a damaged JPEG (cut short, no end marker)"),
+    ("text.png", "not an image"),
+    ("huge.png", "9000 x 6000 pixels: larger than any camera's photo"),
+    ("huge.jpg", "9000 x 6000 pixels: larger than any camera's photo"),
+])
+def test_photos_that_cannot_be_read_are_one_line(name, text, tmp_path, capsys):
+    """A cold trial found tracebacks (a 1-pixel image), a cut JPEG read as a photo of nothing,
+    and a 100-megapixel photo decoded into 1.3 GB before anything was said."""
+    from drivers.camera import camera_model as cm
+    _photo_files(tmp_path)
+    cm.reference_templates("cardsjs", seed=0, size=(480, 320)).save(str(tmp_path / "t"))
+    one_line(["camera", "recognize", "--templates", str(tmp_path / "t"), str(tmp_path / name)],
+             capsys, f"{tmp_path / name}: {text}")
+    (tmp_path / "l.csv").write_text(f"image,rank,suit\n{name},A,s\n")
+    one_line(["camera", "templates", "--labels", str(tmp_path / "l.csv"), "--out",
+              str(tmp_path / "new")], capsys, text)
+    assert main(["camera", "recognize", "--templates", str(tmp_path / "t"),
+                 str(tmp_path / "ok.jpg")]) == 0                     # a plain photo: no card found
+
+
+def test_label_files_and_template_folders_that_cannot_work_are_one_line(tmp_path, capsys):
+    """Excel's CSV encodings, a card listed twice, an --out that cannot be a folder, templates
+    from an older version: each said in one line, before any photo is read, nothing written."""
+    import json
+    from drivers.camera import camera_model as cm
+    _photo_files(tmp_path)
+    tmpl = ["camera", "templates", "--out", str(tmp_path / "new"), "--labels"]
+    (tmp_path / "l.csv").write_bytes("image,rank,suit\nok\u00e9.jpg,A,s\n".encode("cp1252"))
+    one_line(tmpl + [str(tmp_path / "l.csv")], capsys, 'not UTF-8 text (save it as "CSV UTF-8")')
+    (tmp_path / "l.csv").write_text("image,rank,suit\nok.jpg,A,s\nok.jpg,3,h\nok.jpg,a,S\n")
+    one_line(tmpl + [str(tmp_path / "l.csv")], capsys, "l.csv:4: As is listed twice (lines 2 and 4)")
+    assert not (tmp_path / "new").exists() or not os.listdir(tmp_path / "new")
+    (tmp_path / "bom.csv").write_text("image,rank,suit\nok.jpg,A,s\n", encoding="utf-8-sig")
+    one_line(tmpl + [str(tmp_path / "bom.csv")], capsys, "expected one card in the photo, found 0")
+    (tmp_path / "afile").write_text("")
+    one_line(["camera", "templates", "--labels", str(tmp_path / "bom.csv"), "--out",
+              str(tmp_path / "afile")], capsys, "--out " + str(tmp_path / "afile") + ": a file, not a folder")
+    old = tmp_path / "old"
+    cm.reference_templates("cardsjs", seed=0, size=(480, 320)).save(str(old))
+    meta = json.loads((old / "deck.json").read_text())
+    (old / "deck.json").write_text(json.dumps({**meta, "format": 3}))
+    for argv in (["camera", "recognize", "--templates", str(old), str(tmp_path / "ok.jpg")],
+                 ["camera", "accuracy", "--templates", str(old), "--labels", str(tmp_path / "bom.csv")]):
+        one_line(argv, capsys, "template format 3, expected 4 (from an older version: capture them again")
+    (old / "deck.json").write_text(json.dumps(meta))
+    os.unlink(old / "index_Kc.png")
+    one_line(["camera", "recognize", "--templates", str(old), str(tmp_path / "ok.jpg")], capsys,
+             "missing template index_Kc.png")

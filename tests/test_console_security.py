@@ -258,6 +258,19 @@ def test_pages_need_a_login_where_they_should(console):
     assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
 
 
+def test_head_answers_as_get_without_a_body(console):
+    """`curl -I` and a load balancer's health check send HEAD: the same status and headers as
+    GET, no body, and on /stream no stream held open (it would count against max_streams)."""
+    for path in ("/dealer", "/login", "/pit", "/api/metrics", "/nothing"):
+        g_status, g_body, g_headers = request(console, "GET", path)
+        h_status, h_body, h_headers = request(console, "HEAD", path)
+        assert (h_status, h_headers["Content-Type"]) == (g_status, g_headers["Content-Type"]), path
+        assert h_headers["Content-Length"] == g_headers["Content-Length"] and h_body == b"", path
+    for _ in range(CFG["max_streams"] + 1):     # more than the cap: each HEAD gives its place back
+        status, body, headers = request(console, "HEAD", "/stream")
+        assert status == 200 and headers["Content-Type"] == "text/event-stream" and body == b""
+
+
 def test_console_configuration_is_strict():
     h = hash_password("pw", n=1024)
     base = {"table": {"id": "t1", "profile": "luxury21"}, "shoe": {"url": "/dev/null"}}

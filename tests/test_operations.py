@@ -63,12 +63,24 @@ def get(url):
         return 0, ""                      # not listening yet
 
 
+def head(url):
+    """A HEAD request: (status, Content-Length, body bytes) - a health check's probe."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=5) as r:
+            return r.status, int(r.headers["Content-Length"]), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, None, e.read()
+
+
 def test_start_and_stop_lines_counters_build_info_and_healthz(studio):
     from dealer_station import __version__
     p = studio()
     base = endpoint(p)
     assert wait_for(lambda: get(base + "/healthz")[0] == 200, 10, "healthy")
     assert get(base + "/healthz") == (200, "ok\n")
+    # HEAD answers as GET without the body (a load balancer's health check)
+    assert head(base + "/healthz") == (200, 3, b"")
+    assert head(base + "/nothing")[0] == 404
     code, text = get(base + "/metrics")
     assert "# TYPE dealer_station_shoe_frames_total counter" in text
     assert "# TYPE dealer_station_shoe_reconnects_total counter" in text

@@ -81,6 +81,28 @@ def test_it_names_its_broker_and_log_keeps_the_log_and_its_children_die_with_it(
     os.rmdir(tmp)
 
 
+def test_only_the_newest_runs_kept_logs_and_keys_stay(tmp_path):
+    """Each finished run keeps its daemon log and public key in /tmp for its user; the next
+    start removes all but the newest 20 runs' (those of a running table-sim stay)."""
+    from drivers.scratch import prune_kept
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    names = []
+    for i in range(25):
+        pid = os.getpid() if i == 0 else dead.pid       # the oldest run is still running
+        for kind in ("daemon.log", "events.key.pub"):
+            names.append(f"table-sim-20260101-1200{i:02d}-{pid}-{kind}")
+            (tmp_path / names[-1]).write_text("x")
+    (tmp_path / "table-sim-notes.txt").write_text("not a run's")
+    (tmp_path / "table-sim-20250101-120000-1-dir").mkdir()          # a directory: not ours
+    removed = prune_kept("table-sim", folder=str(tmp_path))
+    assert sorted(os.path.basename(p) for p in removed) == sorted(names[2:10])
+    left = sorted(os.listdir(tmp_path))
+    assert names[0] in left and names[10] in left and names[-1] in left
+    assert "table-sim-notes.txt" in left and "table-sim-20250101-120000-1-dir" in left
+    assert prune_kept("table-sim", folder=str(tmp_path)) == []      # once is enough
+
+
 def test_setup_needs_no_index_once_installed_and_run_takes_paths_from_the_caller(tmp_path):
     env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_NO_INDEX": "1"}
     subprocess.run([os.path.join(ROOT, "scripts", "setup")], check=True, capture_output=True,

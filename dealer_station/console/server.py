@@ -150,7 +150,8 @@ def _handler(console):
             for k, v in headers:
                 self.send_header(k, v)
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":
+                self.wfile.write(body)
 
         def _session(self):
             raw = self.headers.get("Cookie") or ""
@@ -189,6 +190,10 @@ def _handler(console):
                 self._send(200, f.read(), TYPES[os.path.splitext(name)[1]])
 
         # -- GET -------------------------------------------------------------------------------
+
+        def do_HEAD(self):
+            # what GET answers, without the body (`curl -I`, a load balancer's health check)
+            self.do_GET()
 
         def do_GET(self):
             path = urllib.parse.urlsplit(self.path).path
@@ -249,6 +254,8 @@ def _handler(console):
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
+                if self.command == "HEAD":        # the headers only: no stream to hold open
+                    return
                 version = 0
                 self.wfile.write(b"retry: 1000\n\n")
                 while not console.hub.closed:

@@ -13,7 +13,7 @@ from collections import Counter
 
 from controller import get_profile
 from controller.cards import CARDS
-from drivers.scratch import scratch_dir
+from drivers.scratch import prune_kept, scratch_dir
 from drivers.virtual_shoe import VirtualShoe
 
 from . import scenario
@@ -59,6 +59,8 @@ class Harness:
         self.own_dir = workdir is None          # a temporary directory: removed at close
         self.dir = workdir or scratch_dir("table-sim")
         # the daemon's log outlives the work directory: kept beside it, named by the time
+        if not (log_path or workdir):      # the older runs' kept logs and keys: the newest 20 stay
+            prune_kept("table-sim")
         self.log_path = log_path or (os.path.join(self.dir, "daemon.log") if workdir else
                                      os.path.join(tempfile.gettempdir(), time.strftime(
                                          "table-sim-%Y%m%d-%H%M%S-") + f"{os.getpid()}-daemon.log"))

@@ -86,6 +86,8 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     also the contours that were too big to be one card (overlapping cards), for find_corners.
     Cards 120 pixels wide or more are looked for at half the size: four
     times fewer pixels, and the outline's error stays within the reader's search slack."""
+    if min(bgr.shape[:2]) < 16:     # no card fits (a broken source's 1-pixel frame)
+        return ([], []) if with_blobs else []
     f = 2 if card_size and card_size[0] >= 120 and FAST else 1
     full = bgr
     if f > 1:

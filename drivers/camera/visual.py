@@ -25,6 +25,8 @@ FORMAT = 4                        # 3: with the whole face of each card (the dec
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
 STRICT = 0.88                     # a single corner (a covered card) reads only at this score
+TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}      # the other suit of the same colour
+INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
 _FACE_KERNEL = np.ones((13, 13), np.uint8)
 
 
@@ -241,6 +243,16 @@ class Templates:
         region = (0, 0) + REGION
         box, split = learn_box([corner(img, q, region, 0) for img, q, _ in samples])
         patches, failed = {}, []
+        # a red card must show red ink and a black card black: a camera that sends grey (its
+        # saturation down, a monochrome mode) makes templates that cannot tell a diamond from a
+        # spade
+        hue = {card: _ink(corner(img, q, box, 0))[2] for img, q, card in samples}
+        off = [c for c in CARDS if hue[c] != INK[c[1]]]
+        if off:
+            raise BadReference(off, f"the reference images of {', '.join(off)} do not show "
+                               f"{'their ink' if len(off) > 1 else 'its ink'}'s colour (red hearts "
+                               f"and diamonds, black spades and clubs): is the camera sending "
+                               f"colour, its saturation up, the light white?")
         for img, q, card in samples:
             if card in patches:
                 continue
@@ -280,7 +292,11 @@ class Templates:
             us = _best_over_shifts(pad(u), shapes[1], self.suit_m)
             same_rank = [rs[j] for j, d in enumerate(self.cards) if d[0] == c[0] and d != c]
             same_suit = [us[j] for j, d in enumerate(self.cards) if d[1] == c[1] and d != c]
-            if max(same_rank) < 0.75 or float(np.median(same_suit)) < 0.75:
+            # a suit glyph is more like its own suit's than the other suit of its colour's: two
+            # photos labelled with their suits swapped (2s and 2c) pass every other test
+            twin = [us[j] for j, d in enumerate(self.cards) if d[1] == TWIN[c[1]]]
+            if max(same_rank) < 0.75 or float(np.median(same_suit)) < max(
+                    0.75, float(np.median(twin))):
                 bad.append(c)
         return bad
 
@@ -290,11 +306,13 @@ class Templates:
             json.dump({"format": FORMAT, "card_size": list(self.card_size), "box": list(self.box),
                        "split": self.split, "print": self.print.to_json()}, f)
         for c, p in self.patches.items():
-            cv2.imwrite(os.path.join(folder, f"index_{c}.png"), np.uint8(np.clip(p * 200, 0, 255)))
             f = self.faces[c]
             # 16 bits: at 8 the faint edges of a face fell to zero (the self-score was 0.94)
-            cv2.imwrite(os.path.join(folder, f"face_{c}.png"),
-                        np.uint16(np.clip((f - f.min()) / max(float(np.ptp(f)), 1e-9) * 65535, 0, 65535)))
+            for name, img in ((f"index_{c}.png", np.uint8(np.clip(p * 200, 0, 255))),
+                              (f"face_{c}.png", np.uint16(np.clip((f - f.min()) / max(
+                                  float(np.ptp(f)), 1e-9) * 65535, 0, 65535)))):
+                if not cv2.imwrite(os.path.join(folder, name), img):      # a full card, a read-only one
+                    raise OSError(f"cannot write {os.path.join(folder, name)}")
 
     @classmethod
     def load(cls, folder):
@@ -408,6 +426,13 @@ class VisualRecognizer:
         if strict:      # a corner located on its two edges: a higher score, the same margin
             threshold = max(threshold, STRICT)
         if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
+            return None, conf
+        # the colour only narrows the comparison: the suit's shape must beat the other colour's
+        # suits too. "black" is the absence of red, so in a grey frame (saturation turned down,
+        # a monochrome or IR mode) or a four-colour deck a diamond is "black", and among spades
+        # and clubs alone it read as a spade
+        other = self._by_colour["black" if colour == "red" else "red"][2]
+        if s1 - float(_best_over_shifts(bottom, self.t.part_shapes[1], other).max()) < margin:
             return None, conf
         return k1 + j1, conf
 
