@@ -200,6 +200,17 @@ def _best_over_shifts(img, shape, m):
 def _scores(img, shape, m):
     """The normalised correlation of every placement in `img` (rows, in reading order) with each
     zero-mean unit template column of `m` (of `shape`)."""
+    return _product(_windows(img, shape), m)
+
+
+def _product(windows, m):
+    """_scores from `_windows` taken once (the suit part is compared with both colours' suits)."""
+    win, spread = windows
+    return (win @ m) / spread
+
+
+def _windows(img, shape):
+    """Every placement of `shape` in `img` as a row, and each one's spread (a column)."""
     h, w = shape
     st = img.strides
     win = np.lib.stride_tricks.as_strided(img, (img.shape[0] - h + 1, img.shape[1] - w + 1, h, w),
@@ -211,7 +222,7 @@ def _scores(img, shape, m):
     box = lambda t: (t[h:, w:] - t[:-h, w:] - t[h:, :-w] + t[:-h, :-w]).ravel()  # noqa: E731
     s, sq = box(s), box(sq)
     spread = np.sqrt(np.maximum(sq - s * s / (h * w), 0)).astype(np.float32)
-    return (win @ m) / np.maximum(spread, 1e-6)[:, None]
+    return win, np.maximum(spread, 1e-6)[:, None]
 
 
 class Templates:
@@ -412,7 +423,8 @@ class VisualRecognizer:
         s = self.t.cut + S
         top, bottom = gray[:s + S], gray[s - S:]
         rsc = _scores(top, self.t.part_shapes[0], rank_m)
-        ssc = _scores(bottom, self.t.part_shapes[1], suit_m)
+        windows = _windows(bottom, self.t.part_shapes[1])
+        ssc = _product(windows, suit_m)
         if keep is not None:        # the compared patch and its scores, for the fingerprint's index_shift
             keep[np.float32(quad).tobytes()] = (gray, cards, rsc, ssc)
         rs, ss = rsc.max(axis=0), ssc.max(axis=0)
@@ -432,7 +444,7 @@ class VisualRecognizer:
         # a monochrome or IR mode) or a four-colour deck a diamond is "black", and among spades
         # and clubs alone it read as a spade
         other = self._by_colour["black" if colour == "red" else "red"][2]
-        if s1 - float(_best_over_shifts(bottom, self.t.part_shapes[1], other).max()) < margin:
+        if s1 - float(_product(windows, other).max()) < margin:     # the same windows
             return None, conf
         return k1 + j1, conf
 
