@@ -7,6 +7,8 @@ not reported within five frames, its cause in the first frame:
 - whole_refused: an outline within 3 px, yet refused (score, margin, face or fingerprint check)
 - blob_no_hyp: inside a merged blob, no corner hypothesis within 4 px of either index corner
 - blob_refused: a hypothesis within 4 px, refused (score below STRICT or margin)
+- blob_dropped: a hypothesis within 4 px reads the card, yet it was dropped (the same card read
+  elsewhere in the frame: a second copy)
 - other: read in some frames, not three in a row
 
 Usage: .venv/bin/python bench/diag_rotation.py --frames 15 --decks cardsjs,responsive"""
@@ -28,7 +30,7 @@ from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 from drivers.camera.tracker import ZoneTracker  # noqa: E402
 
 
-def classify(rec, img, tq, width):
+def classify(rec, img, tq, card, width):
     h, w = img.shape[:2]
     if tq[:, 0].min() < 2 or tq[:, 1].min() < 2 or tq[:, 0].max() > w - 3 or tq[:, 1].max() > h - 3:
         return "cut"
@@ -48,7 +50,9 @@ def classify(rec, img, tq, width):
         return "not_found"
     hyps = hand_corners(img, blobs, quads, t.card_size)
     near = [q for q in hyps if min(np.linalg.norm(q[0] - p) for p in idx) < 4]
-    return "blob_refused" if near else "blob_no_hyp"
+    if not near:
+        return "blob_no_hyp"
+    return "blob_dropped" if any(rec.read_corner(img, q, strict=True)[0] == card for q in near) else "blob_refused"
 
 
 def run(deck, frames, width, seed, unframed=False):
@@ -78,7 +82,7 @@ def run(deck, frames, width, seed, unframed=False):
             if z in reported:
                 causes["read"] += 1
             else:
-                cause = classify(rec, first, np.float32(where[z]), width)
+                cause = classify(rec, first, np.float32(where[z]), cards[z], width)
                 causes[cause] += 1
                 causes[f"{cause}@{z}"] += 1
     return causes, wrong, recognitions

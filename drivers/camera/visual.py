@@ -13,7 +13,7 @@ import numpy as np
 from controller.cards import CARDS
 from .deckprint import DeckPrint, rounding
 from .find import card_size_of, find_cards
-from .hands import both_corners, hand_corners
+from .hands import both_corners, corner_gray, hand_corners, whole_card
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
 REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
@@ -417,13 +417,20 @@ class VisualRecognizer:
                     out.append((card, q))
                 else:
                     refused += 1
-        seen = {c for c, _ in out}
-        for q in hand_corners(bgr, blobs, quads, self.t.card_size):
+        gray = corner_gray(bgr) if blobs else None
+        for q in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
             card, _ = self.read_corner(bgr, q, strict=True)
-            if card and card not in seen:
-                seen.add(card)
+            if not card:
+                # in a blob of cards turned so that they touch, most are whole: both corners
+                whole = whole_card(gray, q, self.t.card_size)
+                if whole is not None:
+                    card, _ = self.read_quad(bgr, whole)
+                    q = whole if card else q
+            # once per card, but a second copy elsewhere (a multi-deck shoe) is a card too
+            if card and not any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0))
+                                < 0.5 * self.t.card_size[0] for c, p in out):
                 out.append((card, q))
         self.refused = refused
         return out
