@@ -25,6 +25,7 @@ FORMAT = 4                        # 3: with the whole face of each card (the dec
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
 STRICT = 0.88                     # a single corner (a covered card) reads only at this score
+FACE_SUIT = 0.05                  # a suit the index leaves open is the face's when it beats the other by this
 
 
 def face(bgr, quad):
@@ -354,9 +355,11 @@ class VisualRecognizer:
         self.threshold = threshold
         self.margin = margin
 
-    def read_corner(self, bgr, quad, strict=False, keep=None):
+    def read_corner(self, bgr, quad, strict=False, keep=None, short=None):
         """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
-        corner that alone will decide (a covered card): a higher score (STRICT)."""
+        corner that alone will decide (a covered card): a higher score (STRICT). A corner
+        refused only because its suit's margin fell short adds (card, the runner-up suit's
+        card) to the list `short` when one is given (read_quad lets the face decide)."""
         # the colour from the full-size patch (thin strokes shrunk lose their colour), the
         # comparison at half size (fast)
         patch = corner(bgr, quad, self.t.box, SEARCH)
@@ -376,12 +379,14 @@ class VisualRecognizer:
             rank[c[0]] = max(rank.get(c[0], -1), r)
             suit[c[1]] = max(suit.get(c[1], -1), u)
         (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
-        (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
+        (s1, j1), (s2, j2) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
         conf = min(r1, s1)
         threshold, margin = self.threshold, self.margin
         if strict:      # a corner located on its two edges: a higher score, the same margin
             threshold = max(threshold, STRICT)
         if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
+            if short is not None and conf >= threshold and r1 - r2 >= margin and s1 > s2:
+                short.append((k1 + j1, k1 + j2))
             return None, conf
         return k1 + j1, conf
 
@@ -389,13 +394,20 @@ class VisualRecognizer:
         """(card or None, confidence): both index corners must read the same card; with
         `need_both` False (a card partly covered in a hand) one is enough if the other reads
         nothing."""
-        grays, corners = {}, both_corners(quad)
-        (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays) for q in corners)
+        grays, corners, short = {}, both_corners(quad), []
+        (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays,
+                                             short=short if need_both else None) for q in corners)
         if a and b and a != b:
             return None, 0.0
+        f = None
         if need_both and not (a and b):
-            return None, min(ca, cb)
-        if need_both and face_score(face(bgr, quad), self.t.faces[a]) < FACE_MIN:
+            if not short:
+                return None, min(ca, cb)
+            f = face(bgr, quad)
+            a = b = self._suit_by_face(f, a, b, short)
+            if not a:
+                return None, min(ca, cb)
+        if need_both and face_score(face(bgr, quad) if f is None else f, self.t.faces[a]) < FACE_MIN:
             return None, 0.0        # another deck whose index font is like this deck's
         if need_both and not self.t.print.matches(rounding(bgr, quad, (CW, CH)),
                                                   [index_shift(self.t, bgr, q, a,
@@ -403,6 +415,22 @@ class VisualRecognizer:
                                                    for q in corners]):
             return None, 0.0        # another deck with a like face: its corners or its index placed otherwise
         return a or b, max(ca, cb) if (a or b) else 0.0
+
+    def _suit_by_face(self, f, a, b, short):
+        """The card when each index corner read it or read its rank with the suit short of its
+        margin (every such corner the same card first, the same runner-up), and the whole face
+        is that card's by FACE_SUIT more than the runner-up's: Responsive's spade and club
+        indexes correlate 0.95 at the table's scale, its faces' pips and pictures far less
+        (docs/camera.md). Else None."""
+        if (a is not None) + (b is not None) + len(short) != 2 or not short:
+            return None
+        tops = {c for c in (a, b) if c} | {c for c, _ in short}
+        alts = {x for _, x in short}
+        if len(tops) != 1 or len(alts) != 1:
+            return None
+        card, alt = tops.pop(), alts.pop()
+        mine, other = face_score(f, self.t.faces[card]), face_score(f, self.t.faces[alt])
+        return card if mine >= FACE_MIN and mine - other >= FACE_SUIT else None
 
     def read_image(self, bgr, inside=None):
         """[(card, quad)] read in an image; `inside(x, y)` keeps cards whose centre lies in the
