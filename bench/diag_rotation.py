@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.bench_hands import ZONES as DEFAULT_ZONES, framed, noisy  # noqa: E402
+from bench.bench_hands import ZONES as DEFAULT_ZONES, noisy  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera.find import find_cards  # noqa: E402
@@ -56,7 +56,7 @@ def classify(rec, img, tq, card, width):
 
 
 def run(deck, frames, width, seed, unframed=False):
-    zones = DEFAULT_ZONES if unframed else framed(DEFAULT_ZONES, width)
+    zones = DEFAULT_ZONES if unframed else cm.framed(DEFAULT_ZONES, width)
     rec = VisualRecognizer(cm.reference_templates(deck, seed=seed, width=width))
     rng = np.random.default_rng(11 + seed)
     causes, wrong, recognitions = collections.Counter(), 0, 0
