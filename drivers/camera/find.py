@@ -117,8 +117,11 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 if len(approx) == 4 and cv2.isContourConvex(approx):
                     # the polygon follows a tilted card's trapezoid; on a card turned at an
                     # angle its coarse tolerance can also lay a side across the card (18 pixels
-                    # off, measured): whichever outline the hull fills better
-                    quad = min((approx, quad), key=lambda p: _misfit(np.float32(p).reshape(-1, 2), c, area))
+                    # off, measured: a wedge of 5% of the card or more left out), then the box
+                    # when it fits the hull better
+                    a = np.float32(approx).reshape(-1, 2)
+                    off = _misfit(a, c, area)
+                    quad = approx if off < 0.04 * area or off <= _misfit(quad, c, area) else quad
                 # the score: large (the least eroded outline) and filling its rectangle (not
                 # merged with a shadow or a spur of the table)
                 score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)

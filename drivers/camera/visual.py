@@ -446,8 +446,13 @@ class VisualRecognizer:
                 else:
                     refused += 1
         gray = corner_gray(bgr) if blobs else None
+        centres = [q.mean(axis=0) for q in quads]
         for q in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
             if inside is not None and not inside(*q.mean(axis=0)):
+                continue
+            if any(np.linalg.norm(q.mean(axis=0) - c) < 0.25 * self.t.card_size[0] for c in centres):
+                # a whole card found there: its two corners, face and fingerprint decide (a
+                # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89)
                 continue
             card, _ = self.read_corner(bgr, q, strict=True)
             if not card:
