@@ -25,6 +25,7 @@ FORMAT = 4                        # 3: with the whole face of each card (the dec
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
 STRICT = 0.88                     # a single corner (a covered card) reads only at this score
+NEAR = 0.02                       # and beats the next by at least this, however alike (_clear)
 
 
 def face(bgr, quad):
@@ -333,6 +334,25 @@ def index_shift(t, bgr, quad, card, gray=None):
     return max(abs(v) for v in r + u) / MATCH
 
 
+def _likeness(m, shape):
+    """How alike each two learned templates (columns of `m`, of `shape`) are: the best
+    correlation of one with the other over the reader's shifts (symmetric)."""
+    out = np.stack([_best_over_shifts(np.pad(m[:, i].reshape(shape), S, mode="edge"), shape, m)
+                    for i in range(m.shape[1])])
+    return np.maximum(out, out.T)
+
+
+def _clear(v1, v2, margin, like=None):
+    """The best match beats the next by `margin`; or, for a corner that reads alone (`like`: how
+    alike the two templates are), by at least half the way from the next's template to its own
+    and NEAR: a Responsive spade and club score 0.95 against each other at 125 pixels, so a
+    spade read 0.994 beats the club's 0.948 by less than 0.05 though it is 0.9 of the way there
+    (docs/camera.md: no wrong candidate of a located corner scored above 0.81)."""
+    if v1 - v2 >= margin:
+        return True
+    return like is not None and v1 - v2 >= NEAR and (v1 - v2) / max(1 - float(like), 1e-3) >= 0.5
+
+
 class VisualRecognizer:
     """Reads cards: each index corner is compared with the 52 learned indexes (those of the ink's
     colour), rank part and suit part each; a corner reads as a card only if both parts score at
@@ -348,9 +368,11 @@ class VisualRecognizer:
         self._by_colour = {}
         for colour, suits in (("red", "hd"), ("black", "sc")):
             i = [k for k, c in enumerate(templates.cards) if c[1] in suits]
-            self._by_colour[colour] = ([templates.cards[k] for k in i],
-                                       np.ascontiguousarray(templates.rank_m[:, i]),
-                                       np.ascontiguousarray(templates.suit_m[:, i]))
+            rank_m = np.ascontiguousarray(templates.rank_m[:, i])
+            suit_m = np.ascontiguousarray(templates.suit_m[:, i])
+            self._by_colour[colour] = ([templates.cards[k] for k in i], rank_m, suit_m,
+                                       _likeness(rank_m, templates.part_shapes[0]),
+                                       _likeness(suit_m, templates.part_shapes[1]))
         self.threshold = threshold
         self.margin = margin
 
@@ -366,22 +388,23 @@ class VisualRecognizer:
         gray = _match_gray(patch)
         if keep is not None:        # the compared patch, for the fingerprint's index_shift
             keep[np.float32(quad).tobytes()] = gray
-        cards, rank_m, suit_m = self._by_colour[colour]
+        cards, rank_m, suit_m, rank_like, suit_like = self._by_colour[colour]
         s = self.t.cut + S
         top, bottom = gray[:s + S], gray[s - S:]
         rs = _best_over_shifts(top, self.t.part_shapes[0], rank_m)
         ss = _best_over_shifts(bottom, self.t.part_shapes[1], suit_m)
         rank, suit = {}, {}
-        for c, r, u in zip(cards, rs.tolist(), ss.tolist()):
-            rank[c[0]] = max(rank.get(c[0], -1), r)
-            suit[c[1]] = max(suit.get(c[1], -1), u)
-        (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
-        (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
+        for i, (c, r, u) in enumerate(zip(cards, rs.tolist(), ss.tolist())):
+            rank[c[0]] = max(rank.get(c[0], (-1, 0)), (r, i))
+            suit[c[1]] = max(suit.get(c[1], (-1, 0)), (u, i))
+        ((r1, a1), k1), ((r2, a2), _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
+        ((s1, b1), j1), ((s2, b2), _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
         conf = min(r1, s1)
         threshold, margin = self.threshold, self.margin
-        if strict:      # a corner located on its two edges: a higher score, the same margin
+        if strict:      # a corner located on its two edges: a higher score
             threshold = max(threshold, STRICT)
-        if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
+        if conf < threshold or not (_clear(r1, r2, margin, rank_like[a1, a2] if strict else None)
+                                    and _clear(s1, s2, margin, suit_like[b1, b2] if strict else None)):
             return None, conf
         return k1 + j1, conf
 
