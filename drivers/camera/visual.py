@@ -26,6 +26,8 @@ FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at thi
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
 STRICT = 0.88                     # a single corner (a covered card) reads only at this score
 NEAR = 0.02                       # and beats the next by at least this, however alike (_clear)
+LAID = 0.95                       # a corner laid from the hand's outline, its own edges not found:
+                                  # a glyph a few pixels off once read 0.92 as another rank
 
 
 def face(bgr, quad):
@@ -204,7 +206,11 @@ def _scores(img, shape, m):
     box = lambda t: (t[h:, w:] - t[:-h, w:] - t[h:, :-w] + t[:-h, :-w]).ravel()  # noqa: E731
     s, sq = box(s), box(sq)
     spread = np.sqrt(np.maximum(sq - s * s / (h * w), 0)).astype(np.float32)
-    return (win @ m) / np.maximum(spread, 1e-6)[:, None]
+    # a window with no ink (its spread under 2% of the paper per pixel: a flat or clipped area)
+    # scores 0: divided by a spread near 0, the product's rounding scored up to 7.6 and a corner
+    # laid on a bare margin once "read" a ten of spades
+    spread[spread < 0.02 * np.sqrt(h * w)] = np.inf
+    return (win @ m) / spread[:, None]
 
 
 class Templates:
@@ -441,10 +447,12 @@ class VisualRecognizer:
                 else:
                     refused += 1
         seen = {c for c, _ in out}
-        for q in hand_corners(bgr, blobs, quads, self.t.card_size):
+        for q, located in hand_corners(bgr, blobs, quads, self.t.card_size):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
-            card, _ = self.read_corner(bgr, q, strict=True)
+            card, conf = self.read_corner(bgr, q, strict=True)
+            if card and not located and conf < LAID:
+                continue
             if card and card not in seen:
                 seen.add(card)
                 out.append((card, q))
