@@ -24,7 +24,7 @@ from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera import visual as V  # noqa: E402
 from drivers.camera.find import find_cards, find_corners, whiteness  # noqa: E402
-from drivers.camera.hands import both_corners, refine_corner  # noqa: E402
+from drivers.camera.hands import both_corners, fit_outline_corner, refine_corner  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 
 
@@ -62,20 +62,24 @@ def classify(rec, bgr, card, tq, blobs, quads, gray):
     hyps = []
     for eps in (0.012, 0.006):
         for b in inblob:
-            for q in find_corners(b, rec.t.card_size, quads, dedupe=False, eps=eps):
+            for q in find_corners(b, rec.t.card_size, quads, dedupe=False, eps=eps,
+                                  fit=fit_outline_corner(gray, rec.t.card_size)):
                 hyps += [v for v in both_corners(q) if np.linalg.norm(v[0] - tc) < 0.15 * w]
     if not hyps:
         return "no_hyp"
     refined = [r for r in (refine_corner(gray, v, rec.t.card_size) for v in hyps) if r is not None]
-    if not refined:
-        return "edges"
+    if not refined:         # the corner as laid from the fitted outline corner (read at LAID)
+        got, conf = rec.read_corner(bgr, hyps[0], strict=True)
+        return "dup/other" if got == card and conf >= V.LAID else "edges"
     best = min(refined, key=lambda r: np.linalg.norm(r[0] - tc))
     if np.linalg.norm(best[0] - tc) > 2.5:
         return "off"
     k, got, conf, marg = corner_detail(rec, bgr, best)
+    if rec.read_corner(bgr, best, strict=True)[0] == card:
+        return "dup/other"          # the reader's own rule (the margin against the likeness)
     if k == "ok" and got != card:
         return "WRONGREAD"
-    return k if k != "ok" else "dup/other"
+    return k
 
 
 def main():
