@@ -182,12 +182,13 @@ def _refine_in(bgr, quad):
     return refine(g, quad - off) + off
 
 
-def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012):
+def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012, fit=None):
     """Index-corner hypotheses in a blob of overlapping cards: at each convex corner of about 90
     degrees, a card of the measured size is laid in each of the ways that corner can belong to
     it. Returns 4x2 quads (tl tr br bl) whose tl or br is that corner; those coinciding with a
     whole card already found are left out. Reading decides which hypotheses hold: a corner
-    with no clear index is refused, never guessed."""
+    with no clear index is refused, never guessed. `fit(p, a, la, b, lb)`: the corner and its
+    two sides' directions moved onto the image's edges (hands.fit_outline_corner), or None."""
     w, h = card_size
     poly = cv2.approxPolyDP(blob, eps * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
     if cv2.contourArea(poly, oriented=True) < 0:
@@ -205,6 +206,8 @@ def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012):
             continue
         if abs(float(a @ b)) > math.cos(math.radians(70)):
             continue
+        if fit is not None:
+            p, a, b = fit(p, a, la, b, lb) or (p, a, b)
         # p is the tl of a card whose top edge runs along a and left edge along b, or its br
         # (the card turned half round: the same picture); or tr / bl, whose index corners lie
         # one card width / height away along the edges.

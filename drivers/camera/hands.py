@@ -26,27 +26,31 @@ def corner_gray(bgr):
 
 def hand_corners(bgr, blobs, quads, card_size, gray=None):
     """Index-corner hypotheses in blobs of overlapping cards, each moved onto the two edges
-    that meet there (refine_corner) and given once: [quad whose tl is the index corner].
-    `gray`: corner_gray(bgr) when the caller has it."""
+    that meet there (refine_corner) and given once: [(quad whose tl is the index corner, located)];
+    `located` False: laid from the hand's outline, its own edges not found. `gray`:
+    corner_gray(bgr) when the caller has it."""
     w = card_size[0]
     if not blobs:
         return []
     gray = corner_gray(bgr) if gray is None else gray
+    fit = fit_outline_corner(gray, card_size)
     tried, found = np.zeros((0, 2, 2), np.float32), np.zeros((0, 2, 2), np.float32)
     out = []
     # the same hand is a blob at several thresholds: each corner once; its outline simplified
     # twice (a short step of the outline's staircase is cut off by the coarser one)
     for blob, eps in ((b, e) for e in (0.012, 0.006) for b in blobs):
-        for q in find_corners(blob, card_size, quads, dedupe=False, eps=eps):
+        for q in find_corners(blob, card_size, quads, dedupe=False, eps=eps, fit=fit):
             for v in both_corners(q):
                 if len(tried) and np.abs(tried - v[:2]).max(axis=(1, 2)).min() < 0.05 * w:
                     continue
                 tried = np.concatenate([tried, v[None, :2]])
-                r = refine_corner(gray, v, card_size)
-                if r is not None and (not len(found)
-                                      or np.abs(found - r[:2]).max(axis=(1, 2)).min() > 0.04 * w):
-                    found = np.concatenate([found, r[None, :2]])
-                    out.append(r)
+                # on its own edges; and as laid from the fitted outline corner, for a covered
+                # card whose edges over the card below do not show (its index decides)
+                for r, located in ((refine_corner(gray, v, card_size), True), (v, False)):
+                    if r is not None and (not len(found)
+                                          or np.abs(found - r[:2]).max(axis=(1, 2)).min() > 0.04 * w):
+                        found = np.concatenate([found, r[None, :2]])
+                        out.append((r, located))
     return out
 
 
@@ -68,37 +72,51 @@ def refine_corner(gray, quad, card_size):
     for a, b, ts in ((q[0], q[1], _TOP_TS), (q[3], q[0], _LEFT_TS)):
         d = (b - a) / max(float(_norm(b - a)), 1e-6)
         n = np.float32([d[1], -d[0]])                       # outward (clockwise, y down)
-        base = a[None] + ts[:, None] * (b - a)[None]
-        pts = base[:, None] + offs[None, :, None] * n[None, None]
-        prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
-                         borderMode=cv2.BORDER_REPLICATE)
-        drop = prof[:, :-1] - prof[:, 1:]
-        k = np.argmax(drop, axis=1)
-        strong = drop[np.arange(len(k)), k] > 4
-        sel = (base + ((offs[k] + offs[k + 1]) / 2)[:, None] * n[None])[strong]
-        if len(sel) < 6:
+        line = _edge(g, a[None] + ts[:, None] * (b - a)[None], n, d, offs)
+        if line is None:
             return None
-        for _ in range(2):
-            vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
-            res = np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx)
-            keep = res < max(1.5, _median(res) * 2)      # np.median's answer, 10x cheaper
-            if keep.sum() < 6:
-                return None
-            sel = sel[keep]
-        if float(res[keep].max()) > 3:
-            return None                                     # not one straight edge
-        v = np.float32([vx, vy])
-        lines.append((np.float32([px, py]), v if v @ d > 0 else -v))
+        lines.append(line)
+    tl = _cross(lines)
+    if tl is None or _norm(tl - q[0]) > 2 * r:
+        return None
+    right, down = lines[0][1], -lines[1][1]                 # along the top side, down the left
+    return np.float32([tl, tl + w * right, tl + w * right + h * down, tl + h * down])
+
+
+def _edge(g, base, n, d, offs, need=6):
+    """A straight edge near the points `base`: along the outward normal `n`, the steepest fall
+    from the card's white outward at each; a line fitted twice (the second time without the
+    places a glyph or a shadow pulled off). (point, direction along `d`) or None."""
+    pts = base[:, None] + offs[None, :, None] * n[None, None]
+    prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
+                     borderMode=cv2.BORDER_REPLICATE)
+    drop = prof[:, :-1] - prof[:, 1:]
+    k = np.argmax(drop, axis=1)
+    strong = drop[np.arange(len(k)), k] > 4
+    sel = (base + ((offs[k] + offs[k + 1]) / 2)[:, None] * n[None])[strong]
+    if len(sel) < need:
+        return None
+    for _ in range(2):
+        vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
+        res = np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx)
+        keep = res < max(1.5, _median(res) * 2)      # np.median's answer, 10x cheaper
+        if keep.sum() < need:
+            return None
+        sel = sel[keep]
+    if float(res[keep].max()) > 3:
+        return None                                         # not one straight edge
+    v = np.float32([vx, vy])
+    return np.float32([px, py]), v if v @ d > 0 else -v
+
+
+def _cross(lines):
+    """Where two near-square lines [(point, direction)] cross; None when not near square."""
     (p1, d1), (p2, d2) = lines
     den = d1[0] * d2[1] - d1[1] * d2[0]
-    if abs(den) < 0.9:                                      # the two edges not near square
+    if abs(den) < 0.9:
         return None
     t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
-    tl = p1 + t * d1
-    if _norm(tl - q[0]) > 2 * r:
-        return None
-    right, down = d1, -d2                                   # along the top side, down the left
-    return np.float32([tl, tl + w * right, tl + w * right + h * down, tl + h * down])
+    return p1 + t * d1
 
 
 def whole_card(gray, quad, card_size):
@@ -118,3 +136,28 @@ def whole_card(gray, quad, card_size):
     if not (0.9 < w / card_size[0] < 1.1 and 0.9 < h / card_size[1] < 1.1):
         return None
     return np.float32([tl, tl + w * right, br, tl + h * down])
+
+
+def fit_outline_corner(gray, card_size):
+    """find_corners' `fit`: a convex corner of a hand's outline and its two sides moved onto the
+    image's edges. Both sides there lie on the table (a strong edge), but a step of the hand's
+    staircase is short (0.22-0.3 of a card) and the polygon's side a pixel or two off: laid one
+    card width away from it, a covered card's index corner was 5-12 pixels off and turned, and
+    its own edges over the card below (no shadow on one side or both) could not correct it."""
+    r = max(4.0, 0.08 * card_size[0])
+    offs = np.arange(-r, r + 0.01, 0.5, dtype=np.float32)
+
+    def fit(p, a, la, b, lb):
+        lines = []
+        # along a (clockwise) the outward normal is (a.y, -a.x); going back along b, (-b.y, b.x)
+        for d, ln, n in ((a, la, np.float32([a[1], -a[0]])), (b, lb, np.float32([-b[1], b[0]]))):
+            ts = np.linspace(min(0.1 * ln, 0.06 * card_size[0]) + 3, 0.85 * ln, 12, dtype=np.float32)
+            line = _edge(gray, p[None] + ts[:, None] * d[None], n, d, offs)
+            if line is None:
+                return None
+            lines.append(line)
+        c = _cross(lines)
+        if c is None or np.linalg.norm(c - p) > r:
+            return None
+        return c, lines[0][1], lines[1][1]
+    return fit

@@ -29,6 +29,9 @@ TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}      # the other suit of the sam
 INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
 _FACE_KERNEL = np.ones((13, 13), np.uint8)
 FACE_SUIT = 0.05                  # a suit the index leaves open is the face's when it beats the other by this
+NEAR = 0.02                       # and beats the next by at least this, however alike (_clear)
+LAID = 0.95                       # a corner laid from the hand's outline, its own edges not found:
+                                  # a glyph a few pixels off once read 0.92 as another rank
 
 
 def face(bgr, quad):
@@ -223,7 +226,11 @@ def _windows(img, shape):
     box = lambda t: (t[h:, w:] - t[:-h, w:] - t[h:, :-w] + t[:-h, :-w]).ravel()  # noqa: E731
     s, sq = box(s), box(sq)
     spread = np.sqrt(np.maximum(sq - s * s / (h * w), 0)).astype(np.float32)
-    return win, np.maximum(spread, 1e-6)[:, None]
+    # a window with no ink (its spread under 2% of the paper per pixel: a flat or clipped area)
+    # scores 0: divided by a spread near 0, the product's rounding scored up to 7.6 and a corner
+    # laid on a bare margin once "read" a ten of spades
+    spread[spread < 0.02 * np.sqrt(h * w)] = np.inf
+    return win, spread[:, None]
 
 
 class Templates:
@@ -385,6 +392,25 @@ def _groups(keys):
     return names, np.array(order), np.array(starts)
 
 
+def _likeness(m, shape):
+    """How alike each two learned templates (columns of `m`, of `shape`) are: the best
+    correlation of one with the other over the reader's shifts (symmetric)."""
+    out = np.stack([_best_over_shifts(np.pad(m[:, i].reshape(shape), S, mode="edge"), shape, m)
+                    for i in range(m.shape[1])])
+    return np.maximum(out, out.T)
+
+
+def _clear(v1, v2, margin, like=None):
+    """The best match beats the next by `margin`; or, for a corner that reads alone (`like`: how
+    alike the two templates are), by at least half the way from the next's template to its own
+    and NEAR: a Responsive spade and club score 0.95 against each other at 125 pixels, so a
+    spade read 0.994 beats the club's 0.948 by less than 0.05 though it is 0.9 of the way there
+    (docs/camera.md: no wrong candidate of a located corner scored above 0.81)."""
+    if v1 - v2 >= margin:
+        return True
+    return like is not None and v1 - v2 >= NEAR and (v1 - v2) / max(1 - float(like), 1e-3) >= 0.5
+
+
 class VisualRecognizer:
     """Reads cards: each index corner is compared with the 52 learned indexes (those of the ink's
     colour), rank part and suit part each; a corner reads as a card only if both parts score at
@@ -400,13 +426,15 @@ class VisualRecognizer:
         self._by_colour = {}
         for colour, suits in (("red", "hd"), ("black", "sc")):
             i = [k for k, c in enumerate(templates.cards) if c[1] in suits]
-            self._by_colour[colour] = ([templates.cards[k] for k in i],
-                                       np.ascontiguousarray(templates.rank_m[:, i]),
-                                       np.ascontiguousarray(templates.suit_m[:, i]))
+            rank_m = np.ascontiguousarray(templates.rank_m[:, i])
+            suit_m = np.ascontiguousarray(templates.suit_m[:, i])
+            self._by_colour[colour] = ([templates.cards[k] for k in i], rank_m, suit_m,
+                                       _likeness(rank_m, templates.part_shapes[0]),
+                                       _likeness(suit_m, templates.part_shapes[1]))
         # per colour, the cards grouped by rank and by suit: each rank's and suit's best score
         # in one reduction (a dict filled card by card was a sixth of read_corner)
         self._groups = {colour: tuple(_groups([c[j] for c in cards]) for j in (0, 1))
-                        for colour, (cards, _, _) in self._by_colour.items()}
+                        for colour, (cards, *_) in self._by_colour.items()}
         self.threshold = threshold
         self.margin = margin
 
@@ -422,7 +450,7 @@ class VisualRecognizer:
         if colour is None:
             return None, 0.0
         gray = _match_gray(patch)
-        cards, rank_m, suit_m = self._by_colour[colour]
+        cards, rank_m, suit_m, rank_like, suit_like = self._by_colour[colour]
         s = self.t.cut + S
         top, bottom = gray[:s + S], gray[s - S:]
         rsc = _scores(top, self.t.part_shapes[0], rank_m)
@@ -434,11 +462,11 @@ class VisualRecognizer:
         (ranks, rp, rat), (suits, sp, sat) = self._groups[colour]
         rank = zip(np.maximum.reduceat(rs[rp], rat).tolist(), ranks)     # (best score, rank)
         suit = zip(np.maximum.reduceat(ss[sp], sat).tolist(), suits)
-        (r1, k1), (r2, _) = sorted(rank, reverse=True)[:2]
+        (r1, k1), (r2, k2) = sorted(rank, reverse=True)[:2]
         (s1, j1), (s2, j2) = sorted(suit, reverse=True)[:2]
         conf = min(r1, s1)
         threshold, margin = self.threshold, self.margin
-        if strict:      # a corner located on its two edges: a higher score, the same margin
+        if strict:      # a corner located on its two edges: a higher score
             threshold = max(threshold, STRICT)
         # the colour only narrows the comparison: no suit of the other colour may match the
         # shape better. "black" is the absence of red, so in a grey frame (saturation turned
@@ -446,7 +474,14 @@ class VisualRecognizer:
         # spades and clubs alone it read as a spade. (Not by the margin: a spade and a heart are
         # alike at this size, and a margin over both colours refused half the good reads.)
         other = self._by_colour["black" if colour == "red" else "red"][2]
-        if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
+        like_r = like_s = None
+        if strict and conf >= threshold and (r1 - r2 < margin or s1 - s2 < margin):
+            # how alike the two best templates are (_clear), by their cards' places
+            best = lambda sc, key, j: max((float(sc[i]), i) for i, c in enumerate(cards)   # noqa: E731
+                                          if c[j] == key)[1]
+            like_r = rank_like[best(rs, k1, 0), best(rs, k2, 0)]
+            like_s = suit_like[best(ss, j1, 1), best(ss, j2, 1)]
+        if conf < threshold or not (_clear(r1, r2, margin, like_r) and _clear(s1, s2, margin, like_s)):
             if short is not None and conf >= threshold and r1 - r2 >= margin and s1 > s2 \
                     and float(_product(windows, other).max()) < s1:
                 short.append((k1 + j1, k1 + j2))
@@ -512,15 +547,17 @@ class VisualRecognizer:
                     refused += 1
         gray = corner_gray(bgr) if blobs else None
         centres = [q.mean(axis=0) for q in quads]
-        for q in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
+        for q, located in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
             if any(np.linalg.norm(q.mean(axis=0) - c) < 0.25 * self.t.card_size[0] for c in centres):
                 # a whole card found there: its two corners, face and fingerprint decide (a
                 # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89)
                 continue
-            card, _ = self.read_corner(bgr, q, strict=True)
-            if not card:
+            card, conf = self.read_corner(bgr, q, strict=True)
+            if card and not located and conf < LAID:
+                continue
+            if not card and located:
                 # in a blob of cards turned so that they touch, most are whole: both corners
                 whole = whole_card(gray, q, self.t.card_size)
                 if whole is not None:
