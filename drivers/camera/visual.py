@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .deckprint import DeckPrint, rounding
+from .deckprint import SMALL, DeckPrint, rounding
 from .find import card_size_of, find_cards
 from .hands import both_corners, hand_corners
 
@@ -24,6 +24,10 @@ FORMAT = 4                        # 3: with the whole face of each card (the dec
                                   # fingerprint (deckprint.py)
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
+# at the table's scale (a card under deckprint.SMALL pixels wide) the face is blurred to its
+# pips' outlines: cardsJS cards passing the fingerprint scored 0.66-0.73 against the table
+# camera's Kennard templates, that deck's own cards 0.77 and more (docs/camera.md)
+FACE_MIN_SMALL = 0.75
 STRICT = 0.88                     # a single corner (a covered card) reads only at this score
 TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}      # the other suit of the same colour
 INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
@@ -420,14 +424,21 @@ class VisualRecognizer:
             return None, 0.0
         if need_both and not (a and b):
             return None, min(ca, cb)
-        if need_both and face_score(face(bgr, quad), self.t.faces[a]) < FACE_MIN:
-            return None, 0.0        # another deck whose index font is like this deck's
-        if need_both and not self.t.print.matches(rounding(bgr, quad, (CW, CH)),
-                                                  [index_shift(self.t, bgr, q, a,
-                                                               grays.get(np.float32(q).tobytes()))
-                                                   for q in corners]):
-            return None, 0.0        # another deck with a like face: its corners or its index placed otherwise
+        if need_both and not self.of_deck(bgr, quad, a, corners, grays):
+            return None, 0.0
         return a or b, max(ca, cb) if (a or b) else 0.0
+
+    def of_deck(self, bgr, quad, card, corners, grays=None):
+        """Whether the whole card at `quad`, read as `card` at its index corners `corners`, is of
+        this deck: its face (another deck whose index font is like this deck's) and its
+        fingerprint (a like face, its corners or its index placed otherwise)."""
+        if face_score(face(bgr, quad), self.t.faces[card]) < (
+                FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL):
+            return False
+        grays = grays or {}
+        return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
+                                    [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
+                                     for q in corners])
 
     def read_image(self, bgr, inside=None):
         """[(card, quad)] read in an image; `inside(x, y)` keeps cards whose centre lies in the
@@ -442,11 +453,17 @@ class VisualRecognizer:
                     out.append((card, q))
                 else:
                     refused += 1
-        seen = {c for c, _ in out}
+        seen, w = {c for c, _ in out}, self.t.card_size[0]
         for q in hand_corners(bgr, blobs, quads, self.t.card_size):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
             card, _ = self.read_corner(bgr, q, strict=True)
+            # a corner of a card found whole (refused there: its other corner unread, or not of
+            # this deck) is read alone only if the whole card passes the deck check: at the
+            # table's scale another deck's whole cards came through here (issue 17: 118 of 120)
+            whole = [k for k in quads if np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) < 0.3 * w]
+            if card and whole and not self.of_deck(bgr, whole[0], card, [q]):
+                continue
             if card and card not in seen:
                 seen.add(card)
                 out.append((card, q))
