@@ -458,13 +458,13 @@ class VisualRecognizer:
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
             card, _ = self.read_corner(bgr, q, strict=True)
+            if not card or card in seen:
+                continue
             # a corner of a card found whole (refused there: its other corner unread, or not of
             # this deck) is read alone only if the whole card passes the deck check: at the
             # table's scale another deck's whole cards came through here (issue 17: 118 of 120)
             whole = [k for k in quads if np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) < 0.3 * w]
-            if card and whole and not self.of_deck(bgr, whole[0], card, [q]):
-                continue
-            if card and card not in seen:
+            if not whole or self.of_deck(bgr, whole[0], card, [q]):
                 seen.add(card)
                 out.append((card, q))
         self.refused = refused
