@@ -171,6 +171,8 @@ def table_main(argv):
     ap.add_argument("--camera", action="store_true", help="--tables: run the virtual cameras too")
     ap.add_argument("--studio-faults", help='--tables: a JSON list of studio faults, e.g. '
                     '[{"fault": "uplink_cut", "at": 10, "table": 2, "seconds": 60}]')
+    ap.add_argument("--debug-dir", help="--tables: keep the studio's directory here, with "
+                    "evidence of the central tier and the consumers (docs/scale.md)")
     ap.add_argument("--console-port", type=int, default=0,
                     help="the table console's port (0: a free one); its URL is printed at start")
     ap.add_argument("--pit-boss", choices=["sim", "console"], default="sim",
@@ -178,7 +180,8 @@ def table_main(argv):
                          "console's pit-boss page")
     a = ap.parse_args(argv)
     # an option the chosen mode does not use is an error, not silently dropped
-    studio_only = {"--camera": a.camera, "--studio-faults": a.studio_faults}
+    studio_only = {"--camera": a.camera, "--studio-faults": a.studio_faults,
+                   "--debug-dir": a.debug_dir}
     table_only = {"--faults": a.scenario, "--broker": a.broker, "--shoe": a.shoe,
                   "--console-port": a.console_port, "--pit-boss": a.pit_boss != "sim",
                   "--level": a.level != "hard"}
@@ -259,37 +262,47 @@ def table_main(argv):
 
 def studio_main(a):
     """table-sim --tables N [--rounds R] [--studio-faults FILE|JSON] [--report FILE]"""
+    import os
     import json
     import signal
     from .sim.studio import PROFILES, Studio
     try:
         text = a.studio_faults or "[]"
+        if text.lstrip().startswith("{"):
+            # inline JSON, not a file name: one fault still goes in a list
+            raise ValueError("--studio-faults: a JSON list of faults, got one object: "
+                             "write it as [{...}]")
         if not text.lstrip().startswith("["):
             with open(text) as f:
                 text = f.read()
-        faults = json.loads(text)
+        try:
+            faults = json.loads(text)
+        except ValueError as e:
+            raise ValueError(f"--studio-faults: not JSON: {e}") from None
         if not isinstance(faults, list):
             raise ValueError("--studio-faults: a JSON list of faults")
         studio = Studio(a.tables, a.rounds if a.rounds is not None else 5, faults,
                         profiles=[a.profile] if a.profile else PROFILES,
-                        seed=a.seed if a.seed is not None else 1, speed=a.speed, camera=a.camera)
+                        seed=a.seed if a.seed is not None else 1, speed=a.speed, camera=a.camera,
+                        debug_dir=os.path.abspath(a.debug_dir) if a.debug_dir else None)
     except (OSError, ValueError) as e:
         print(f"table-sim: {e}", file=sys.stderr)
         return 2
 
     def stop(*_):
+        studio.halt()       # every table's thread ends at its next step, the report waits not
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, stop)
-    report, stuck = None, False
+    report = None
     try:
         studio.start()
         print(f"table-sim: studio in {studio.dir}", file=sys.stderr, flush=True)
         studio.play()
     except KeyboardInterrupt:
-        pass
+        studio.errors.append("interrupted")
     except (OSError, TimeoutError, RuntimeError, ValueError) as e:
         print(f"table-sim: {e}", file=sys.stderr)
-        stuck = True
+        studio.errors.append(str(e))
     finally:
         try:
             report = studio.report() if studio.tables else None
@@ -299,8 +312,12 @@ def studio_main(a):
     if a.report:
         with open(a.report, "w") as f:
             f.write(text + "\n")
-    print(text)
-    return 0 if report and report["ok"] and not stuck else 1
+    try:
+        print(text, flush=True)
+    except OSError:         # stdout closed by its reader: the report file (if any) has it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    # the exit code says what the report says (ok is false after any error above)
+    return 0 if report and report["ok"] else 1
 
 
 if __name__ == "__main__":

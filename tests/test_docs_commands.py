@@ -27,6 +27,7 @@ NOT_RUN = {
     ".venv/bin/table-sim --profile punto_banco --rounds 10000": "the soak run, about 50 minutes",
     ".venv/bin/python bench/crash_test.py": "the crash test, about 15 minutes",
     ".venv/bin/python bench/studio_bench.py": "the studio benchmark, 10 minutes",
+    ".venv/bin/python bench/tier_restart.py": "the whole tier restarted again and again: minutes",
     ".venv/bin/table-sim --tables": "a studio with 60 s outages: minutes (tests/test_studio.py runs a short one)",
     "sudo ./scripts/install --bridge": "an installed table (root)",
     ".venv/bin/python bench/powercut_test.py": "the power-cut test, minutes (gcc, an LD_PRELOAD shim)",

@@ -289,3 +289,144 @@ def test_a_central_node_whose_port_was_taken_starts_again_on_new_ports(tmp_path)
     finally:
         c.stop()
         squatter.close()
+
+
+def test_studio_faults_given_as_one_inline_object_are_refused():
+    """An inline JSON object is not a file name: a clear error, not "No such file"."""
+    r = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "--tables", "2",
+                        "--studio-faults", '{"fault": "central_down", "at": 1, "seconds": 5}'],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "--studio-faults: a JSON list of faults, got one object: write it as [{...}]" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "--tables", "2",
+                        "--studio-faults", '[{"fault": '], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--studio-faults: not JSON" in r.stderr, r.stderr
+
+
+def _bare_studio(tmp_path):
+    """A studio not started: its ledger on a closed port (no broker needed)."""
+    from dealer_station.sim.broker import free_port
+    from dealer_station.sim.ledger import Ledger
+    from dealer_station.sim.studio import Studio
+    from dealer_station.sim.tls import make_ca
+    s = Studio(2, 1, [{"fault": "uplink_cut", "at": 1, "table": 1, "seconds": 30}],
+               workdir=str(tmp_path))
+    s.tls = make_ca(str(tmp_path / "tls"))
+    s.ledger = Ledger({"nodes": [("127.0.0.1", free_port())], "ca": s.tls["ca"],
+                       "username": "u", "password": "p"})
+    return s
+
+
+def test_a_studio_run_with_an_error_is_not_ok_in_its_report(tmp_path):
+    """A node that did not take a session again, a stalled table, an interruption: the report's
+    ok is false and says why, so that it agrees with table-sim's exit code."""
+    s = _bare_studio(tmp_path)
+    try:
+        assert s.report(in_flight_s=0)["ok"] is True        # nothing ran, nothing wrong
+        s.errors.append("central node n2 did not take an MQTT session in 60 s")
+        r = s.report(in_flight_s=0)
+        assert r["ok"] is False and r["errors"] == ["central node n2 did not take an MQTT session in 60 s"]
+    finally:
+        s.close()
+
+
+def test_table_sim_exit_code_follows_the_report(monkeypatch, capsys):
+    from dealer_station import sim_cli
+    from dealer_station.sim import studio
+
+    class Stalled:
+        def __init__(self, *a, **k):
+            self.errors, self.tables, self.dir = [], ["t1"], "/nowhere"
+
+        def start(self):
+            pass
+
+        def play(self):
+            raise TimeoutError("t1: nothing from the table for 180 s")
+
+        def report(self):
+            return {"ok": not self.errors, "errors": self.errors}
+
+        def close(self):
+            pass
+    monkeypatch.setattr(studio, "Studio", Stalled)
+    import signal
+    monkeypatch.setattr(signal, "signal", lambda *a: None)    # pytest's own SIGTERM stays
+    assert sim_cli.main(["--tables", "1"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"ok": False, "errors": ["t1: nothing from the table for 180 s"]}
+
+
+def test_fault_times_count_from_the_studio_start_as_its_log_does(tmp_path):
+    import time
+    s = _bare_studio(tmp_path)
+    from dealer_station.sim.uplink import Uplink
+    s.uplinks = [Uplink([1, 2, 3]), Uplink([1, 2, 3])]
+    try:
+        s.born = time.monotonic() - 50          # the studio started 50 s ago, play 10 s ago
+        s.t0 = time.monotonic() - 10
+        s.later = []
+        s._fault(s.faults[0])
+        assert 49.9 <= s.injected[0]["started_s"] <= 52, s.injected
+    finally:
+        s.close()
+
+
+@needs
+def test_sigterm_stops_a_studio_promptly_even_with_its_stdout_closed(tmp_path):
+    """SIGTERM to `table-sim --tables` whose reader went away: every table's thread ends at its
+    next step, the report waits for nothing in flight, says `interrupted` and the exit code 1."""
+    import signal
+    report = tmp_path / "report.json"
+    p = subprocess.Popen([sys.executable, "-m", "dealer_station.sim_cli", "--tables", "1",
+                          "--rounds", "1000", "--report", str(report)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in p.stderr:          # printed once the studio plays
+            if line.startswith("table-sim: studio in"):
+                break
+        p.stdout.close()               # the reader is gone
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=40) == 1, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    r = json.loads(report.read_text())
+    assert r["ok"] is False and r["errors"] == ["interrupted"]
+
+
+def test_a_betting_system_renews_its_session_when_a_command_stays_unanswered_after_an_outage(
+        tmp_path, monkeypatch):
+    """A command pending across a whole-tier outage had its 5th send while disconnected: the
+    renewal must still come once it has waited RENEW_SENDS sends' time while connected again (the
+    wait starting at the reconnection), not never."""
+    import time
+
+    from controller import get_profile
+    from dealer_station.sim import bettor, central_client
+    from dealer_station.sim.broker import free_port
+    from dealer_station.sim.tls import make_ca
+    central = {"nodes": [("127.0.0.1", free_port())], "ca": make_ca(str(tmp_path / "tls"))["ca"],
+               "username": "u", "password": "p"}
+    bs = bettor.BettingSystem(None, None, "t1", get_profile("punto_banco"), central=central)
+    bs.stop.set()                          # its own ticking thread: the test ticks by hand
+    renewals, up = [], [False]
+    monkeypatch.setattr(bs.c, "is_connected", lambda: up[0])
+    # as the real one: refused while not connected (and at most one a minute: one here)
+    monkeypatch.setattr(central_client, "renew",
+                        lambda c: c.is_connected() and not renewals and (renewals.append(c) or True))
+    try:
+        t0 = time.monotonic()
+        bs.command({"type": "betting_closed"})
+        for s in range(0, 60, 2):          # the tier down 60 s: 30 sends, no renewal possible
+            bs.tick(t0 + s + 0.1)
+        assert renewals == [] and bs.counts["commands_sent_again"] >= 25
+        up[0] = True                       # back: the wait starts now
+        bs.tick(t0 + 61)
+        bs.tick(t0 + 61 + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S - 1)
+        assert renewals == []
+        bs.tick(t0 + 61 + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S + 0.1)
+        assert renewals == [bs.c] and bs.counts["session_renewals"] == 1
+    finally:
+        bs.close()

@@ -58,9 +58,10 @@ GAP_S = 0.5               # a gap in the events not filled this long: `resend` f
 GAP_MAX_S = 8.0           # asked again after twice as long each time while it stays open, one
                           # resend at a time: each republishes everything from the gap on, and
                           # re-asking faster than a slow uplink carries them queues copies of copies
-RENEW_SENDS = 5           # on the central tier: a command sent this many times unanswered while
-                          # connected renews the session (central_client.renew: a session the
-                          # tier restored broken delivers nothing, for good)
+RENEW_SENDS = 5           # on the central tier: a command unanswered this many sends' time
+                          # (10 s) while connected renews the session (central_client.renew: a
+                          # session the tier restored broken delivers nothing, for good); the wait
+                          # starts again at each reconnection, and renew() allows one a minute
 QUIET_S = 5.0             # on the central tier: a table silent this long is asked `resend` from
                           # last + 1 (a lost tail is no gap: nothing after it shows it missing)
 
@@ -95,7 +96,8 @@ class BettingSystem:
         self.up = None
         self.table_cards = {}     # baccarat: player / banker -> cards of the round under way
         self.lock = threading.Lock()
-        self.pending = {}         # command id -> [command, deadline, sends]
+        self.pending = {}         # command id -> [command, deadline, sends, first sent at]
+        self.connected_since = None     # the central tier: since when connected (None: not)
         self.gap_since = None
         self.lose = Counter()     # faults: "command", "reply", "event" -> how many to lose
         self.subscribed = threading.Event()
@@ -202,11 +204,20 @@ class BettingSystem:
     def tick(self, now):
         """Send again each command past its deadline (same id); ask for a gap that stays open."""
         again, stuck = [], False
+        if self.quiet_probe and not self.c.is_connected():
+            self.connected_since = None     # no answer can come: the wait starts again later
+        elif self.connected_since is None:
+            self.connected_since = now
         with self.lock:
             for cid, p in list(self.pending.items()):
+                # unanswered this long while connected (not merely sent 5 times: a command
+                # pending across a long outage had its 5th send while disconnected, and the
+                # session the tier restored for it was then never renewed)
+                if (self.connected_since is not None
+                        and now - max(p[3], self.connected_since) >= RENEW_SENDS * REPLY_TIMEOUT_S):
+                    stuck = True
                 if now < p[1]:
                     continue
-                stuck = stuck or p[2] == RENEW_SENDS
                 if p[2] >= self.max_sends:
                     del self.pending[cid]
                     self.protocol_errors.append(f"no reply to {p[0]} after {self.max_sends} sends")
@@ -260,7 +271,8 @@ class BettingSystem:
         cmd = dict(cmd)
         cmd.setdefault("id", uuid.uuid4().hex[:12])
         with self.lock:
-            self.pending[cmd["id"]] = [cmd, time.monotonic() + REPLY_TIMEOUT_S, 1]
+            now = time.monotonic()
+            self.pending[cmd["id"]] = [cmd, now + REPLY_TIMEOUT_S, 1, now]
             if self.lose["command"]:
                 self.lose["command"] -= 1
                 self.counts["commands_lost"] += 1

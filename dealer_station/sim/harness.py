@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 
@@ -99,6 +100,7 @@ class Harness:
         self.progress_every = progress_every    # --plain: a progress line every N s (0: none)
         self.progress = None
         self.wheel_times = wheel_times
+        self.halt = threading.Event()   # set: play() returns at once (the run is being stopped)
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -300,7 +302,10 @@ class Harness:
 
     def say(self, text):
         if self.plain:
-            print(text, file=self.out, flush=True)
+            try:
+                print(text, file=self.out, flush=True)
+            except (OSError, ValueError):
+                pass        # whoever read our output is gone (a closed pipe): play on quietly
         else:
             self.view_lines = (self.view_lines + [text])[-6:]
 
@@ -520,6 +525,8 @@ class Harness:
         deadline = time.monotonic() + (timeout or 10 ** 9)
         heard = time.monotonic()
         while self.rounds == 0 or self.resulted + self.voided < self.rounds:
+            if self.halt.is_set():
+                return
             now = time.monotonic()
             if now > deadline:
                 raise self.stuck(f"not done after {timeout:g} s")
@@ -605,7 +612,10 @@ class Harness:
             pass
         return burst
 
-    def report(self):
+    def report(self, in_flight_s=None):
+        """in_flight_s: how long to wait for the last messages in flight (0: a run stopped)."""
+        if in_flight_s is not None:
+            return build_report(self, in_flight_s=in_flight_s)
         if self.central:
             # on the central tier a lost last event shows only to the betting system's quiet
             # probe (bettor.QUIET_S): the report waits for it

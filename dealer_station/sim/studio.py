@@ -64,15 +64,19 @@ def parse_faults(faults, tables, nodes=3):
 class Studio:
     def __init__(self, tables, rounds, faults=(), profiles=PROFILES, seed=1, speed=1.0,
                  camera=False, workdir=None, out=sys.stdout, queue_messages=500_000,
-                 queue_bytes=256 * 2 ** 20):
+                 queue_bytes=256 * 2 ** 20, debug_dir=None):
+        """debug_dir: the studio's directory, kept, with its evidence (evidence.py) and the
+        edges' full logs: what a failing run leaves to look into."""
         if not 1 <= tables <= 200:
             raise ValueError(f"tables: 1-200, got {tables}")
         self.n, self.rounds, self.seed, self.speed, self.camera = tables, rounds, seed, speed, camera
         self.faults = parse_faults(list(faults), tables)
         self.profiles = list(profiles)
         self.out = out
-        self.own_dir = workdir is None
-        self.dir = workdir or scratch_dir("studio")
+        self.debug_dir = debug_dir
+        self.own_dir = workdir is None and debug_dir is None
+        self.dir = workdir or debug_dir or scratch_dir("studio")
+        self.evidence = None
         self.queue = (queue_messages, queue_bytes)
         self.ids = [f"t{i + 1}" for i in range(tables)]
         self.passwords = {t: f"pw-{t}-{os.urandom(6).hex()}" for t in self.ids}
@@ -82,10 +86,22 @@ class Studio:
         self.injected, self.windows = [], []      # faults done; (start, end) of each outage
         self.queue_depth = {}                     # table -> [(time, messages stored)]
         self.errors = []
+        self.halted = False
+        self.threads = []
         self.born = time.monotonic()
 
     def say(self, text):
-        print(f"studio: {time.monotonic() - self.born:6.1f} s  {text}", file=self.out, flush=True)
+        try:
+            print(f"studio: {time.monotonic() - self.born:6.1f} s  {text}", file=self.out, flush=True)
+        except (OSError, ValueError):
+            pass            # our reader is gone (a closed pipe): the run goes on, or stops, quietly
+
+    def halt(self):
+        """Stop at once (SIGTERM): every table's play() returns at its next step, the report
+        waits for nothing in flight."""
+        self.halted = True
+        for h in self.tables:
+            h.halt.set()
 
     def _central(self, first=0):
         user, pw = self.consumer
@@ -114,8 +130,10 @@ class Studio:
         from dealer_station.bridge import bridge_conf
         from dealer_station.config import ConfigError, check_config
         d = os.path.join(self.dir, self.ids[i])
+        # with a debug directory every line (the bridge's SUBSCRIBE/SUBACK, each PUBLISH)
+        levels = ("all",) if self.debug_dir else ("error", "warning", "notice")
         edge = Broker(d, extra=f"sys_interval 1\nlog_dest file {d}/mosquitto.log\n"
-                      "log_type error\nlog_type warning\nlog_type notice\n")
+                      + "".join(f"log_type {x}\n" for x in levels))
         profile = self.profiles[i % len(self.profiles)]
         shoe = 'protocol = "none"'
         data = tomllib.loads(f'[table]\nid = "{self.ids[i]}"\nprofile = "{profile}"\n[shoe]\n{shoe}\n'
@@ -133,6 +151,9 @@ class Studio:
         self.central = CentralCluster(self.dir, self.tls, self.passwords, consumer=self.consumer)
         self.central.start()
         self.say(f"central tier: 3 nats-server nodes, MQTT over TLS on {self.central.mqtt_ports}")
+        if self.debug_dir:
+            from .evidence import Evidence
+            self.evidence = Evidence(self, self.debug_dir)
         self.ledger = Ledger(self._central(), verify=True)   # every studio table signs
         if not self.ledger.subscribed.wait(60):
             raise TimeoutError("the ledger was not subscribed to the central tier in 60 s")
@@ -155,6 +176,8 @@ class Studio:
         for i, edge in enumerate(self.edges):
             self._watch_queue(self.ids[i], edge.port)
         self.say(f"{self.n} tables up: {', '.join(f'{h.table} {h.profile.name}' for h in self.tables)}")
+        if self.evidence:
+            self.evidence.start_periodic()
 
     def _watch_queue(self, table, port):
         """The edge's stored message count ($SYS, every second): its queue for the bridge."""
@@ -191,13 +214,16 @@ class Studio:
                 done[h.table] = None
             except Exception as e:
                 done[h.table] = e
+                if self.evidence:
+                    self.evidence.snapshot(f"stalled-{h.table}")
         threads = [threading.Thread(target=run, args=(h,), name=f"play-{h.table}") for h in self.tables]
+        self.threads = threads
         for th in threads:
             th.start()
         pending = list(self.faults)
         self.later = []           # (when, step): the second half of a fault, in this thread
         self.waiting = []         # threads waiting for the central tier to take sessions again
-        while len(done) < len(self.tables):
+        while len(done) < len(self.tables) and not self.halted:
             while pending and self._due(pending[0]):
                 self._fault(pending.pop(0))
             now = time.monotonic()
@@ -225,7 +251,8 @@ class Studio:
         thread that ends would be killed with it)."""
         name, s = f["fault"], f["seconds"]
         start = time.monotonic()
-        record = {**f, "started_s": round(start - self.t0, 1)}
+        # seconds since the studio started, the base of its log lines ("studio:  12.3 s ...")
+        record = {**f, "started_s": round(start - self.born, 1)}
         self.injected.append(record)
 
         def ended(text):
@@ -262,9 +289,15 @@ class Studio:
                 self.say("central tier started again")
 
                 def ready():
-                    for i in range(self.central.n):
-                        self.central.wait_ready(i)
+                    try:
+                        for i in range(self.central.n):
+                            self.central.wait_ready(i)
+                    except TimeoutError as e:      # the report says it: not ok
+                        self.errors.append(str(e))
+                        self.say(f"central tier not back: {e}")
                     ended("central tier back (every node takes sessions)")
+                    if self.evidence:
+                        self.evidence.snapshot("tier-back")
                 th = threading.Thread(target=ready, name="central-ready", daemon=True)
                 th.start()
                 self.waiting.append(th)
@@ -288,10 +321,14 @@ class Studio:
         return [(seq, json.loads(body)) for seq, body in rows]
 
     def report(self, in_flight_s=30.0):
+        if self.halted:
+            in_flight_s = 0.0
         self.say("report: the last events in flight")
-        per_table = {h.table: h.report() for h in self.tables}
+        per_table = {h.table: h.report(0.0 if self.halted else None) for h in self.tables}
         journals = {h.table: self._journal(h) for h in self.tables}
-        self.ledger.wait_for({t: (j[-1][0] if j else 0) for t, j in journals.items()}, in_flight_s)
+        if (not self.ledger.wait_for({t: (j[-1][0] if j else 0) for t, j in journals.items()},
+                                     in_flight_s) and self.evidence):
+            self.evidence.snapshot("ledger-timeout")
         led = self.ledger
         tables = {}
         for h in self.tables:
@@ -333,7 +370,7 @@ class Studio:
         ok = all(v["ledger_matches_journal"] and v["ledger_in_order"] and v["balances_match"]
                  and not v["protocol_errors"] and not v["bettor_messages_lost"]
                  and not v["signature_errors"] and not v["ledger_signature_errors"]
-                 for v in tables.values())
+                 for v in tables.values()) and not self.errors
         return {"tables": self.n, "rounds_per_table": self.rounds, "speed": self.speed,
                 "run_s": round(getattr(self, "t1", time.monotonic()) - getattr(self, "t0", 0), 1),
                 "faults": self.injected, "outages": outages,
@@ -348,7 +385,10 @@ class Studio:
                                "p50": _ms(percentile(lat, 50)), "p99": _ms(percentile(lat, 99)),
                                "p50_outside_faults": _ms(percentile(quiet, 50)),
                                "p99_outside_faults": _ms(percentile(quiet, 99))}},
-                "per_table": tables, "ok": ok}
+                "per_table": tables,
+                # what stopped or broke the run itself (a stalled table, a node that did not
+                # take sessions again, an interruption): any of them and the run is not ok
+                "errors": list(self.errors), "ok": ok}
 
     def _depth(self, table, start, end):
         """The most messages the edge held for its bridge between start and end: its stored
@@ -365,6 +405,12 @@ class Studio:
         return any(start <= mono <= end + 10 for _, start, end in self.windows)
 
     def close(self):
+        if self.evidence:
+            self.evidence.close()
+        for h in self.tables:       # their play threads first: nothing left waiting on a table
+            h.halt.set()
+        for th in self.threads:
+            th.join(timeout=10)
         for h in self.tables:
             h.close()
         for e in self.edges:

@@ -11,6 +11,8 @@ layout pass the reader and the face check. Two measures, both cheap on a card al
 
 Tolerances come from the spread over the reference photos, with floors measured on held-out
 photos (docs/camera.md)."""
+import math
+
 import cv2
 import numpy as np
 
@@ -23,12 +25,14 @@ ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread
 # font of another design (Kennard's against the Vectorized Playing Cards') 4.5 and more
 SHIFT_TOL = (3.0, 4.0)
 SMALL = 200                  # pixels: a card narrower than this is at the table camera's scale
+_TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corner k to tl
 
 
 def _crossings(rows, mid):
     """Per row, where it first rises above `mid` (subpixel, in canonical pixels from the side's
-    nominal line); nan where it never does (or already does at the patch's edge)."""
-    above = rows > mid
+    nominal line); nan where it never does (or already does at the patch's edge). `mid`: one
+    level, or one per row."""
+    above = rows > (mid[:, None] if np.ndim(mid) else mid)
     i = np.argmax(above, axis=1)
     n = np.arange(len(rows))
     ok = above[n, i] & (i > 0)
@@ -48,6 +52,16 @@ def _median(a):
     return float(v[n // 2]) if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
+def _medians(a):
+    """_median along the last axis, for every row at once (the same arithmetic: the sorted
+    values' middle two, nan left out, averaged in float64)."""
+    s = np.sort(a, axis=-1)                         # nan sort last
+    cnt = np.count_nonzero(~np.isnan(s), axis=-1)
+    lo = np.take_along_axis(s, np.maximum(cnt - 1, 0)[..., None] // 2, -1)[..., 0].astype(np.float64)
+    hi = np.take_along_axis(s, (cnt // 2)[..., None], -1)[..., 0].astype(np.float64)
+    return np.where(cnt > 0, (lo + hi) / 2, np.nan)
+
+
 def _percentile(a, q):
     """np.percentile's linear answer from a partition at the two ranks around it (4x faster)."""
     f = a.ravel()
@@ -59,45 +73,73 @@ def _percentile(a, q):
     return lo + (hi - lo) * (pos - k)
 
 
+def _row_percentiles(a, q):
+    """_percentile of each row of `a`, from one partition of them all (the same arithmetic)."""
+    pos = q / 100 * (a.shape[1] - 1)
+    k = int(pos)
+    k1 = min(k + 1, a.shape[1] - 1)
+    part = np.partition(a, [k, k1], axis=1)
+    lo, hi = part[:, k].astype(np.float64), part[:, k1].astype(np.float64)
+    return lo + (hi - lo) * (pos - k)
+
+
 def corner_rounding(gray):
     """The rounding of one corner patch (tl corner of the card at (P, P)): the outline's distance
     from the left side, 1-3 pixels below the top side, less the left side's own distance further
     down (and the same with the sides swapped). nan when no outline shows (paper like table)."""
-    paper = _percentile(gray[P + 2:, P + 2:], 90)
-    table = _percentile(np.concatenate([gray[:P - 3].ravel(), gray[:, :P - 3].ravel()]), 50)
-    if paper - table < 12:
-        return np.nan
-    mid = (paper + table) / 2
-    left = _crossings(gray[P:], mid)            # per row y = 0..: the left side's x
-    top = _crossings(gray[:, P:].T, mid)        # per column x = 0..: the top side's y
-    out = []
-    for a, b in ((left, top), (top, left)):
-        side, other = _median(a[10:20]), _median(b[10:20])
-        if np.isnan(side) or np.isnan(other):
+    return _corner_roundings(gray[None])[0]
+
+
+def _corner_roundings(grays):
+    """corner_rounding of each of n patches (n x (L+2P) x (L+2P)): the array work done once for
+    all four corners of a card (per corner, numpy's call overhead was most of its cost)."""
+    n = len(grays)
+    paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
+    table = _row_percentiles(np.concatenate([grays[:, :P - 3].reshape(n, -1),
+                                             grays[:, :, :P - 3].reshape(n, -1)], axis=1), 50)
+    # compared with the float32 rows in float32, as a Python float mid was
+    mid = np.float32((paper + table) / 2)
+    rows = np.concatenate([grays[:, P:], grays[:, :, P:].transpose(0, 2, 1)])   # left, then top
+    cross = _crossings(rows.reshape(-1, rows.shape[2]),
+                       np.repeat(np.concatenate([mid, mid]), rows.shape[1]))
+    cross = cross.reshape(2, n, -1)
+    mid_side = _medians(cross[:, :, 10:20]).tolist()    # each side's place, all at once
+    res = []
+    for c in range(n):
+        if paper[c] - table[c] < 12:
+            res.append(np.nan)
             continue
-        start = int(np.ceil(max(other, 0)))
-        near = _median(a[start + 1:start + 4])
-        if not np.isnan(near):
-            out.append(near - side)
-    return float(np.mean(out)) if out else np.nan
+        left = cross[0, c]                      # per row y = 0..: the left side's x
+        top = cross[1, c]                       # per column x = 0..: the top side's y
+        out = []
+        for a, b, side, other in ((left, top, mid_side[0][c], mid_side[1][c]),
+                                  (top, left, mid_side[1][c], mid_side[0][c])):
+            if math.isnan(side) or math.isnan(other):
+                continue
+            start = int(np.ceil(max(other, 0)))
+            near = _median(a[start + 1:start + 4])
+            if not math.isnan(near):
+                out.append(near - side)
+        res.append(sum(out) / len(out) if out else np.nan)      # np.mean's answer
+    return res
 
 
 def rounding(bgr, quad, canon):
     """The card's corner rounding, in canonical pixels: the median of its four corners (a glare
     or a covered corner spoils one)."""
     cw, ch = canon
-    vals = []
+    patches = []
     for k in range(4):
-        q = np.roll(np.float32(quad), -k, axis=0)
+        q = np.float32(quad)[_TURNED[k]]          # np.roll(quad, -k, axis=0)
         # the corner turned to tl: a canonical card of (cw, ch) or (ch, cw) for odd k
         w, h = (cw, ch) if k % 2 == 0 else (ch, cw)
         dst = np.float32([[P, P], [w + P, P], [w + P, h + P], [P, h + P]])
         m = cv2.getPerspectiveTransform(q, dst)
-        patch = cv2.warpPerspective(bgr, m, (L + 2 * P, L + 2 * P), flags=cv2.INTER_LINEAR,
-                                    borderMode=cv2.BORDER_REPLICATE)
-        vals.append(corner_rounding(cv2.cvtColor(patch, cv2.COLOR_BGR2GRAY).astype(np.float32)))
-    vals = [v for v in vals if not np.isnan(v)]
-    return float(np.median(vals)) if len(vals) >= 2 else np.nan
+        patches.append(cv2.warpPerspective(bgr, m, (L + 2 * P, L + 2 * P), flags=cv2.INTER_LINEAR,
+                                           borderMode=cv2.BORDER_REPLICATE))
+    grays = cv2.cvtColor(np.concatenate(patches), cv2.COLOR_BGR2GRAY).astype(np.float32)
+    vals = [v for v in _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P)) if not math.isnan(v)]
+    return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
 
 
 class DeckPrint:

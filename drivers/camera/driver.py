@@ -12,6 +12,13 @@ from .tracker import ZoneTracker
 from .video import Capture, open_source
 
 
+def _thumb(entry):
+    """A zone's thumbnail for change detection, from its [crop, thumbnail or None], taken once."""
+    if entry[1] is None:
+        entry[1] = cv2.resize(entry[0], (24, 32), interpolation=cv2.INTER_AREA).astype(np.int16)
+    return entry[1]
+
+
 class Zones:
     """The table's card areas: polygons in frame pixels, from the calibration file."""
 
@@ -104,12 +111,13 @@ class CameraDriver:
         t0 = time.perf_counter()
         todo = []
         for name, crop, inside in self.zones.crops(frame, 8):
-            # a zone that has not changed and whose cards are all reported needs no new read
-            thumb = cv2.resize(crop, (24, 32), interpolation=cv2.INTER_AREA).astype(np.int16)
+            # a zone that has not changed and whose cards are all reported needs no new read; the
+            # thumbnails are compared only then (a zone being confirmed is read whatever it shows,
+            # and the thumbnail was 4% of a frame's time)
             prev = self._last.get(name)
-            self._last[name] = thumb
-            if (prev is not None and np.abs(prev - thumb).mean() < 2.0
-                    and self.tracker.settled(name) and not self.tracker.absent):
+            cur = self._last[name] = [crop.copy(), None]
+            if (prev is not None and self.tracker.settled(name) and not self.tracker.absent
+                    and np.abs(_thumb(prev) - _thumb(cur)).mean() < 2.0):
                 continue
             todo.append((name, crop, inside))
         if self.mode == "visual" and todo:

@@ -15,6 +15,12 @@ import numpy as np
 
 FAST = True
 LEVELS = (18, 36, 60, 90, 125, 160)   # below the brightest pixels: stock under glare, in shadow
+# constants of the per-card array work (np.roll, np.stack and np.linspace were a fifth of it)
+_NEXT = np.array([1, 2, 3, 0])            # each corner's next: np.roll(quad, -1, axis=0)
+_PREV = np.array([3, 0, 1, 2])            # and the one before it
+_ROLLS = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # np.roll(quad, -k, axis=0)
+_TURN = np.float32([1, -1])               # (dy, dx) * _TURN: a direction turned a quarter
+_REFINE_TS = np.linspace(0.1, 0.9, 14, dtype=np.float32)
 
 
 def whiteness(bgr):
@@ -119,7 +125,7 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 # the score: large (the least eroded outline) and filling its rectangle (not
                 # merged with a shadow or a spur of the table)
                 score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
-                found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw))
+                found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw, c))
             elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
                 # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
@@ -129,18 +135,19 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     # the best score first: the least eroded outline (a card with a printed border on a white
     # table: the threshold finds the inside of the border, cut open where the index touches it;
     # the edges find the outside), edges a little behind (they take in the contact shadow)
-    for _, _, q, raw in sorted(found, key=lambda x: x[1]):
+    for _, _, q, raw, hull in sorted(found, key=lambda x: x[1]):
         c = q.mean(axis=0)
         # not again, and not a rectangle printed on a card found already (a court card's frame)
         if all(cv2.pointPolygonTest(p, (float(c[0]), float(c[1])), False) < 0 for p in quads):
             # ordered only here: most outlines are the same card found at another level
             q = _fit_sides(raw.reshape(-1, 2).astype(np.float32), _order(q))
-            if _card_like(q, cv2.convexHull(raw)):
+            if _card_like(q, hull):         # the hull taken above (not twice)
                 quads.append(q)
     # a white area printed on a card, found at a level where the card's outline was not
-    quads = [q for q in quads if not any(
-        cv2.contourArea(p) > cv2.contourArea(q) and cv2.pointPolygonTest(
-            p, tuple(float(v) for v in q.mean(axis=0)), False) >= 0 for p in quads)]
+    areas = [cv2.contourArea(q) for q in quads]      # each once, not once per pair
+    quads = [q for q, a in zip(quads, areas) if not any(
+        pa > a and cv2.pointPolygonTest(p, tuple(float(v) for v in q.mean(axis=0)), False) >= 0
+        for p, pa in zip(quads, areas))]
     if f > 1:     # back to the image's pixels (a reduced pixel's centre)
         quads = [(q + 0.5) * f - 0.5 for q in quads]
         blobs = [np.float32((b + 0.5) * f - 0.5) for b in blobs]
@@ -155,7 +162,8 @@ def _refine_in(bgr, quad):
     h, w = bgr.shape[:2]
     x0, y0 = (max(int(v) - m, 0) for v in quad.min(axis=0))
     x1, y1 = min(int(quad[:, 0].max()) + m + 1, w), min(int(quad[:, 1].max()) + m + 1, h)
-    g = cv2.GaussianBlur(whiteness(bgr[y0:y1, x0:x1]), (3, 3), 0).astype(np.float32)
+    # a contiguous copy first: cv2.split of a strided view was 9x slower than of a copy
+    g = cv2.GaussianBlur(whiteness(np.ascontiguousarray(bgr[y0:y1, x0:x1])), (3, 3), 0).astype(np.float32)
     off = np.float32([x0, y0])
     return refine(g, quad - off) + off
 
@@ -175,7 +183,7 @@ def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012):
     for i in range(n):
         p, prev, nxt = poly[i], poly[i - 1], poly[(i + 1) % n]
         a, b = nxt - p, prev - p   # along the outline clockwise, and back
-        la, lb = np.linalg.norm(a), np.linalg.norm(b)
+        la, lb = _norm(a), _norm(b)
         if la < 0.12 * w or lb < 0.12 * w:
             continue
         a, b = a / la, b / lb
@@ -202,7 +210,7 @@ def _fit_sides(pts, quad):
     """The quad's corners as the crossings of straight lines fitted to the outline's points
     along each side's middle: a card's rounded corners and a rough outline place a polygon's
     vertices a few pixels off, which the index reader cannot afford."""
-    d = np.roll(quad, -1, axis=0) - quad                     # the four sides at once
+    d = quad[_NEXT] - quad                                   # the four sides at once
     n = np.linalg.norm(d, axis=1)
     if n.min() < 4:
         return quad
@@ -218,17 +226,25 @@ def _fit_sides(pts, quad):
         if len(sel) < 5:
             return quad
         vx, vy, x0, y0 = cv2.fitLine(sel, cv2.DIST_HUBER, 0, 0.01, 0.01).ravel()
-        lines.append((np.float32([x0, y0]), np.float32([vx, vy])))
-    out = []
-    for i in range(4):
-        (p1, d1), (p2, d2) = lines[i - 1], lines[i]
-        den = d1[0] * d2[1] - d1[1] * d2[0]
-        if abs(den) < 1e-3:
-            return quad
-        t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
-        out.append(p1 + t * d1)
-    out = np.float32(out)
+        lines.append((vx, vy, x0, y0))
+    out = _meet(lines)
+    if out is None:
+        return quad
     return out if np.abs(out - quad).max() < 0.1 * _short(quad) else quad
+
+
+def _meet(lines):
+    """Where each side's line (vx, vy, x0, y0) meets the one before it: the four corners at once,
+    in float32 as corner by corner before (numpy scalars' overhead); None when two are near
+    parallel."""
+    ln = np.float32(lines)
+    d2, p2 = ln[:, :2], ln[:, 2:]
+    d1, p1 = d2[_PREV], p2[_PREV]
+    den = d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0]
+    if (np.abs(den) < 1e-3).any():
+        return None
+    t = ((p2[:, 0] - p1[:, 0]) * d2[:, 1] - (p2[:, 1] - p1[:, 1]) * d2[:, 0]) / den
+    return p1 + t[:, None] * d1
 
 
 def refine(gray, quad):
@@ -239,10 +255,10 @@ def refine(gray, quad):
     resolution; the index reader needs the corner within a few pixels."""
     r = max(3.0, 0.04 * _short(quad))
     offs = np.arange(-r, r + 0.01, 0.5, dtype=np.float32)
-    ts = np.linspace(0.1, 0.9, 14, dtype=np.float32)
-    a, b = quad, np.roll(quad, -1, axis=0)                      # the four sides at once
+    ts = _REFINE_TS
+    a, b = quad, quad[_NEXT]                                    # the four sides at once
     d = (b - a) / np.maximum(np.linalg.norm(b - a, axis=1, keepdims=True), 1e-6)
-    n = np.stack([d[:, 1], -d[:, 0]], axis=1)                  # outward: clockwise, y down
+    n = d[:, ::-1] * _TURN                                      # outward: clockwise, y down
     base = a[:, None] + ts[None, :, None] * (b - a)[:, None]    # 4 x T x 2
     pts = base[:, :, None] + offs[None, None, :, None] * n[:, None, None]
     pts = pts.reshape(4 * len(ts), len(offs), 2)
@@ -265,16 +281,10 @@ def refine(gray, quad):
             if keep.sum() < 6:
                 return quad
             sel = sel[keep]
-        lines.append((np.float32([x0, y0]), np.float32([vx, vy])))
-    out = []
-    for i in range(4):
-        (p1, d1), (p2, d2) = lines[i - 1], lines[i]
-        den = d1[0] * d2[1] - d1[1] * d2[0]
-        if abs(den) < 1e-3:
-            return quad
-        t = ((p2[0] - p1[0]) * d2[1] - (p2[1] - p1[1]) * d2[0]) / den
-        out.append(p1 + t * d1)
-    out = np.float32(out)
+        lines.append((vx, vy, x0, y0))
+    out = _meet(lines)
+    if out is None:
+        return quad
     return out if np.abs(out - quad).max() < 2 * r + 2 else quad
 
 
@@ -314,10 +324,18 @@ def _order(pts):
     ang = np.arctan2(pts[:, 1] - c[1], pts[:, 0] - c[0])
     pts = pts[np.argsort(ang)]          # clockwise from the top-left quadrant, image coordinates
     start = int(np.argmin(pts.sum(axis=1)))
-    pts = np.roll(pts, -start, axis=0)
-    if np.linalg.norm(pts[0] - pts[1]) > np.linalg.norm(pts[1] - pts[2]):
-        pts = np.roll(pts, -1, axis=0)  # the short side on top: portrait
+    # np.roll and np.linalg.norm's answers by indexing and a dot product: _order runs for every
+    # corner hypothesis of a hand, and their overhead was half its time
+    pts = pts[_ROLLS[start]] if len(pts) == 4 else np.roll(pts, -start, axis=0)
+    if _norm(pts[0] - pts[1]) > _norm(pts[1] - pts[2]):
+        pts = pts[_NEXT] if len(pts) == 4 else np.roll(pts, -1, axis=0)  # the short side on top: portrait
     return np.float32(pts)
+
+
+def _norm(v):
+    """np.linalg.norm of a float vector, its own arithmetic (the square root of v.dot(v))."""
+    v = np.asarray(v)
+    return np.sqrt(v.dot(v)) if v.dtype.kind == "f" else np.linalg.norm(v)
 
 
 def card_size_of(quads):
