@@ -19,6 +19,7 @@ takes commands on standard input, one per line, and answers each with one line:
     quit
 """
 import argparse
+import os
 import sys
 
 from drivers.virtual_shoe import VirtualShoe
@@ -260,6 +261,26 @@ def table_main(argv):
     return 0 if report["messages_lost"] == 0 and report["balances_match"] and not stuck else 1
 
 
+def _check_debug_dir(path):
+    """--debug-dir: an empty or new folder (a used one would resume the last run's journals:
+    a false failure, its evidence mixed with this run's)."""
+    if not path:
+        raise ValueError("--debug-dir: an empty path")
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise ValueError(f"--debug-dir {path}: a file, not a folder")
+        if os.listdir(path):
+            raise ValueError(f"--debug-dir {path}: not empty (a run's evidence is there): "
+                             f"give a new folder")
+    else:
+        try:
+            os.makedirs(path)
+        except OSError as e:
+            raise ValueError(f"--debug-dir {path}: cannot make it: {e.strerror}") from None
+    if not os.access(path, os.W_OK):
+        raise ValueError(f"--debug-dir {path}: cannot write there (permission denied)")
+
+
 def studio_main(a):
     """table-sim --tables N [--rounds R] [--studio-faults FILE|JSON] [--report FILE]"""
     import os
@@ -281,22 +302,30 @@ def studio_main(a):
             raise ValueError(f"--studio-faults: not JSON: {e}") from None
         if not isinstance(faults, list):
             raise ValueError("--studio-faults: a JSON list of faults")
+        if a.debug_dir is not None:
+            _check_debug_dir(a.debug_dir)
         studio = Studio(a.tables, a.rounds if a.rounds is not None else 5, faults,
                         profiles=[a.profile] if a.profile else PROFILES,
                         seed=a.seed if a.seed is not None else 1, speed=a.speed, camera=a.camera,
-                        debug_dir=os.path.abspath(a.debug_dir) if a.debug_dir else None)
+                        debug_dir=os.path.abspath(a.debug_dir) if a.debug_dir is not None else None)
     except (OSError, ValueError) as e:
         print(f"table-sim: {e}", file=sys.stderr)
         return 2
 
+    playing = True
+
     def stop(*_):
         studio.halt()       # every table's thread ends at its next step, the report waits not
-        raise KeyboardInterrupt
+        if playing:         # later (the report, the close) it only hurries them: the report
+            raise KeyboardInterrupt         # already under way is still written
+        studio.errors.append("interrupted")
     signal.signal(signal.SIGTERM, stop)
     report = None
     try:
         studio.start()
-        print(f"table-sim: studio in {studio.dir}", file=sys.stderr, flush=True)
+        print(f"table-sim: studio in {studio.dir}" + (
+            "" if a.debug_dir is not None else " (removed at the end: --debug-dir DIR keeps it)"),
+            file=sys.stderr, flush=True)
         studio.play()
     except KeyboardInterrupt:
         studio.errors.append("interrupted")
@@ -304,6 +333,7 @@ def studio_main(a):
         print(f"table-sim: {e}", file=sys.stderr)
         studio.errors.append(str(e))
     finally:
+        playing = False
         try:
             report = studio.report() if studio.tables else None
         finally:

@@ -357,6 +357,57 @@ def test_table_sim_exit_code_follows_the_report(monkeypatch, capsys):
     assert out == {"ok": False, "errors": ["t1: nothing from the table for 180 s"]}
 
 
+def test_a_sigterm_while_the_report_is_made_still_gives_the_report(monkeypatch, capsys):
+    """A cold trial's SIGTERM in the last seconds (the report waiting for messages in flight)
+    raised out of the report: a traceback, exit 130, no report, the studio's folder left."""
+    from dealer_station import sim_cli
+    from dealer_station.sim import studio
+    import signal
+    handlers = {}
+    monkeypatch.setattr(signal, "signal", lambda sig, fn: handlers.__setitem__(sig, fn))
+
+    class Reporting:
+        def __init__(self, *a, **k):
+            self.errors, self.tables, self.dir, self.closed = [], ["t1"], "/nowhere", False
+
+        def start(self):
+            pass
+
+        def play(self):
+            pass
+
+        def halt(self):
+            pass
+
+        def report(self):
+            handlers[signal.SIGTERM](signal.SIGTERM, None)      # the TERM arrives now
+            return {"ok": not self.errors, "errors": list(self.errors)}
+
+        def close(self):
+            handlers[signal.SIGTERM](signal.SIGTERM, None)      # and again while closing
+    monkeypatch.setattr(studio, "Studio", Reporting)
+    # the report is cut short (it waited for nothing more in flight): not ok, and it says why
+    assert sim_cli.main(["--tables", "1"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"ok": False, "errors": ["interrupted"]}
+
+
+@pytest.mark.parametrize("path, error", [
+    ("", "--debug-dir: an empty path"),
+    ("f", "a file, not a folder"),
+    ("used", "not empty (a run's evidence is there): give a new folder"),
+    ("f/sub", "cannot make it"),
+])
+def test_a_debug_dir_that_cannot_hold_a_new_run_is_refused(path, error, tmp_path):
+    """A used folder would resume its journals (a false failure, two runs' evidence mixed);
+    a file or an empty path were a traceback-like error with `null` on stdout, or ignored."""
+    (tmp_path / "f").write_text("")
+    (tmp_path / "used" / "t1").mkdir(parents=True)
+    r = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "--tables", "2",
+                        "--debug-dir", str(tmp_path / path) if path else ""],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and error in r.stderr and r.stdout == "", (r.stderr, r.stdout)
+
+
 def test_fault_times_count_from_the_studio_start_as_its_log_does(tmp_path):
     import time
     s = _bare_studio(tmp_path)

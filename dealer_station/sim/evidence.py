@@ -126,8 +126,10 @@ def consumers(nodes):
                            "subscribers": subscribed.get(ds, [])}
                     rows.append(row)
                     leader = row["leader"] == name
-                    if ds and leader and (not row["subscribers"] or row["num_pending"]
-                                          or row["num_ack_pending"]):
+                    # $MQTT_rmsgs: the server's own retained-message consumers, read by an
+                    # internal client /connz does not list (never a session's)
+                    if ds and leader and st.get("name") != "$MQTT_rmsgs" and (
+                            not row["subscribers"] or row["num_pending"] or row["num_ack_pending"]):
                         suspect.append(row)
     # the other way round: a session's delivery subject that no consumer delivers to (its
     # consumer did not come back: a persistent session re-binds the subject without checking)

@@ -203,6 +203,19 @@ def table_frame(deck, cards, zones, table, cond, rng, size=(1280, 720), width=12
     return camera(frame, rng, cond), where
 
 
+def framed(zones, width, size=(1280, 720), margin=8):
+    """The zones' centres drawn toward the frame's centre (one scale for the whole layout) just
+    enough that a card at any angle at each lies `margin` pixels inside the frame: a table's
+    camera sees the whole layout with a margin. The largest card a pose draws: 1.05 `width`,
+    1.45 times as high, its centre 5 pixels each way off the zone's."""
+    reach = 1.05 * width * math.hypot(1, 1.45) / 2 + 5 * math.sqrt(2) + margin
+    mid = np.float32(size) / 2
+    cs = {z: np.float32(b).mean(axis=0) for z, b in zones.items()}
+    s = min([1.0] + [float((mid[i] - reach) / abs(c[i] - mid[i])) for c in cs.values() for i in (0, 1)
+                     if abs(c[i] - mid[i]) > mid[i] - reach])
+    return {z: (np.float32(b) - cs[z] + mid + s * (cs[z] - mid)).tolist() for z, b in zones.items()}
+
+
 def reference_templates(deck, seed=0, size=(1280, 720), width=125):
     """Templates as the technician captures them: one photo per card by the table's camera,
     each on a table surface in turn, near the middle, straight; a photo the tool rejects is

@@ -121,7 +121,15 @@ def find_cards(bgr, card_size=None, with_blobs=False):
             aspect = max(rw, rh) / min(rw, rh)
             if area >= 0.9 * rw * rh and 1.22 <= aspect <= 1.75 and _size_ok(area, card_size, mask.shape):
                 approx = cv2.approxPolyDP(c, 0.04 * cv2.arcLength(c, True), True)
-                quad = approx if len(approx) == 4 and cv2.isContourConvex(approx) else cv2.boxPoints(rect)
+                quad = cv2.boxPoints(rect)
+                if len(approx) == 4 and cv2.isContourConvex(approx):
+                    # the polygon follows a tilted card's trapezoid; on a card turned at an
+                    # angle its coarse tolerance can also lay a side across the card (18 pixels
+                    # off, measured: a wedge of 5% of the card or more left out), then the box
+                    # when it fits the hull better
+                    a = np.float32(approx).reshape(-1, 2)
+                    off = _misfit(a, c, area)
+                    quad = approx if off < 0.04 * area or off <= _misfit(quad, c, area) else quad
                 # the score: large (the least eroded outline) and filling its rectangle (not
                 # merged with a shadow or a spur of the table)
                 score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
@@ -153,6 +161,12 @@ def find_cards(bgr, card_size=None, with_blobs=False):
         blobs = [np.float32((b + 0.5) * f - 0.5) for b in blobs]
     quads = [_refine_in(full, q) for q in quads]
     return (quads, blobs) if with_blobs else quads
+
+
+def _misfit(quad, hull, hull_area):
+    """The area between a quad and a convex hull (their symmetric difference)."""
+    inter, _ = cv2.intersectConvexConvex(quad, np.float32(hull).reshape(-1, 2))
+    return cv2.contourArea(quad) + hull_area - 2 * inter
 
 
 def _refine_in(bgr, quad):

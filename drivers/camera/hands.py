@@ -19,13 +19,19 @@ def both_corners(quad):
     return (quad, np.asarray(quad)[_HALF])     # np.roll(quad, 2, axis=0), without its overhead
 
 
-def hand_corners(bgr, blobs, quads, card_size):
+def corner_gray(bgr):
+    """The frame's whiteness, blurred, float32: what refine_corner looks for edges in."""
+    return cv2.GaussianBlur(whiteness(bgr), (3, 3), 0).astype(np.float32)
+
+
+def hand_corners(bgr, blobs, quads, card_size, gray=None):
     """Index-corner hypotheses in blobs of overlapping cards, each moved onto the two edges
-    that meet there (refine_corner) and given once: [quad whose tl is the index corner]."""
+    that meet there (refine_corner) and given once: [quad whose tl is the index corner].
+    `gray`: corner_gray(bgr) when the caller has it."""
     w = card_size[0]
     if not blobs:
         return []
-    gray = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0).astype(np.float32)
+    gray = corner_gray(bgr) if gray is None else gray
     tried, found = np.zeros((0, 2, 2), np.float32), np.zeros((0, 2, 2), np.float32)
     out = []
     # the same hand is a blob at several thresholds: each corner once; its outline simplified
@@ -93,3 +99,22 @@ def refine_corner(gray, quad, card_size):
         return None
     right, down = d1, -d2                                   # along the top side, down the left
     return np.float32([tl, tl + w * right, tl + w * right + h * down, tl + h * down])
+
+
+def whole_card(gray, quad, card_size):
+    """The whole card of a located index corner (the quad's tl) when its opposite corner shows
+    too: that corner located on its own two edges (refine_corner from the quad turned half
+    round), the card's size then measured, not assumed (cards differ by a few percent, and a
+    far corner laid at the median size is too far off to read). A card turned so that it
+    touches another is whole in a merged blob: read at both corners, as any whole card. None
+    when the far corner's edges are not found or the card is not of the measured size."""
+    far = refine_corner(gray, np.roll(quad, 2, axis=0), card_size)
+    if far is None:
+        return None
+    tl, br = quad[0], far[0]
+    right = (quad[1] - tl) / card_size[0]
+    down = (quad[3] - tl) / card_size[1]
+    w, h = float((br - tl) @ right), float((br - tl) @ down)
+    if not (0.9 < w / card_size[0] < 1.1 and 0.9 < h / card_size[1] < 1.1):
+        return None
+    return np.float32([tl, tl + w * right, br, tl + h * down])

@@ -13,7 +13,7 @@ import numpy as np
 from controller.cards import CARDS
 from .deckprint import SMALL, DeckPrint, rounding
 from .find import card_size_of, find_cards
-from .hands import both_corners, hand_corners
+from .hands import both_corners, corner_gray, hand_corners, whole_card
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
 REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
@@ -32,6 +32,7 @@ STRICT = 0.88                     # a single corner (a covered card) reads only 
 TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}      # the other suit of the same colour
 INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
 _FACE_KERNEL = np.ones((13, 13), np.uint8)
+FACE_SUIT = 0.05                  # a suit the index leaves open is the face's when it beats the other by this
 
 
 def face(bgr, quad):
@@ -413,9 +414,11 @@ class VisualRecognizer:
         self.threshold = threshold
         self.margin = margin
 
-    def read_corner(self, bgr, quad, strict=False, keep=None):
+    def read_corner(self, bgr, quad, strict=False, keep=None, short=None):
         """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
-        corner that alone will decide (a covered card): a higher score (STRICT)."""
+        corner that alone will decide (a covered card): a higher score (STRICT). A corner
+        refused only because its suit's margin fell short adds (card, the runner-up suit's
+        card) to the list `short` when one is given (read_quad lets the face decide)."""
         # the colour from the full-size patch (thin strokes shrunk lose their colour), the
         # comparison at half size (fast)
         patch = corner(bgr, quad, self.t.box, SEARCH)
@@ -436,19 +439,22 @@ class VisualRecognizer:
         rank = zip(np.maximum.reduceat(rs[rp], rat).tolist(), ranks)     # (best score, rank)
         suit = zip(np.maximum.reduceat(ss[sp], sat).tolist(), suits)
         (r1, k1), (r2, _) = sorted(rank, reverse=True)[:2]
-        (s1, j1), (s2, _) = sorted(suit, reverse=True)[:2]
+        (s1, j1), (s2, j2) = sorted(suit, reverse=True)[:2]
         conf = min(r1, s1)
         threshold, margin = self.threshold, self.margin
         if strict:      # a corner located on its two edges: a higher score, the same margin
             threshold = max(threshold, STRICT)
-        if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
-            return None, conf
         # the colour only narrows the comparison: no suit of the other colour may match the
         # shape better. "black" is the absence of red, so in a grey frame (saturation turned
         # down, a monochrome or IR mode) or a four-colour deck a diamond is "black", and among
         # spades and clubs alone it read as a spade. (Not by the margin: a spade and a heart are
         # alike at this size, and a margin over both colours refused half the good reads.)
         other = self._by_colour["black" if colour == "red" else "red"][2]
+        if conf < threshold or r1 - r2 < margin or s1 - s2 < margin:
+            if short is not None and conf >= threshold and r1 - r2 >= margin and s1 > s2 \
+                    and float(_product(windows, other).max()) < s1:
+                short.append((k1 + j1, k1 + j2))
+            return None, conf
         if float(_product(windows, other).max()) >= s1:     # the same windows
             return None, conf
         return k1 + j1, conf
@@ -457,27 +463,44 @@ class VisualRecognizer:
         """(card or None, confidence): both index corners must read the same card; with
         `need_both` False (a card partly covered in a hand) one is enough if the other reads
         nothing."""
-        grays, corners = {}, both_corners(quad)
-        (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays) for q in corners)
+        grays, corners, short = {}, both_corners(quad), []
+        (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays,
+                                             short=short if need_both else None) for q in corners)
         if a and b and a != b:
             return None, 0.0
+        f = None
         if need_both and not (a and b):
-            return None, min(ca, cb)
-        if need_both and not self.of_deck(bgr, quad, a, corners, grays):
-            return None, 0.0
+            if not short:
+                return None, min(ca, cb)
+            f = face(bgr, quad)
+            a = b = self._suit_by_face(f, a, b, short)
+            if not a:
+                return None, min(ca, cb)
+        face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
+        if need_both and face_score(face(bgr, quad) if f is None else f, self.t.faces[a]) < face_min:
+            return None, 0.0        # another deck whose index font is like this deck's
+        if need_both and not self.t.print.matches(rounding(bgr, quad, (CW, CH)),
+                                                  [index_shift(self.t, bgr, q, a,
+                                                               grays.get(np.float32(q).tobytes()))
+                                                   for q in corners]):
+            return None, 0.0        # another deck with a like face: its corners or its index placed otherwise
         return a or b, max(ca, cb) if (a or b) else 0.0
 
-    def of_deck(self, bgr, quad, card, corners, grays=None):
-        """Whether the whole card at `quad`, read as `card` at its index corners `corners`, is of
-        this deck: its face (another deck whose index font is like this deck's) and its
-        fingerprint (a like face, its corners or its index placed otherwise)."""
-        if face_score(face(bgr, quad), self.t.faces[card]) < (
-                FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL):
-            return False
-        grays = grays or {}
-        return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
-                                    [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
-                                     for q in corners])
+    def _suit_by_face(self, f, a, b, short):
+        """The card when each index corner read it or read its rank with the suit short of its
+        margin (every such corner the same card first, the same runner-up), and the whole face
+        is that card's by FACE_SUIT more than the runner-up's: Responsive's spade and club
+        indexes correlate 0.95 at the table's scale, its faces' pips and pictures far less
+        (docs/camera.md). Else None."""
+        if (a is not None) + (b is not None) + len(short) != 2 or not short:
+            return None
+        tops = {c for c in (a, b) if c} | {c for c, _ in short}
+        alts = {x for _, x in short}
+        if len(tops) != 1 or len(alts) != 1:
+            return None
+        card, alt = tops.pop(), alts.pop()
+        mine, other = face_score(f, self.t.faces[card]), face_score(f, self.t.faces[alt])
+        return card if mine >= FACE_MIN and mine - other >= FACE_SUIT else None
 
     def read_image(self, bgr, inside=None):
         """[(card, quad)] read in an image; `inside(x, y)` keeps cards whose centre lies in the
@@ -492,19 +515,25 @@ class VisualRecognizer:
                     out.append((card, q))
                 else:
                     refused += 1
-        seen, w = {c for c, _ in out}, self.t.card_size[0]
-        for q in hand_corners(bgr, blobs, quads, self.t.card_size):
+        gray = corner_gray(bgr) if blobs else None
+        centres = [q.mean(axis=0) for q in quads]
+        for q in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
-            card, _ = self.read_corner(bgr, q, strict=True)
-            if not card or card in seen:
+            if any(np.linalg.norm(q.mean(axis=0) - c) < 0.25 * self.t.card_size[0] for c in centres):
+                # a whole card found there: its two corners, face and fingerprint decide (a
+                # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89)
                 continue
-            # a corner of a card found whole (refused there: its other corner unread, or not of
-            # this deck) is read alone only if the whole card passes the deck check: at the
-            # table's scale another deck's whole cards came through here (issue 17: 118 of 120)
-            whole = [k for k in quads if np.linalg.norm(q.mean(axis=0) - k.mean(axis=0)) < 0.3 * w]
-            if not whole or self.of_deck(bgr, whole[0], card, [q]):
-                seen.add(card)
+            card, _ = self.read_corner(bgr, q, strict=True)
+            if not card:
+                # in a blob of cards turned so that they touch, most are whole: both corners
+                whole = whole_card(gray, q, self.t.card_size)
+                if whole is not None:
+                    card, _ = self.read_quad(bgr, whole)
+                    q = whole if card else q
+            # once per card, but a second copy elsewhere (a multi-deck shoe) is a card too
+            if card and not any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0))
+                                < 0.5 * self.t.card_size[0] for c, p in out):
                 out.append((card, q))
         self.refused = refused
         return out

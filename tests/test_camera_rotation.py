@@ -1,0 +1,127 @@
+"""Cards at any angle at the table's scale (issue 17): cards turned so that they touch are one
+blob, yet each is read whole; an outline is never laid across a card; a second copy of a card
+elsewhere in the frame is a card too; a suit the index leaves open is decided by the face, and
+refused when the face does not decide it. Small samples; the issue's figures are
+bench/bench_hands.py (its rotation part) and bench/diag_rotation.py."""
+import math
+
+import numpy as np
+import pytest
+
+from controller.cards import CARDS
+from drivers.camera import camera_model as cm
+from drivers.camera.find import find_cards
+from drivers.camera.hands import corner_gray, refine_corner, whole_card
+from drivers.camera.recognize import VisualRecognizer
+from drivers.camera.synth import default_zones
+
+SIZE = (640, 400)
+ZONES = default_zones()
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return VisualRecognizer(cm.reference_templates("responsive", seed=5, size=SIZE))
+
+
+def _lay(frame, deck, card, centre, angle, width=125):
+    face = cm.load_deck(deck)[card]
+    q = cm.card_quad(centre, width, angle, 0, face.shape[0] / face.shape[1])
+    cm.lay(frame, face, q)
+    return q
+
+
+def _touching(centre, angle, width=125):
+    """The centre of a card at `angle` whose bl corner touches the tr corner of one at `centre`
+    (a plain index corner of neither): as turned neighbours touch at the table."""
+    a = math.radians(angle)
+    right, down = np.float32([math.cos(a), math.sin(a)]), np.float32([-math.sin(a), math.cos(a)])
+    return np.float32(centre) + (width + 1) * right - (1.4 * width + 1) * down
+
+
+def test_the_bench_layout_keeps_a_card_at_any_angle_inside_the_frame():
+    zones = cm.framed(ZONES, 125)
+    reach = 1.05 * 125 * math.hypot(1, 1.45) / 2 + 5 * math.sqrt(2)
+    for poly in zones.values():
+        c = np.float32(poly).mean(axis=0)
+        assert reach < c[0] < 1280 - reach and reach < c[1] < 720 - reach, c
+    # the default layout does not: seats 1 and 7 reach beyond the frame
+    assert min(np.float32(p).mean(axis=0)[0] for p in ZONES.values()) < reach
+
+
+def test_outlines_of_touching_turned_cards_lie_on_the_cards():
+    """svg-cards at any angle, neighbours touching: every outline found has its index corners
+    within 4 pixels of the card's (a coarse polygon laid a side 14-18 pixels across the card
+    for 16 of 200 cards before)."""
+    rng = np.random.default_rng(11)
+    zones = cm.framed(ZONES, 125)
+    found = 0
+    for k in range(3):
+        cards = {z: CARDS[int(rng.integers(52))] for z in zones}
+        img, where = cm.table_frame("svgcards", cards, zones, cm.SURFACES[(k + 3) % 7], "rotation", rng)
+        for q in find_cards(img, (121, 178)):
+            true = min((np.float32(t) for t in where.values()),
+                       key=lambda t: np.linalg.norm(t.mean(axis=0) - q.mean(axis=0)))
+            off = min(max(np.linalg.norm(q[i] - true[0]), np.linalg.norm(q[(i + 2) % 4] - true[2]))
+                      for i in range(4))
+            assert off < 4, (k, off)
+            found += 1
+    assert found >= 10, found
+
+
+def test_a_card_touching_another_is_rebuilt_whole_from_both_index_corners():
+    rng = np.random.default_rng(3)
+    for angle in (20, 75, 140, 250, 330):
+        frame = cm.surface(cm.SURFACES[angle % 7], 900, 700, rng)
+        true = _lay(frame, "cardsjs", "9s", (450, 350), angle, width=128)   # 2% over the size given
+        _lay(frame, "cardsjs", "4h", _touching((450, 350), angle, 128), angle)
+        gray = corner_gray(cm.camera(frame, rng))
+        size = (125, 125 * 335 / 240)
+        a = math.radians(2)
+        rot = np.float32([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+        laid = ((true - true[0]) * 125 / 128) @ rot.T + true[0] + np.float32([2, -2])
+        r = refine_corner(gray, laid, size)
+        assert r is not None, angle
+        w = whole_card(gray, r, size)
+        assert w is not None and np.abs(w - true).max() < 2.5, (angle, w, true)
+        # a corner with no opposite corner at the measured size: nothing
+        assert whole_card(gray, r, (90, 126)) is None
+
+
+def test_cards_turned_so_that_they_touch_are_read_and_a_second_copy_too(rec):
+    """A card alone, a second copy of it with another card touching it (one blob, not
+    card-shaped), all turned any way: each read at its place, nothing else."""
+    rng = np.random.default_rng(8)
+    read = 0
+    for k in range(5):
+        frame = cm.surface(cm.SURFACES[k % 7], 1100, 700, rng)
+        c1, c2 = (CARDS[int(i)] for i in rng.choice(52, 2, replace=False))
+        a = rng.uniform(0, 360)
+        truth = [(c1, _lay(frame, "responsive", c1, (150, 350), rng.uniform(0, 360))),
+                 (c1, _lay(frame, "responsive", c1, (620, 350), a)),
+                 (c2, _lay(frame, "responsive", c2, _touching((620, 350), a), a))]
+        got = rec.read_image(cm.camera(frame, rng))
+        for c, q in got:
+            assert any(c == tc and np.linalg.norm(q.mean(axis=0) - tq.mean(axis=0)) < 25 for tc, tq in truth), (c, k)
+        read += sum(any(c == tc and np.linalg.norm(q.mean(axis=0) - tq.mean(axis=0)) < 25 for c, q in got)
+                    for tc, tq in truth)
+    assert read >= 14, read
+
+
+def test_a_suit_the_index_leaves_open_is_the_faces_and_never_guessed(rec):
+    """Responsive's spade and club indexes correlate 0.95 at this scale: most black cards' suit
+    falls short of the margin at one corner or both. The face decides it; a face that is not
+    the card's refuses."""
+    rng = np.random.default_rng(6)
+    black = [c for c in CARDS if c[1] in "sc"]
+    read = 0
+    for k, card in enumerate(rng.choice(black, 12, replace=False)):
+        frame = cm.surface(cm.SURFACES[k % 7], *SIZE, rng)
+        q = _lay(frame, "responsive", str(card), (320, 200), rng.uniform(0, 360))
+        img = cm.camera(frame, rng)
+        got, _ = rec.read_quad(img, q)
+        assert got in (None, card), (card, got)
+        read += got == card
+        other = card[0] + ("c" if card[1] == "s" else "s")
+        assert rec._suit_by_face(rec.t.faces[other], None, None, [(card, other)] * 2) is None
+    assert read >= 10, read
