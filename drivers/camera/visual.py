@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .deckprint import DeckPrint, rounding
+from .deckprint import SMALL, DeckPrint, rounding
 from .find import card_size_of, find_cards
 from .hands import both_corners, corner_gray, hand_corners, whole_card
 
@@ -24,6 +24,10 @@ FORMAT = 4                        # 3: with the whole face of each card (the dec
                                   # fingerprint (deckprint.py)
 FACE_W, FACE_H = 120, 168         # the whole face, compared as ink edges at this size
 FACE_MIN = 0.62                   # a whole card reads only if its face is this like the learned one
+# at the table's scale (a card under deckprint.SMALL pixels wide) the face is blurred to its
+# pips' outlines: cardsJS cards passing the fingerprint scored 0.66-0.73 against the table
+# camera's Kennard templates, that deck's own cards 0.77 and more (docs/camera.md)
+FACE_MIN_SMALL = 0.75
 STRICT = 0.88                     # a single corner (a covered card) reads only at this score
 TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}      # the other suit of the same colour
 INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
@@ -507,7 +511,8 @@ class VisualRecognizer:
             a = b = self._suit_by_face(f, a, b, short)
             if not a:
                 return None, min(ca, cb)
-        if need_both and face_score(face(bgr, quad) if f is None else f, self.t.faces[a]) < FACE_MIN:
+        face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
+        if need_both and face_score(face(bgr, quad) if f is None else f, self.t.faces[a]) < face_min:
             return None, 0.0        # another deck whose index font is like this deck's
         if need_both and not self.t.print.matches(rounding(bgr, quad, (CW, CH)),
                                                   [index_shift(self.t, bgr, q, a,

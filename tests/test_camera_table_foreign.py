@@ -1,0 +1,49 @@
+"""Another deck's whole cards at the table's scale (cards 125 pixels wide, issue 17): the table
+camera's cardsJS templates refuse Kennard's cards, never read them, while reading their own deck
+in the same scenes. Such cards were read from one index corner as if covered in a hand (no face
+or fingerprint check: five of these scenes), and Kennard's Ad passed the whole-card checks at the
+learned index tolerance (3.6 against 3.8: light_grey, white_balance; at this scale the tolerance
+is now 3.0 and the face must score 0.75). A small sample; the full sweep is bench/bench_camera.py."""
+import numpy as np
+import pytest
+
+from controller.cards import CARDS
+from drivers.camera import camera_model as cm
+from drivers.camera.visual import VisualRecognizer
+
+SIZE = (640, 400)
+ZONES = {"a": [(100, 120), (220, 120), (220, 280), (100, 280)],
+         "b": [(420, 120), (540, 120), (540, 280), (420, 280)]}
+# (table, condition, seed): scenes in which the cardsJS templates read a Kennard card before the
+# fix (seed 1: Qh and Ad); seed 0 lays Kennard's Kc (read as Ks at 1280 x 720 on wood under glare)
+SCENES = [("green_felt", "shadow", 1), ("grey", "glare", 1), ("wood", "noise", 1),
+          ("light_grey", "white_balance", 1), ("white", "glare", 1),
+          ("wood", "glare", 0), ("green_felt", "clean", 0)]
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return VisualRecognizer(cm.reference_templates("cardsjs", seed=5, size=SIZE))
+
+
+def scene(deck, table, cond, seed):
+    rng = np.random.default_rng(seed)
+    cards = {"a": CARDS[int(rng.integers(52))], "b": CARDS[int(rng.integers(52))]}
+    if seed == 0:
+        cards["a"] = "Kc"
+    return cm.table_frame(deck, cards, ZONES, table, cond, rng, size=SIZE)[0], cards
+
+
+def test_another_decks_whole_cards_at_the_table_scale_are_refused(rec):
+    read = {s: [c for c, _ in rec.read_image(scene("kennard", *s)[0])] for s in SCENES}
+    assert {s: r for s, r in read.items() if r} == {}
+
+
+def test_the_decks_own_cards_in_the_same_scenes_are_read(rec):
+    right = wrong = 0
+    for s in SCENES:
+        frame, cards = scene("cardsjs", *s)
+        got = [c for c, _ in rec.read_image(frame)]
+        right += sum(c in cards.values() for c in got)
+        wrong += sum(c not in cards.values() for c in got)
+    assert wrong == 0 and right >= 6         # of 14, one frame each (7 as measured)
