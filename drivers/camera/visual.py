@@ -409,12 +409,13 @@ class VisualRecognizer:
         zone. Whole cards must read at both corners; in a blob of overlapping cards, each corner
         hypothesis reads at one, and one card is reported once however many corners read it."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
-        out, refused = [], 0
+        out, refused, kinds = [], 0, []
         for q in quads:
             if inside is None or inside(*q.mean(axis=0)):
                 card, _ = self.read_quad(bgr, q)
                 if card:
                     out.append((card, q))
+                    kinds.append("whole")
                 else:
                     refused += 1
         seen = {c for c, _ in out}
@@ -425,7 +426,8 @@ class VisualRecognizer:
             if card and card not in seen:
                 seen.add(card)
                 out.append((card, q))
-        self.refused = refused
+                kinds.append("covered")
+        self.refused, self.kinds = refused, kinds     # kinds: per card read, for the benches
         return out
 
     def read(self, card_img):
