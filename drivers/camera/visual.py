@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .deckprint import DeckPrint, rounding
+from .deckprint import CORNER_FACE_MIN, DeckPrint, corner_face_score, rounding
 from .find import card_size_of, find_cards
 from .hands import both_corners, hand_corners
 
@@ -389,44 +389,82 @@ class VisualRecognizer:
         """(card or None, confidence): both index corners must read the same card; with
         `need_both` False (a card partly covered in a hand) one is enough if the other reads
         nothing."""
+        return self._read_quad(bgr, quad, need_both)[:2]
+
+    def _read_quad(self, bgr, quad, need_both=True):
+        """read_quad's answer and whether it refused a card that read at both corners but failed
+        the deck check (another deck: the hand it lies in is refused too)."""
         grays, corners = {}, both_corners(quad)
         (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays) for q in corners)
         if a and b and a != b:
-            return None, 0.0
+            return None, 0.0, False
         if need_both and not (a and b):
-            return None, min(ca, cb)
-        if need_both and face_score(face(bgr, quad), self.t.faces[a]) < FACE_MIN:
-            return None, 0.0        # another deck whose index font is like this deck's
-        if need_both and not self.t.print.matches(rounding(bgr, quad, (CW, CH)),
-                                                  [index_shift(self.t, bgr, q, a,
-                                                               grays.get(np.float32(q).tobytes()))
-                                                   for q in corners]):
-            return None, 0.0        # another deck with a like face: its corners or its index placed otherwise
-        return a or b, max(ca, cb) if (a or b) else 0.0
+            return None, min(ca, cb), False
+        if need_both and not self._of_deck(bgr, quad, a, grays):
+            return None, 0.0, True
+        return a or b, max(ca, cb) if (a or b) else 0.0, False
+
+    def _of_deck(self, bgr, quad, card, grays):
+        """The deck check of a whole card that read `card` at both corners: its face, then its
+        fingerprint."""
+        if face_score(face(bgr, quad), self.t.faces[card]) < FACE_MIN:
+            return False        # another deck whose index font is like this deck's
+        # another deck with a like face: its corners or its index placed otherwise
+        return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
+                                    [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
+                                     for q in both_corners(quad)])
+
+    def _corner_of_deck(self, bgr, quad, card, grays):
+        """The deck check of a covered card, on what shows of it: its index corner's rounding, its
+        index's place against the two located edges, the strips along its top and left sides."""
+        shift = index_shift(self.t, bgr, quad, card, grays.get(np.float32(quad).tobytes()))
+        return (self.t.print.matches_corner(rounding(bgr, quad, (CW, CH), corners=1), shift)
+                and corner_face_score(face(bgr, quad), self.t.faces[card]) >= CORNER_FACE_MIN)
 
     def read_image(self, bgr, inside=None):
         """[(card, quad)] read in an image; `inside(x, y)` keeps cards whose centre lies in the
-        zone. Whole cards must read at both corners; in a blob of overlapping cards, each corner
-        hypothesis reads at one, and one card is reported once however many corners read it."""
+        zone. Whole cards must read at both corners and pass the deck check; in a blob of
+        overlapping cards, each corner hypothesis reads at one, and one card is reported once
+        however many corners read it. A hand is another deck's when a whole card of it (its top
+        card) fails the deck check: none of its cards is read; its covered cards are read only
+        when a whole card of it passed, and each passes the covered card's own deck check."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
-        out, refused, kinds = [], 0, []
+        out, refused, kinds, judged = [], 0, [], []
         for q in quads:
             if inside is None or inside(*q.mean(axis=0)):
-                card, _ = self.read_quad(bgr, q)
+                card, _, foreign = self._read_quad(bgr, q)
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
                 else:
                     refused += 1
+                if card or foreign:
+                    judged.append((q, not foreign))
         seen = {c for c, _ in out}
+        covered = []
         for q in hand_corners(bgr, blobs, quads, self.t.card_size):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
-            card, _ = self.read_corner(bgr, q, strict=True)
-            if card and card not in seen:
+            grays = {}
+            card, _ = self.read_corner(bgr, q, strict=True, keep=grays)
+            if not card or card in seen:
+                continue
+            far, _ = self.read_corner(bgr, both_corners(q)[1], keep=grays)
+            if far == card:         # the whole card shows (a hand's top card): as any whole card
+                ok = self._of_deck(bgr, q, card, grays)
+                judged.append((q, ok))
+                if ok:
+                    covered.append((card, q, "hand-whole"))
+            elif self._corner_of_deck(bgr, q, card, grays):
+                covered.append((card, q, "covered"))
+        hands = [_in_blobs(blobs, q) for q, _ in judged]
+        for card, q, kind in covered:
+            mine = _in_blobs(blobs, q)
+            verdicts = [ok for (_, ok), h in zip(judged, hands) if h & mine]
+            if card not in seen and verdicts and all(verdicts):
                 seen.add(card)
                 out.append((card, q))
-                kinds.append("covered")
+                kinds.append(kind)
         self.refused, self.kinds = refused, kinds     # kinds: per card read, for the benches
         return out
 
@@ -434,3 +472,10 @@ class VisualRecognizer:
         """(card or None, confidence) of an image holding one rectified card (the whole image)."""
         h, w = card_img.shape[:2]
         return self.read_quad(card_img, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
+
+
+def _in_blobs(blobs, quad):
+    """The blobs (indexes) holding the card's index (a covered card's visible part): the same
+    hand is a blob at several thresholds."""
+    x, y = quad[0] + 0.15 * (quad[1] - quad[0]) + 0.12 * (quad[3] - quad[0])
+    return {i for i, b in enumerate(blobs) if cv2.pointPolygonTest(b, (float(x), float(y)), False) >= 0}
