@@ -105,6 +105,8 @@ def test_another_decks_hands_are_refused(rec, other):
         # a hand whose top (whole) card is another deck's is another deck's: nothing read
         img, cards = _hand(rng, k, ["cardsjs", "cardsjs", other])
         assert rec.read_image(img) == [], (k, cards)
-        # the studio deck's top card over another deck's covered cards: the top card alone
+        # the studio deck's top card over another deck's covered cards: only the strips along
+        # a covered card's sides tell them apart, and Responsive's (the same artwork) can pass
         img, cards = _hand(rng, k, [other, other, "cardsjs"])
-        assert {c for c, _ in rec.read_image(img)} <= {cards[2]}, (k, cards)
+        got = {c for c, _ in rec.read_image(img)}
+        assert got <= set(cards) and (other == "responsive" or got <= {cards[2]}), (k, cards, got)

@@ -22,13 +22,10 @@ ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread
 # (the others, and the drawn deck's worst, 2.7-3.9, on a white table: a fainter outline); a like
 # font of another design (Kennard's against the Vectorized Playing Cards') 4.5 and more
 SHIFT_TOL = (3.0, 4.0)
-# A covered card (one index corner, located on its two edges, in a hand; docs/camera.md): its
-# rounding at that corner and its index's place, each within CORNER_TOL times the whole card's
-# tolerance (one corner, not the median of four; a located corner, not a found outline), and
-# its visible strips' face at least CORNER_FACE_MIN like the learned one. The strips: a fifth of
-# the height along the top, a quarter of the width down the left side (hands dealt 0.3 of a
-# width and 0.22 of a height apart, a few degrees turned).
-CORNER_TOL = 1.5
+# A covered card in a hand (docs/camera.md): the face along its top and left sides (a card dealt
+# over it leaves them visible: hands dealt 0.3 of a width and 0.22 of a height apart, a few
+# degrees turned) at least CORNER_FACE_MIN like the learned one's: a fifth of the height along
+# the top, a quarter of the width down the left side.
 CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
 
 
@@ -89,13 +86,12 @@ def corner_rounding(gray):
     return float(np.mean(out)) if out else np.nan
 
 
-def rounding(bgr, quad, canon, corners=4):
+def rounding(bgr, quad, canon):
     """The card's corner rounding, in canonical pixels: the median of its four corners (a glare
-    or a covered corner spoils one); with `corners` 1, the tl corner's alone (a covered card's
-    index corner), nan when its outline does not show."""
+    or a covered corner spoils one)."""
     cw, ch = canon
     vals = []
-    for k in range(corners):
+    for k in range(4):
         q = np.roll(np.float32(quad), -k, axis=0)
         # the corner turned to tl: a canonical card of (cw, ch) or (ch, cw) for odd k
         w, h = (cw, ch) if k % 2 == 0 else (ch, cw)
@@ -104,8 +100,6 @@ def rounding(bgr, quad, canon, corners=4):
         patch = cv2.warpPerspective(bgr, m, (L + 2 * P, L + 2 * P), flags=cv2.INTER_LINEAR,
                                     borderMode=cv2.BORDER_REPLICATE)
         vals.append(corner_rounding(cv2.cvtColor(patch, cv2.COLOR_BGR2GRAY).astype(np.float32)))
-    if corners == 1:
-        return vals[0]
     vals = [v for v in vals if not np.isnan(v)]
     return float(np.median(vals)) if len(vals) >= 2 else np.nan
 
@@ -161,10 +155,3 @@ class DeckPrint:
         if np.isnan(rounding_value) or abs(rounding_value - self.rounding) > self.rounding_tol:
             return False
         return min(shifts) <= self.shift_tol
-
-    def matches_corner(self, rounding_value, shift):
-        """Whether one index corner of a covered card is this deck's: its rounding (nan: the
-        outline does not show there, over the card below) and its index's place."""
-        if not np.isnan(rounding_value) and abs(rounding_value - self.rounding) > CORNER_TOL * self.rounding_tol:
-            return False
-        return shift <= CORNER_TOL * self.shift_tol
