@@ -58,9 +58,15 @@ def _hand_places(width):
     return (250, 640, 1030) if n == 3 else [1280 * (j + 0.5) / n for j in range(n)]
 
 
+def _kinds(rec, counts):
+    for k in rec.kinds:
+        counts[k] = counts.get(k, 0) + 1
+
+
 def hands(rec, deck, n_cards, width, seed=7):
     rng = np.random.default_rng(seed)
     read = total = wrong = reported_wrong = recognitions = 0
+    kinds, reported_any = {}, 0
     k = 0
     while total < n_cards:
         frame = cm.surface(cm.SURFACES[k % len(cm.SURFACES)], 1280, 720, rng)
@@ -77,23 +83,26 @@ def hands(rec, deck, n_cards, width, seed=7):
         for _ in range(5):
             got = rec.read_image(noisy(base, rng))
             recognitions += len(got)
+            _kinds(rec, kinds)
             wrong += sum(_misplaced(c, q, truth, width) for c, q in got)
             for ev, c in tracker.update("table", [c for c, _ in got]):
                 if ev == "seen":
                     reported.add(c)
+                    reported_any += 1
         names = {c for c, _ in truth}
         read += len(reported & names)
         reported_wrong += len(reported - names)
         total += len(truth)
         k += 1
     return {"cards": total, "read": read, "wrong": wrong, "reported_wrong": reported_wrong,
-            "recognitions": recognitions}
+            "recognitions": recognitions, "kinds": kinds, "reported_any": reported_any}
 
 
 def rotation(rec, deck, n_cards, width, seed=11):
     rng = np.random.default_rng(seed)
     zones = cm.framed(ZONES, width)
     read = total = wrong = reported_wrong = recognitions = 0
+    kinds, reported_any = {}, 0
     k = 0
     while total < n_cards:
         cards = {z: CARDS[int(rng.integers(52))] for z in zones}
@@ -105,6 +114,7 @@ def rotation(rec, deck, n_cards, width, seed=11):
         for _ in range(5):
             got = rec.read_image(noisy(base, rng))
             recognitions += len(got)
+            _kinds(rec, kinds)
             wrong += sum(_misplaced(c, q, truth, width) for c, q in got)
             by_zone = {z: [] for z in zones}
             for c, q in got:
@@ -114,6 +124,7 @@ def rotation(rec, deck, n_cards, width, seed=11):
             for z, cs in by_zone.items():
                 for ev, c in tracker.update(z, cs):
                     if ev == "seen":
+                        reported_any += 1
                         if c == cards[z]:
                             reported.add(z)
                         else:
@@ -122,7 +133,46 @@ def rotation(rec, deck, n_cards, width, seed=11):
         total += len(zones)
         k += 1
     return {"cards": total, "read": read, "wrong": wrong, "reported_wrong": reported_wrong,
-            "recognitions": recognitions}
+            "recognitions": recognitions, "kinds": kinds, "reported_any": reported_any}
+
+
+def single(rec, deck, width, seed=13):
+    """Eight separate cards a frame (one per zone), 7 surfaces x clean, rotation, perspective,
+    defocus (224 cards), the first frame only: what another deck's templates read, listed."""
+    listed = []
+    for si, table in enumerate(cm.SURFACES):
+        for ci, cond in enumerate(("clean", "rotation", "perspective", "defocus")):
+            rng = np.random.default_rng(1000 * seed + 10 * si + ci)
+            cards = {z: CARDS[int(rng.integers(52))] for z in ZONES}
+            base, _ = cm.table_frame(deck, cards, ZONES, table, cond, rng, width=width)
+            got = rec.read_image(base)
+            listed += [f"{table}/{cond}: {c} ({k})" for (c, _), k in zip(got, rec.kinds)]
+    return {"cards": 8 * 28, "read": len(listed), "which": listed}
+
+
+def foreign(args):
+    """Every deck's scenes read with every other deck's templates: each recognition is wrong."""
+    decks = args.decks.split(",")
+    pairs = [tuple(p.split(":")) for p in args.pairs.split(",")] if args.pairs else [
+        (a, b) for a in decks for b in decks if a != b]
+    # each deck's templates from the same seed as in the own-deck run (its place in --decks)
+    recs = {d: VisualRecognizer(cm.reference_templates(d, seed=args.seed + i, width=args.width))
+            for i, d in enumerate(decks) if any(d == t for _, t in pairs)}
+    report = {}
+    for scenes, tmpl in pairs:
+        t0 = time.perf_counter()
+        r = {"hands": hands(recs[tmpl], scenes, args.cards, args.width, 7 + args.seed),
+             "rotation": rotation(recs[tmpl], scenes, args.cards, args.width, 11 + args.seed),
+             "single": single(recs[tmpl], scenes, args.width, 13 + args.seed),
+             "seconds": round(time.perf_counter() - t0)}
+        report[f"{scenes} read by {tmpl}"] = r
+        if not args.json:
+            print(f"  {scenes} read by {tmpl}'s templates ({r['seconds']} s): " + "; ".join(
+                f"{k} {r[k]['cards']} cards: {r[k]['recognitions']} recognitions {r[k]['kinds']}, "
+                f"{r[k]['reported_any']} reported" for k in ("hands", "rotation"))
+                + f"; single cards, first frame: {r['single']['read']} of 224 {r['single']['which']}",
+                flush=True)
+    return report
 
 
 def main(argv=None):
@@ -134,11 +184,21 @@ def main(argv=None):
     ap.add_argument("--cpu", type=int, help="the core to run on (the lowest by default)")
     ap.add_argument("--seed", type=int, default=0, help="templates' seed (the scenes' follow it)")
     ap.add_argument("--hands-only", action="store_true", help="hands, not the rotated single cards")
+    ap.add_argument("--foreign", action="store_true",
+                    help="every deck's scenes read with every other deck's templates (all reads wrong)")
+    ap.add_argument("--pairs", help="with --foreign, only these SCENES:TEMPLATES decks (comma separated)")
     ap.add_argument("--json", action="store_true")
     args, _ = ap.parse_known_args(argv)     # ./scripts/bench passes every bench the same options
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0)) if args.cpu is None else args.cpu})
     report = {"card_width_px": args.width, "frame": "1280x720", "decks": {}}
+    if args.foreign:
+        if not args.json:
+            print(f"another deck's templates, 1280 x 720, cards {args.width} px wide, {args.cards} of each")
+        report["foreign"] = foreign(args)
+        if args.json:
+            print(json.dumps(report))
+        return
     if not args.json:
         print(f"hands and rotation, 1280 x 720, cards {args.width} px wide, one core, {args.cards} of each per deck")
     for i, deck in enumerate(args.decks.split(",")):

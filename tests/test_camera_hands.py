@@ -125,3 +125,36 @@ def test_rotated_cards_touching_each_other_are_read(rec):
             assert c in cards and np.linalg.norm(q.mean(axis=0) - truth[cards.index(c)].mean(axis=0)) < 25
         read += len({c for c, _ in got})
     assert read >= 10, read
+
+
+def _hand(rng, k, decks):
+    """A hand of three cards at any angle on the k-th surface, each card of its deck in `decks`
+    (bottom card first): (image, cards)."""
+    frame = cm.surface(cm.SURFACES[k % len(cm.SURFACES)], *SIZE, rng)
+    cards = [CARDS[int(i)] for i in rng.choice(52, 3, replace=False)]
+    angle = rng.uniform(0, 360)
+    for i, (c, deck) in enumerate(zip(cards, decks)):
+        qs = cm.hand(frame.copy(), deck, cards[:i + 1], (320, 200), 125, angle, np.random.default_rng(k))
+        cm.lay(frame, cm.load_deck(deck)[c], qs[i])
+    return cm.camera(frame, rng), cards
+
+
+@pytest.mark.parametrize("other", ["responsive", "kennard"])
+def test_another_decks_hands_are_refused(rec, other):
+    """Hands of another design read with the studio deck's (cardsJS) templates: Responsive shares
+    its artwork, Kennard a like index font. Before a covered card had a deck check these four
+    hands of each kind gave, Responsive / Kennard: 8 / 2 reads of another deck's hand, 7 / 6 of
+    the studio deck's covered cards under another deck's top card, 4 / 0 of another deck's
+    covered cards under the studio deck's top card (each wrong by definition)."""
+    rng = np.random.default_rng(31)
+    for k in range(4):
+        img, cards = _hand(rng, k, [other] * 3)
+        assert rec.read_image(img) == [], (k, cards)
+        # a hand whose top (whole) card is another deck's is another deck's: nothing read
+        img, cards = _hand(rng, k, ["cardsjs", "cardsjs", other])
+        assert rec.read_image(img) == [], (k, cards)
+        # the studio deck's top card over another deck's covered cards: only the strips along
+        # a covered card's sides tell them apart, and Responsive's (the same artwork) can pass
+        img, cards = _hand(rng, k, [other, other, "cardsjs"])
+        got = {c for c, _ in rec.read_image(img)}
+        assert got <= set(cards) and (other == "responsive" or got <= {cards[2]}), (k, cards, got)

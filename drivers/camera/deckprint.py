@@ -26,6 +26,11 @@ ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread
 SHIFT_TOL = (3.0, 4.0)
 SMALL = 200                  # pixels: a card narrower than this is at the table camera's scale
 _TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corner k to tl
+# A covered card in a hand (docs/camera.md): the face along its top and left sides (a card dealt
+# over it leaves them visible: hands dealt 0.3 of a width and 0.22 of a height apart, a few
+# degrees turned) at least CORNER_FACE_MIN like the learned one's: a fifth of the height along
+# the top, a quarter of the width down the left side.
+CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
 
 
 def _crossings(rows, mid):
@@ -140,6 +145,21 @@ def rounding(bgr, quad, canon):
     grays = cv2.cvtColor(np.concatenate(patches), cv2.COLOR_BGR2GRAY).astype(np.float32)
     vals = [v for v in _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P)) if not math.isnan(v)]
     return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
+
+
+def corner_face_score(f, learned, fx=CORNER_FACE[0], fy=CORNER_FACE[1]):
+    """The face check on what a covered card shows (`f`, `learned`: faces as visual.face gives
+    them, the index corner at tl): the correlation over the strips along its top and left
+    sides (a card dealt over it leaves them visible), the card either way round."""
+    h, w = f.shape
+    m = np.zeros((h, w), bool)
+    m[:int(fy * h)], m[:, :int(fx * w)] = True, True
+    a = f[m] - f[m].mean()
+    best = -1.0
+    for lf in (learned, learned[::-1, ::-1]):
+        b = lf[m] - lf[m].mean()
+        best = max(best, float(a @ b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-9))
+    return best
 
 
 class DeckPrint:

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .deckprint import SMALL, DeckPrint, rounding
+from .deckprint import CORNER_FACE_MIN, SMALL, DeckPrint, corner_face_score, rounding
 from .find import card_size_of, find_cards
 from .hands import both_corners, corner_gray, hand_corners, whole_card
 
@@ -498,28 +498,44 @@ class VisualRecognizer:
         """(card or None, confidence): both index corners must read the same card; with
         `need_both` False (a card partly covered in a hand) one is enough if the other reads
         nothing."""
+        return self._read_quad(bgr, quad, need_both)[:2]
+
+    def _read_quad(self, bgr, quad, need_both=True):
+        """read_quad's answer and whether it refused a card that read at both corners but failed
+        the deck check (another deck: the hand it lies in is refused too)."""
         grays, corners, short = {}, both_corners(quad), []
         (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays,
                                              short=short if need_both else None) for q in corners)
         if a and b and a != b:
-            return None, 0.0
+            return None, 0.0, False
         f = None
         if need_both and not (a and b):
             if not short:
-                return None, min(ca, cb)
+                return None, min(ca, cb), False
             f = face(bgr, quad)
             a = b = self._suit_by_face(f, a, b, short)
             if not a:
-                return None, min(ca, cb)
+                return None, min(ca, cb), False
+        if need_both and not self._of_deck(bgr, quad, a, grays, f):
+            return None, 0.0, True
+        return a or b, max(ca, cb) if (a or b) else 0.0, False
+
+    def _of_deck(self, bgr, quad, card, grays, f=None):
+        """The deck check of a whole card that read `card` at both corners: its face (`f` when
+        the caller has it), then its fingerprint."""
         face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
-        if need_both and face_score(face(bgr, quad) if f is None else f, self.t.faces[a]) < face_min:
-            return None, 0.0        # another deck whose index font is like this deck's
-        if need_both and not self.t.print.matches(rounding(bgr, quad, (CW, CH)),
-                                                  [index_shift(self.t, bgr, q, a,
-                                                               grays.get(np.float32(q).tobytes()))
-                                                   for q in corners]):
-            return None, 0.0        # another deck with a like face: its corners or its index placed otherwise
-        return a or b, max(ca, cb) if (a or b) else 0.0
+        if face_score(face(bgr, quad) if f is None else f, self.t.faces[card]) < face_min:
+            return False        # another deck whose index font is like this deck's
+        # another deck with a like face: its corners or its index placed otherwise
+        return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
+                                    [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
+                                     for q in both_corners(quad)])
+
+    def _corner_of_deck(self, bgr, quad, card):
+        """The deck check of a covered card, on what shows of it: the strips along its top and
+        left sides. (Its index's place and its corner's rounding are not checked: at 125 pixels
+        the located corner is too rough for them; docs/camera.md.)"""
+        return corner_face_score(face(bgr, quad), self.t.faces[card]) >= CORNER_FACE_MIN
 
     def _suit_by_face(self, f, a, b, short):
         """The card when each index corner read it or read its rank with the suit short of its
@@ -539,43 +555,89 @@ class VisualRecognizer:
 
     def read_image(self, bgr, inside=None):
         """[(card, quad)] read in an image; `inside(x, y)` keeps cards whose centre lies in the
-        zone. Whole cards must read at both corners; in a blob of overlapping cards, each corner
-        hypothesis reads at one, and one card is reported once however many corners read it."""
+        zone. Whole cards must read at both corners and pass the deck check; in a blob of
+        overlapping cards, each corner hypothesis reads at one, and one card is reported once
+        however many corners read it. A hand card that reads at both corners (its top card) gets
+        the whole card's deck check; a covered card is refused under a card that failed it (a
+        hand whose top card is another deck's is another deck's), and read only in a blob where
+        a whole card passed it, and when it passes the covered card's own deck check."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
-        out, refused = [], 0
+        out, refused, kinds, judged = [], 0, [], []
         for q in quads:
             if inside is None or inside(*q.mean(axis=0)):
-                card, _ = self.read_quad(bgr, q)
+                card, _, foreign = self._read_quad(bgr, q)
                 if card:
                     out.append((card, q))
+                    kinds.append("whole")
                 else:
                     refused += 1
+                if card or foreign:
+                    judged.append((q, not foreign))
+        w = self.t.card_size[0]
+
+        def copy(card, q):      # read already here; a second copy elsewhere (a multi-deck shoe) is a card
+            return any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.5 * w
+                       for c, p in out)
         gray = corner_gray(bgr) if blobs else None
         centres = [q.mean(axis=0) for q in quads]
+        covered = []
         for q, located in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
-            if any(np.linalg.norm(q.mean(axis=0) - c) < 0.25 * self.t.card_size[0] for c in centres):
+            if any(np.linalg.norm(q.mean(axis=0) - c) < 0.25 * w for c in centres):
                 # a whole card found there: its two corners, face and fingerprint decide (a
                 # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89)
                 continue
-            card, conf = self.read_corner(bgr, q, strict=True)
+            grays = {}
+            card, conf = self.read_corner(bgr, q, strict=True, keep=grays)
             if card and not located and conf < LAID:
                 continue
-            if not card and located:
+            if not card:
                 # in a blob of cards turned so that they touch, most are whole: both corners
-                whole = whole_card(gray, q, self.t.card_size)
+                # and the deck check, as any whole card
+                whole = whole_card(gray, q, self.t.card_size) if located else None
                 if whole is not None:
-                    card, _ = self.read_quad(bgr, whole)
-                    q = whole if card else q
-            # once per card, but a second copy elsewhere (a multi-deck shoe) is a card too
-            if card and not any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0))
-                                < 0.5 * self.t.card_size[0] for c, p in out):
-                out.append((card, q))
-        self.refused = refused
+                    card, _, foreign = self._read_quad(bgr, whole)
+                    if card or foreign:
+                        judged.append((whole, not foreign))
+                    if card and not copy(card, whole):
+                        out.append((card, whole))
+                        kinds.append("whole")
+                continue
+            if copy(card, q):
+                continue
+            far, _ = self.read_corner(bgr, both_corners(q)[1], keep=grays)
+            if far == card:         # the whole card shows (a hand's top card): as any whole card
+                ok = self._of_deck(bgr, q, card, grays)
+                judged.append((q, ok))
+                if ok:
+                    out.append((card, q))
+                    kinds.append("hand-whole")
+            elif self._corner_of_deck(bgr, q, card):
+                covered.append((card, q))
+        hands = [_in_blobs(blobs, q) for q, _ in judged]
+        area = self.t.card_size[0] * self.t.card_size[1]
+        for card, q in covered:
+            mine = _in_blobs(blobs, q)
+            # another deck's card over it (overlapping: the same hand, not a card beside it)
+            # refuses it; a card of the deck in its blob vouches for the blob
+            if copy(card, q) or any(not ok and cv2.intersectConvexConvex(q, j)[0] > 0.1 * area
+                                    for j, ok in judged) or not any(
+                                        ok for (_, ok), h in zip(judged, hands) if h & mine):
+                continue
+            out.append((card, q))
+            kinds.append("covered")
+        self.refused, self.kinds = refused, kinds     # kinds: per card read, for the benches
         return out
 
     def read(self, card_img):
         """(card or None, confidence) of an image holding one rectified card (the whole image)."""
         h, w = card_img.shape[:2]
         return self.read_quad(card_img, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
+
+
+def _in_blobs(blobs, quad):
+    """The blobs (indexes) holding the card's index (a covered card's visible part): the same
+    hand is a blob at several thresholds."""
+    x, y = quad[0] + 0.15 * (quad[1] - quad[0]) + 0.12 * (quad[3] - quad[0])
+    return {i for i, b in enumerate(blobs) if cv2.pointPolygonTest(b, (float(x), float(y)), False) >= 0}
