@@ -108,7 +108,10 @@ def test_a_window_with_no_ink_scores_nothing():
 
 def test_rotated_cards_touching_each_other_are_read(rec):
     """Two cards at any angle close enough to touch: one blob, not card-shaped. 12 of 12 read
-    when written, 5 before."""
+    when written, 5 before; 9 of 12 since every card that reads at both corners passes the deck
+    check (a foreign card in a hand is refused): laid from one corner at the measured size, a
+    touching card's face takes in its neighbour (the Ah here scores 0.60) and is refused, never
+    misread."""
     rng = np.random.default_rng(4)
     read = 0
     for k in range(6):
@@ -124,7 +127,7 @@ def test_rotated_cards_touching_each_other_are_read(rec):
         for c, q in got:
             assert c in cards and np.linalg.norm(q.mean(axis=0) - truth[cards.index(c)].mean(axis=0)) < 25
         read += len({c for c, _ in got})
-    assert read >= 10, read
+    assert read >= 9, read
 
 
 def _hand(rng, k, decks):

@@ -607,13 +607,28 @@ class VisualRecognizer:
             if copy(card, q):
                 continue
             far, _ = self.read_corner(bgr, both_corners(q)[1], keep=grays)
+            # a card turned so that it touches another: its far corner where its own edges put it
+            # (the measured size laid from this corner is a few pixels off: its face and
+            # fingerprint fail), then as any whole card
+            whole = whole_card(gray, q, self.t.card_size) if located else None
             if far == card:         # the whole card shows (a hand's top card): as any whole card
                 ok = self._of_deck(bgr, q, card, grays)
+                if not ok and whole is not None and self._read_quad(bgr, whole)[0] == card:
+                    ok, q = True, whole
                 judged.append((q, ok))
                 if ok:
                     out.append((card, q))
                     kinds.append("hand-whole")
-            elif self._corner_of_deck(bgr, q, card):
+                continue
+            if whole is not None:
+                got, _, foreign = self._read_quad(bgr, whole)
+                if got == card or foreign:
+                    judged.append((whole, not foreign))
+                if got == card:
+                    out.append((card, whole))
+                    kinds.append("whole")
+                    continue
+            if self._corner_of_deck(bgr, q, card):
                 covered.append((card, q))
         hands = [_in_blobs(blobs, q) for q, _ in judged]
         area = self.t.card_size[0] * self.t.card_size[1]
