@@ -140,8 +140,11 @@ def run(cmd, cwd, timeout=60):
 
 def interrupted(cmd, cwd, until=r"^table-sim: broker mqtt://"):
     """A command that runs until stopped: start it, wait for its first line, then Ctrl-C."""
+    # Ctrl-C as at a terminal: a suite started in the background (`... &` from a script) has
+    # SIGINT ignored, the command inherits that, and Python then raises no KeyboardInterrupt
     p = subprocess.Popen(["bash", "-c", f"exec {cmd}"], cwd=cwd, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env(), start_new_session=True)
+                         stderr=subprocess.PIPE, text=True, env=env(), start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = p.stderr.readline()
         assert re.match(until, first), (cmd, first, p.stderr.read() if p.poll() is not None else "")
