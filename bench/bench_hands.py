@@ -58,15 +58,22 @@ def _hand_places(width):
     return (250, 640, 1030) if n == 3 else [1280 * (j + 0.5) / n for j in range(n)]
 
 
-def _kinds(rec, counts):
-    for k in rec.kinds:
-        counts[k] = counts.get(k, 0) + 1
+def _frames(rec, base, rng, truth, width, tally):
+    """The scene's five frames, each with fresh sensor noise: the cards read in each; `tally`
+    counts the recognitions, the wrong ones and each read's kind (VisualRecognizer.kinds)."""
+    for _ in range(5):
+        got = rec.read_image(noisy(base, rng))
+        tally["recognitions"] += len(got)
+        tally["wrong"] += sum(_misplaced(c, q, truth, width) for c, q in got)
+        for k in rec.kinds:
+            tally["kinds"][k] = tally["kinds"].get(k, 0) + 1
+        yield got
 
 
 def hands(rec, deck, n_cards, width, seed=7):
     rng = np.random.default_rng(seed)
-    read = total = wrong = reported_wrong = recognitions = 0
-    kinds, reported_any = {}, 0
+    read = total = reported_wrong = reported_any = 0
+    tally = {"recognitions": 0, "wrong": 0, "kinds": {}}
     k = 0
     while total < n_cards:
         frame = cm.surface(cm.SURFACES[k % len(cm.SURFACES)], 1280, 720, rng)
@@ -80,11 +87,7 @@ def hands(rec, deck, n_cards, width, seed=7):
         base = cm.camera(frame, rng)
         tracker = ZoneTracker(3, 8)
         reported = set()
-        for _ in range(5):
-            got = rec.read_image(noisy(base, rng))
-            recognitions += len(got)
-            _kinds(rec, kinds)
-            wrong += sum(_misplaced(c, q, truth, width) for c, q in got)
+        for got in _frames(rec, base, rng, truth, width, tally):
             for ev, c in tracker.update("table", [c for c, _ in got]):
                 if ev == "seen":
                     reported.add(c)
@@ -94,15 +97,15 @@ def hands(rec, deck, n_cards, width, seed=7):
         reported_wrong += len(reported - names)
         total += len(truth)
         k += 1
-    return {"cards": total, "read": read, "wrong": wrong, "reported_wrong": reported_wrong,
-            "recognitions": recognitions, "kinds": kinds, "reported_any": reported_any}
+    return {"cards": total, "read": read, "wrong": tally["wrong"], "reported_wrong": reported_wrong,
+            "recognitions": tally["recognitions"], "kinds": tally["kinds"], "reported_any": reported_any}
 
 
 def rotation(rec, deck, n_cards, width, seed=11):
     rng = np.random.default_rng(seed)
     zones = cm.framed(ZONES, width)
-    read = total = wrong = reported_wrong = recognitions = 0
-    kinds, reported_any = {}, 0
+    read = total = reported_wrong = reported_any = 0
+    tally = {"recognitions": 0, "wrong": 0, "kinds": {}}
     k = 0
     while total < n_cards:
         cards = {z: CARDS[int(rng.integers(52))] for z in zones}
@@ -111,11 +114,7 @@ def rotation(rec, deck, n_cards, width, seed=11):
         truth = [(cards[z], where[z]) for z in zones]
         tracker = ZoneTracker(3, 8)
         reported = set()
-        for _ in range(5):
-            got = rec.read_image(noisy(base, rng))
-            recognitions += len(got)
-            _kinds(rec, kinds)
-            wrong += sum(_misplaced(c, q, truth, width) for c, q in got)
+        for got in _frames(rec, base, rng, truth, width, tally):
             by_zone = {z: [] for z in zones}
             for c, q in got:
                 for z, (tc, tq) in zip(zones, truth):
@@ -132,8 +131,8 @@ def rotation(rec, deck, n_cards, width, seed=11):
         read += len(reported)
         total += len(zones)
         k += 1
-    return {"cards": total, "read": read, "wrong": wrong, "reported_wrong": reported_wrong,
-            "recognitions": recognitions, "kinds": kinds, "reported_any": reported_any}
+    return {"cards": total, "read": read, "wrong": tally["wrong"], "reported_wrong": reported_wrong,
+            "recognitions": tally["recognitions"], "kinds": tally["kinds"], "reported_any": reported_any}
 
 
 def single(rec, deck, width, seed=13):

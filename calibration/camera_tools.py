@@ -14,6 +14,7 @@ from drivers.camera.visual import CH, CW
 
 CANON = (CW, CH)
 
+from .files import make_folder
 from .shoe_tools import ToolError
 
 
@@ -91,16 +92,8 @@ def sweep(source, zones, decode_zone, settings):
 
 
 def out_folder(out_dir):
-    """Make the templates' folder now, or raise a ToolError: before 52 photos are read, not
-    after."""
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ToolError(f"--out {out_dir}: a file, not a folder")
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as e:
-        raise ToolError(f"--out {out_dir}: cannot make the folder: {e.strerror}") from None
-    if not os.access(out_dir, os.W_OK):
-        raise ToolError(f"--out {out_dir}: cannot write there (permission denied)")
+    """Make the templates' folder now, or raise a ToolError: before 52 photos are read."""
+    make_folder(out_dir, f"--out {out_dir}", "the folder")
 
 
 def _save_templates(samples, out_dir):

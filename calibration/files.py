@@ -37,17 +37,25 @@ def writable(path):
     return check(path)
 
 
-def report_folder(folder):
-    """Make the report folder now, or raise a ToolError: a check whose report cannot be written
-    must not start. True when it made the folder."""
+def make_folder(folder, name, what, written=""):
+    """Make `folder` now, or raise a ToolError saying so under `name` (`what` it is for, what is
+    `written` there): before the work whose output it holds, not after. True when it made it."""
     made = not os.path.isdir(folder)
+    if os.path.exists(folder) and made:
+        raise ToolError(f"{name}: a file, not a folder")
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
-        raise ToolError(f"{folder}: cannot make the report folder: {e.strerror}") from None
+        raise ToolError(f"{name}: cannot make {what}: {e.strerror}") from None
     if not os.access(folder, os.W_OK):
-        raise ToolError(f"{folder}: cannot write reports there (permission denied)")
+        raise ToolError(f"{name}: cannot write {written}there (permission denied)")
     return made
+
+
+def report_folder(folder):
+    """Make the report folder now, or raise a ToolError: a check whose report cannot be written
+    must not start. True when it made the folder."""
+    return make_folder(folder, folder, "the report folder", "reports ")
 
 
 def _value(v):
