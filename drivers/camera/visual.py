@@ -14,6 +14,7 @@ from controller.cards import CARDS
 from .deckprint import CORNER_FACE_MIN, SMALL, DeckPrint, corner_face_score, rounding
 from .find import card_size_of, find_cards
 from .hands import both_corners, corner_gray, hand_corners, whole_card
+from .labelcheck import consistent_mislabels, contact_sheet
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
 REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
@@ -295,6 +296,9 @@ class Templates:
         if bad:
             raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
                                f"the other cards' (a wrong outline?): take them again")
+        wrong = consistent_mislabels(samples, t)    # labels wrong alike across the deck (labelcheck.py)
+        if wrong:
+            raise BadReference(*wrong)
         # the fingerprint: each photo's rounding, and its far index corner's shift from the
         # template its near corner gave (the outline's error at this camera's scale)
         t.print = DeckPrint.learn([rounding(img, q, (CW, CH)) for img, q, _ in samples],
@@ -336,6 +340,8 @@ class Templates:
                                   float(np.ptp(f)), 1e-9) * 65535, 0, 65535)))):
                 if not cv2.imwrite(os.path.join(folder, name), img):      # a full card, a read-only one
                     raise OSError(f"cannot write {os.path.join(folder, name)}")
+        if not cv2.imwrite(os.path.join(folder, "contact.png"), contact_sheet(self.patches)):
+            raise OSError(f"cannot write {os.path.join(folder, 'contact.png')}")   # for the eye: labels
 
     @classmethod
     def load(cls, folder):
