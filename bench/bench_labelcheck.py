@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera.find import find_cards  # noqa: E402
+from drivers.camera import labelcheck as lc  # noqa: E402
 from drivers.camera.labelcheck import consistent_mislabels  # noqa: E402
 from drivers.camera.visual import BadReference, Templates  # noqa: E402
 
@@ -81,7 +82,25 @@ def one(deck, kind, seed):
         tt = SimpleNamespace(box=t.box, split=t.split, patches={f(c): t.patches[c] for c in CARDS})
         caught[name] = consistent_mislabels(s, tt) is not None
     return {"deck": deck, "kind": kind, "seed": seed, "false_refusal": ok[1] if ok else None,
-            "caught": caught, "cpu_s": round(cpu, 3)}
+            "caught": caught, "cpu_s": round(cpu, 3), "margins": margins(samples, t)}
+
+
+def margins(samples, t):
+    """How far a correct set is from each refusal: the number cards whose pips miscount, the
+    suit shapes' differences (positive: the right way round), the Qs with a hole and the Js
+    and Ks without one, the J's ink less the K's (negative: the right way round)."""
+    faces = {c: lc.pips(lc.canonical(img, q), t.box) for img, q, c in samples}
+    miscount = [c for c, p in faces.items() if c[0] in lc.VALUE and len(p) != lc.VALUE[c[0]]]
+    suit = {}
+    for (a, b), score in lc._SHAPE.items():
+        med = {u: np.median([np.median([score(p) for p in faces[c]]) for c in CARDS
+                             if c[1] == u and c[0] in "23456789T" and faces[c]]) for u in (a, b)}
+        suit[a + "-" + b] = round(float(med[a] - med[b]), 3)
+    cut = t.split - t.box[1]
+    holes = {r: sum(lc.holes(t.patches[r + u], cut) > 0 for u in "shdc") for r in "JQK"}
+    ink = {r: np.median([(t.patches[r + u][:cut] < 0.6).mean() for u in "shdc"]) for r in "JK"}
+    return {"miscount": miscount, "suit": suit, "holes": holes,
+            "ink_J-K": round(float(ink["J"] - ink["K"]), 3)}
 
 
 def main():
@@ -101,7 +120,8 @@ def main():
                 if not a.json:
                     missed = [k for k, v in r["caught"].items() if not v]
                     print(f"{deck:10} {kind:6} seed {seed}: false refusal: {r['false_refusal']}; "
-                          f"missed: {missed or 'none'}; check {r['cpu_s'] * 1000:.0f} ms CPU", flush=True)
+                          f"missed: {missed or 'none'}; check {r['cpu_s'] * 1000:.0f} ms CPU; "
+                          f"margins {r['margins']}", flush=True)
     if a.json:
         print(json.dumps(rows))
     else:
