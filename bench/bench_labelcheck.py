@@ -87,8 +87,8 @@ def one(deck, kind, seed):
 
 def margins(samples, t):
     """How far a correct set is from each refusal: the number cards whose pips miscount, the
-    suit shapes' differences (positive: the right way round), the Qs with a hole and the Js
-    and Ks without one, the J's ink less the K's (negative: the right way round)."""
+    suit shapes' differences (positive: the right way round), the median hole depth of
+    the Js, Qs and Ks, the J's ink less the K's (negative: the right way round)."""
     faces = {c: lc.pips(lc.canonical(img, q), t.box) for img, q, c in samples}
     miscount = [c for c, p in faces.items() if c[0] in lc.VALUE and len(p) != lc.VALUE[c[0]]]
     suit = {}
@@ -97,7 +97,8 @@ def margins(samples, t):
                              if c[1] == u and c[0] in "23456789T" and faces[c]]) for u in (a, b)}
         suit[a + "-" + b] = round(float(med[a] - med[b]), 3)
     cut = t.split - t.box[1]
-    holes = {r: sum(lc.holes(t.patches[r + u], cut) > 0 for u in "shdc") for r in "JQK"}
+    holes = {r: round(float(np.median([lc.hole_depth(t.patches[r + u][:cut]) for u in "shdc"])), 3)
+             for r in "JQK"}
     ink = {r: np.median([(t.patches[r + u][:cut] < 0.6).mean() for u in "shdc"]) for r in "JK"}
     return {"miscount": miscount, "suit": suit, "holes": holes,
             "ink_J-K": round(float(ink["J"] - ink["K"]), 3)}
