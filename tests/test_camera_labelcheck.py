@@ -62,7 +62,8 @@ def test_a_correct_set_passes_and_its_number_cards_show_their_pips(deck):
     _, samples, t = deck
     assert consistent_mislabels(samples, t) is None
     value = {r: i + 1 for i, r in enumerate("A23456789T")}
-    wrong = [c for img, q, c in samples if c[0] in value and len(pips(canonical(img, q), t.box)) != value[c[0]]]
+    wrong = [c for img, q, c in samples
+             if c[0] in value and len(pips(canonical(img, q), t.box)) != value[c[0]]]
     assert len(wrong) <= 2, wrong           # a decorated card may not count; a shift shows in every suit
 
 

@@ -176,5 +176,5 @@ def contact_sheet(patches):
             c, x, y = r + u, 4 + j * cell_w, 4 + i * cell_h
             cv2.putText(sheet, c, (x, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, 0, 1, cv2.LINE_AA)
             if c in patches:
-                sheet[y + top:y + top + h, x:x + w] = np.uint8(np.clip(patches[c] * 200, 0, 255))[:cell_h - top]
+                sheet[y + top:y + top + h, x:x + w] = np.uint8(np.clip(patches[c] * 200, 0, 255))
     return sheet
