@@ -103,7 +103,7 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     for kind, mask in _masks(bgr, card_size):
         contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
         contours, cuts = list(contours), len(contours)    # from index `cuts` on: _cut_spurs' pieces
-        outer = {}                # a piece's index: its blob's hull, its outline's points on the blob's
+        outer = {}                # a piece's index: the hull of the blob it was cut from
         for i, c in enumerate(contours):
             if len(c) < 8:
                 continue
@@ -156,8 +156,7 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 if card_size:       # and of the card's proportions (a top-hat that lost a strip
                     # of a tilted card along one side filled its narrower rectangle better)
                     score *= max(0.0, 1 - abs(aspect * card_size[0] / card_size[1] - 1)) ** 4
-                blob, own = outer.get(i, (None, raw))
-                found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), own, c, blob))
+                found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw, c, outer.get(i)))
             elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
                 # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
@@ -234,19 +233,19 @@ def _support(bgr, quad):
 
 
 def _add_pieces(contours, outer, raw, hull, card_size):
-    """_cut_spurs' pieces of `raw` appended to `contours`; in `outer`, each one's blob hull (for
-    its corners) and the points of its outline that are the blob's own (for its sides)."""
-    for piece, own in _cut_spurs(raw, card_size):
-        outer[len(contours)] = hull, own
+    """_cut_spurs' pieces of `raw` appended to `contours`, each with its blob's hull in `outer`
+    (for its corners)."""
+    for piece in _cut_spurs(raw, card_size):
+        outer[len(contours)] = hull
         contours.append(piece)
 
 
 def _cut_spurs(contour, card_size):
-    """[(piece, its outline's points on the blob's outline)]: the pieces as large as a card that
-    an opening by a disc of a third of the card's width leaves of a blob (its holes filled: a
-    court card's picture); a streak narrower than that, joined to the card, is cut off. Where it
-    was cut, and at the opening's round corners, the piece's outline is not the card's edge:
-    only its points on the blob's own outline place the sides."""
+    """The pieces as large as a card that an opening by a disc of a third of the card's width
+    leaves of a blob (its holes filled: a court card's picture), each as the points of its
+    outline on the blob's own outline: a streak narrower than the disc, joined to the card, is
+    cut off; where it was cut, and at the opening's round corners (a hull 0.88 full), the
+    piece's outline is not the card's edge."""
     x, y, w, h = cv2.boundingRect(contour)
     k = int(card_size[0] / 3) | 1
     m = np.zeros((h + 2 * k, w + 2 * k), np.uint8)
@@ -261,7 +260,7 @@ def _cut_spurs(contour, card_size):
             own = p[rim[p[:, 1], p[:, 0]] > 0]
             if len(own) >= 20:
                 d = np.int32([x - k, y - k])
-                out.append((c + d, (own + d).reshape(-1, 1, 2)))
+                out.append((own + d).reshape(-1, 1, 2).astype(np.int32))
     return out
 
 
