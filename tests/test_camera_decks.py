@@ -207,3 +207,22 @@ def test_a_photo_with_a_second_smaller_white_thing_still_gives_its_card(tmp_path
     a, b = cm.card_quad((200, 200), 150, 5), cm.card_quad((500, 200), 60, 0)
     assert one_card([b, a]) is a and one_card([a]) is a
     assert one_card([a, cm.card_quad((500, 200), 140, 0)]) is None and one_card([]) is None
+
+
+def test_a_card_under_a_gloss_or_a_shadow_on_a_light_table_is_found_where_it_lies():
+    """A lamp's gloss across a white or light-grey table joins the card to a bright streak
+    reaching the photo's edge, and a shadow band cuts a corner off the card or hides one side's
+    edge: the outline was not found, or found 6 pixels and more off (Responsive, the index at the
+    card's edge: refused). Found within 3 pixels of where the card lies in 8 of these 12 photos
+    (2 before); the rest are refused, never misread (bench/bench_webcam.py)."""
+    from drivers.camera.find import _order, find_cards
+    rng = np.random.default_rng(2)
+    found = 0
+    for i in range(12):
+        table, cond = ("white", "light_grey")[i % 2], ("gloss", "shadow")[(i // 2) % 2]
+        img, true = cm.webcam_photo("responsive", "5s", table, rng, cond)
+        tq = _order(np.float32(true))
+        size = (float(np.linalg.norm(tq[0] - tq[1])), float(np.linalg.norm(tq[0] - tq[3])))
+        quads = find_cards(img, size)
+        found += len(quads) == 1 and float(np.abs(quads[0] - tq).max()) < 3
+    assert found >= 7, found
