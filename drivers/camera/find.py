@@ -194,13 +194,15 @@ def _sized(bgr, quad, size):
     it, the side's own edge too far for refine): longer or wider than the measured card by over
     4%, each of the two sides across that axis is moved in to the measured size and refined
     again; the quad whose sides show the most edge wins, the found one when it is not beaten."""
-    best, score = quad, _support(bgr, quad)
+    best, score = quad, None
     for axis, want in ((0, size[0]), (1, size[1])):
         # axis 0: the width (tl-tr and bl-br); axis 1: the height (tl-bl and tr-br)
         a, b = ((0, 1), (3, 2)) if axis == 0 else ((0, 3), (1, 2))
         have = (_norm(quad[a[1]] - quad[a[0]]) + _norm(quad[b[1]] - quad[b[0]])) / 2
         if have <= 1.04 * want:
             continue
+        if score is None:           # only for a quad of the wrong size (most are not: no cost)
+            score = _support(bgr, quad)
         for end in (0, 1):          # move this end of both sides in
             q = quad.copy()
             for i, j in (a, b):
