@@ -142,14 +142,6 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                     a = np.float32(approx).reshape(-1, 2)
                     off = _misfit(a, c, area)
                     quad = approx if off < 0.04 * area or off <= _misfit(quad, c, area) else quad
-                off = _misfit(np.float32(quad).reshape(-1, 2), c, area)
-                if off > 0.015 * area:
-                    # a strong tilt's trapezoid, a wedge of 1.5% or more left out: a side laid
-                    # across the card from one corner (the side fit then keeps it); the hull's
-                    # best four-sided fit when it fits better
-                    n4 = np.float32(cv2.approxPolyN(c, 4)).reshape(-1, 2)
-                    if len(n4) == 4 and _misfit(n4, c, area) < off:
-                        quad = n4
                 # the score: large (the least eroded outline) and filling its rectangle (not
                 # merged with a shadow or a spur of the table)
                 score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
