@@ -10,7 +10,7 @@ import numpy as np
 from controller.cards import INDEX
 from drivers.camera.driver import Zones
 from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
-from drivers.camera.visual import CH, CW
+from drivers.camera.visual import CH, CW, BadReference
 
 CANON = (CW, CH)
 
@@ -96,9 +96,17 @@ def out_folder(out_dir):
     make_folder(out_dir, f"--out {out_dir}", "the folder")
 
 
-def _save_templates(samples, out_dir):
+def _save_templates(samples, out_dir, names=None):
+    """`names`: {card: its photo's file}, to name the photos to take again."""
     try:
         t = Templates.capture(samples)
+    except BadReference as e:
+        if not names:
+            raise ToolError(str(e)) from None
+        if e.why:       # one line: each photo, its label and what it shows
+            raise ToolError("; ".join(f"{names[c]}: labelled {c}, it {w}" for c, w in e.why.items())
+                            + ": take it again") from None
+        raise ToolError(f"{', '.join(names[c] for c in e.cards)}: {e}") from None
     except ValueError as e:
         raise ToolError(str(e)) from None
     try:
@@ -173,7 +181,7 @@ def templates_from_labels(csv_path, out_dir):
         if q is None:
             raise ToolError(f"{row['image']}: expected one card in the photo, found {len(quads)}")
         samples.append((img, q, card))
-    return _save_templates(samples, out_dir)
+    return _save_templates(samples, out_dir, {c: r["image"] for r, c in zip(rows, cards)})
 
 
 def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=100000):

@@ -157,9 +157,10 @@ def learn_box(patches):
 class BadReference(ValueError):
     """Reference images to take again: `cards`."""
 
-    def __init__(self, cards, message):
+    def __init__(self, cards, message, why=None):
         super().__init__(message)
         self.cards = cards
+        self.why = why or {}        # {card: why its image was refused}, when said per card
 
 
 def index_patch(img, quad, box):
@@ -295,12 +296,39 @@ class Templates:
         if bad:
             raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
                                f"the other cards' (a wrong outline?): take them again")
+        # each corner read against the rest of the deck: a photo of another card than its label,
+        # or a card whose corners show two cards (A at one, K at the other), passed every test
+        # above, and its template read the wrong card
+        why = {c: w for img, q, c in samples if (w := t.misread(img, q, c))}
+        if why:
+            raise BadReference(list(why), "; ".join(f"the reference image of {c} {w}" for c, w in why.items())
+                               + ": take it again with the card its label names", why)
         # the fingerprint: each photo's rounding, and its far index corner's shift from the
         # template its near corner gave (the outline's error at this camera's scale)
         t.print = DeckPrint.learn([rounding(img, q, (CW, CH)) for img, q, _ in samples],
                                   [index_shift(t, img, both_corners(q)[1], c) for img, q, c in samples],
                                   t.card_size[0])
         return t
+
+    def misread(self, bgr, quad, card):
+        """Why the reference photo of `card` is not that card, or None: each index corner compared
+        with every other card's template (its own was learned from this photo), its rank part must
+        be most like `card`'s rank in the other suits, its suit part most like `card`'s suit on the
+        other cards (those of its colour: the colour was checked). Most like a rank or suit by the
+        median over its cards: one mislabelled photo's template (a 5 labelled 6c) is one vote
+        among its rank's, not the best match of every other 5."""
+        seen = []
+        for q in both_corners(quad):
+            gray = _match_gray(corner(bgr, q, self.box, SEARCH))
+            s = self.cut + S
+            rs = _best_over_shifts(gray[:s + S], self.part_shapes[0], self.rank_m)
+            us = _best_over_shifts(gray[s - S:], self.part_shapes[1], self.suit_m)
+            seen.append(_most_like(rs, self.cards, card, 0) + _most_like(us, self.cards, card, 1))
+        if seen[0] == seen[1] == card:
+            return None
+        if seen[0] != seen[1]:
+            return f"shows {seen[0]} at one index corner and {seen[1]} at the other"
+        return f"shows {seen[0]}, not {card}"
 
     def inconsistent(self):
         """Cards whose learned index disagrees with the deck: a suit glyph is the same on every
@@ -385,6 +413,16 @@ def index_shift(t, bgr, quad, card, gray=None):
     r = _peak(gray[:s + S], t.part_shapes[0], t.rank_m[:, i], rsc)
     u = _peak(gray[s - S:], t.part_shapes[1], t.suit_m[:, i], usc)
     return max(abs(v) for v in r + u) / MATCH
+
+
+def _most_like(scores, cards, card, j):
+    """The rank (j 0) or suit (j 1) whose cards, other than `card`, score highest by their
+    median; suits only of `card`'s colour."""
+    by = {}
+    for v, d in zip(scores.tolist(), cards):
+        if d != card and (j == 0 or INK[d[1]] == INK[card[1]]):
+            by.setdefault(d[j], []).append(v)
+    return max(by, key=lambda k: float(np.median(by[k])))
 
 
 def _groups(keys):
