@@ -52,7 +52,19 @@ def _masks(bgr, card_size):
     hat = cv2.subtract(w, bg)
     # A shadow across a card: its outline is still a sharp edge where the shadow's is soft.
     # Used only where no threshold found the card (its outline lies a pixel or two off).
-    yield "edges", cv2.morphologyEx(cv2.Canny(w, 20, 45), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    edges = cv2.morphologyEx(cv2.Canny(w, 20, 45), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    yield "edges", edges
+    if card_size and card_size[0] >= 100:
+        # A photo of one large card (the technician's, 300 pixels wide; at least 100 here, at
+        # half size) with a lamp's streak across card and table: no level parts them and the
+        # edges' outer outline runs off into the table's; the paper inside the card's sharp
+        # outline is a region of its own (the streak's soft edges make no edge).
+        n, lab, st, _ = cv2.connectedComponentsWithStats(cv2.bitwise_not(edges), connectivity=4)
+        hw, ht = lab.shape[1], lab.shape[0]
+        keep = [i for i in range(1, n) if st[i, 2] * st[i, 3] >= 0.6 * card_size[0] * card_size[1]
+                and st[i, 0] > 1 and st[i, 1] > 1 and st[i, 0] + st[i, 2] < hw - 1 and st[i, 1] + st[i, 3] < ht - 1]
+        if keep:
+            yield "edges", np.isin(lab, keep).astype(np.uint8) * 255
     peak, = _percentiles(hat[::2, ::2], (99.5,))
     for f in (0.6, 0.4):
         if peak * f > 10:
