@@ -90,6 +90,10 @@ class Lens:
         rot, _ = cv2.Rodrigues(ax * t)
         kmat = np.float64([[f, 0, w / 2], [0, f, h / 2], [0, 0, 1]])
         self.hom = kmat @ rot @ np.linalg.inv(kmat)
+        # the keystone only: the photo's centre still sees the table's (the technician frames
+        # the card; the tilt alone moved the scene up to 40 pixels, a card off the photo's edge)
+        c = self.hom @ np.float64([w / 2, h / 2, 1])
+        self.hom = np.float64([[1, 0, w / 2 - c[0] / c[2]], [0, 1, h / 2 - c[1] / c[2]], [0, 0, 1]]) @ self.hom
         self.ca = rng.uniform(0.0005, 0.0015)
 
     def source(self, pts, channel=1):
