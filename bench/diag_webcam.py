@@ -36,7 +36,8 @@ def why(rec, img, card):
         f = v.face_score(v.face(img, q), t.faces[card])
         rd = rounding(img, q, (v.CW, v.CH))
         sh = [v.index_shift(t, img, c, card) for c in both_corners(q)]
-        parts.append(f"face {f:.3f} rounding {rd:.2f} (learned {t.print.rounding:.2f}+-{t.print.rounding_tol:.2f}) "
+        parts.append(f"face {f:.3f} rounding {rd:.2f} (learned {t.print.rounding:.2f}"
+                     f"+-{t.print.rounding_tol:.2f}) "
                      f"shifts {sh[0]:.2f} {sh[1]:.2f} (tol {t.print.shift_tol:.2f})")
         out.append("; ".join(parts))
     return " | ".join(out)

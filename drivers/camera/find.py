@@ -62,7 +62,8 @@ def _masks(bgr, card_size):
         n, lab, st, _ = cv2.connectedComponentsWithStats(cv2.bitwise_not(edges), connectivity=4)
         hw, ht = lab.shape[1], lab.shape[0]
         keep = [i for i in range(1, n) if st[i, 2] * st[i, 3] >= 0.6 * card_size[0] * card_size[1]
-                and st[i, 0] > 1 and st[i, 1] > 1 and st[i, 0] + st[i, 2] < hw - 1 and st[i, 1] + st[i, 3] < ht - 1]
+                and st[i, 0] > 1 and st[i, 1] > 1
+                and st[i, 0] + st[i, 2] < hw - 1 and st[i, 1] + st[i, 3] < ht - 1]
         if keep:
             yield "edges", np.isin(lab, keep).astype(np.uint8) * 255
     peak, = _percentiles(hat[::2, ::2], (99.5,))

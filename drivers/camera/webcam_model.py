@@ -24,7 +24,8 @@ def printed(face, rng):
     # saturated ink (red) is duller: it takes some of its own colour as well
     out *= (1 - rng.uniform(0.08, 0.2) * (f.max(axis=2) - f.min(axis=2)))[..., None]
     h, w = f.shape[:2]
-    fibre = cv2.GaussianBlur(rng.normal(0, 1, (h, w)).astype(np.float32), (0, 0), 1.2) * rng.uniform(0.015, 0.03)
+    fibre = cv2.GaussianBlur(rng.normal(0, 1, (h, w)).astype(np.float32), (0, 0), 1.2)
+    fibre *= rng.uniform(0.015, 0.03)
     blotch = cv2.GaussianBlur(rng.normal(0, 1, (h, w)).astype(np.float32), (0, 0), 10) * 0.08
     out *= (1 + fibre + blotch)[..., None]
     res = face.copy()
@@ -38,7 +39,8 @@ def textured(frame, rng):
     h, w = frame.shape[:2]
     broad = cv2.resize(rng.normal(0, 0.02, (h // 32 + 2, w // 32 + 2)).astype(np.float32), (w, h),
                        interpolation=cv2.INTER_CUBIC)
-    fine = cv2.GaussianBlur(rng.normal(0, 1, (h, w)).astype(np.float32), (0, 0), 1.5) * rng.uniform(0.02, 0.04)
+    fine = cv2.GaussianBlur(rng.normal(0, 1, (h, w)).astype(np.float32), (0, 0), 1.5)
+    fine *= rng.uniform(0.02, 0.04)
     f = frame.astype(np.float32) * (1 + broad + fine)[..., None]
     frame[:] = np.clip(f, 0, 255).astype(np.uint8)
 
@@ -52,7 +54,8 @@ def lay_real(frame, face, quad, rng):
     h, w = face.shape[:2]
     # only the card's neighbourhood: the shadow reaches 6 + 3 x 6 pixels beyond it
     x0, y0 = (max(int(v) - 30, 0) for v in np.min(quad, axis=0))
-    x1, y1 = min(int(np.max(quad[:, 0])) + 31, frame.shape[1]), min(int(np.max(quad[:, 1])) + 31, frame.shape[0])
+    x1 = min(int(np.max(quad[:, 0])) + 31, frame.shape[1])
+    y1 = min(int(np.max(quad[:, 1])) + 31, frame.shape[0])
     roi = frame[y0:y1, x0:x1]
     m = cv2.getPerspectiveTransform(np.float32([[0, 0], [w, 0], [w, h], [0, h]]),
                                     np.float32(quad) - np.float32([x0, y0]))
@@ -63,7 +66,8 @@ def lay_real(frame, face, quad, rng):
         return cv2.warpAffine(a, np.float32([[1, 0, d * math.cos(ang)], [0, 1, d * math.sin(ang)]]), size)
 
     f = roi.astype(np.float32)
-    drop = cv2.GaussianBlur(shifted(rng.uniform(2, 6), rng.uniform(0, 2 * math.pi)), (0, 0), rng.uniform(3, 6))
+    drop = cv2.GaussianBlur(shifted(rng.uniform(2, 6), rng.uniform(0, 2 * math.pi)), (0, 0),
+                            rng.uniform(3, 6))
     contact = cv2.GaussianBlur(shifted(1.5, rng.uniform(0, 2 * math.pi)), (0, 0), 1.5)
     f *= (1 - rng.uniform(0.12, 0.3) * drop - 0.25 * contact)[..., None]
     edge = shifted(rng.uniform(0.3, 1.0), rng.uniform(0, 2 * math.pi))
@@ -94,7 +98,8 @@ class Lens:
         # the keystone only: the photo's centre still sees the table's (the technician frames
         # the card; the tilt alone moved the scene up to 40 pixels, a card off the photo's edge)
         c = self.hom @ np.float64([w / 2, h / 2, 1])
-        self.hom = np.float64([[1, 0, w / 2 - c[0] / c[2]], [0, 1, h / 2 - c[1] / c[2]], [0, 0, 1]]) @ self.hom
+        move = np.float64([[1, 0, w / 2 - c[0] / c[2]], [0, 1, h / 2 - c[1] / c[2]], [0, 0, 1]])
+        self.hom = move @ self.hom
         self.ca = rng.uniform(0.0005, 0.0015)
 
     def source(self, pts, channel=1):
@@ -102,7 +107,8 @@ class Lens:
         u = (pts - self.c) / self.r
         u = u * (1 + self.k * (u * u).sum(axis=-1, keepdims=True)) * (1 + (channel - 1) * self.ca)
         p = u * self.r + self.c
-        q = np.concatenate([p, np.ones(p.shape[:-1] + (1,), p.dtype)], axis=-1) @ self.hom.T.astype(np.float32)
+        ones = np.ones(p.shape[:-1] + (1,), p.dtype)
+        q = np.concatenate([p, ones], axis=-1) @ self.hom.T.astype(np.float32)
         return q[..., :2] / q[..., 2:]
 
     def image(self, frame):
