@@ -614,7 +614,9 @@ class VisualRecognizer:
         however many corners read it. A hand card that reads at both corners (its top card) gets
         the whole card's deck check; a covered card is refused under a card that failed it (a
         hand whose top card is another deck's is another deck's), and read only in a blob where
-        a whole card passed it, and when it passes the covered card's own deck check."""
+        a whole card passed it, and when it passes the covered card's own deck check. A card
+        refused where another card found in the frame lies over it (turned cards touching) is
+        judged again on what shows of its face (_read_occluded)."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
         out, refused, kinds, judged = [], 0, [], []
         # every card outline found (for what covers what), and the refused ones to look at
