@@ -13,7 +13,8 @@ import numpy as np
 from controller.cards import CARDS
 from .deckprint import CORNER_FACE_MIN, SMALL, DeckPrint, corner_face_score, rounding
 from .find import card_size_of, find_cards
-from .hands import both_corners, corner_gray, hand_corners, whole_card
+from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
+from .occluded import masked_face_score, occluders, visible
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
 REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
@@ -34,6 +35,7 @@ INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
 _FACE_KERNEL = np.ones((13, 13), np.uint8)
 FACE_SUIT = 0.05                  # a suit the index leaves open is the face's when it beats the other by this
 NEAR = 0.02                       # and beats the next by at least this, however alike (_clear)
+HIDDEN = 0.25                     # of a covered index corner's box under another card (_read_occluded)
 LAID = 0.95                       # a corner laid from the hand's outline, its own edges not found:
                                   # a glyph a few pixels off once read 0.92 as another rank
 
@@ -571,6 +573,58 @@ class VisualRecognizer:
                                     [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                      for q in both_corners(quad)])
 
+    def _relocated(self, bgr, gray, quad):
+        """(card, quad, foreign) of a found card whose outline failed at an index corner: each
+        index corner located on its two edges (hands.refine_corner), the card measured from it
+        and its opposite corner (hands.whole_card), read as any whole card; None when no such
+        card differs from the outline or reads."""
+        for v in both_corners(quad):
+            r = refine_corner(gray, v, self.t.card_size)
+            whole = whole_card(gray, r, self.t.card_size) if r is not None else None
+            if whole is None or np.abs(whole - v).max() < 1.5:
+                continue
+            card, _, foreign = self._read_quad(bgr, whole)
+            if card or foreign:
+                return card, whole, foreign
+        return None
+
+    def _read_occluded(self, bgr, quad, shapes):
+        """(card, quad, 'whole' or 'covered') of a card refused where other cards found in the
+        frame (`shapes`) lie over it, or (None, None, None): its face compared only where it
+        shows (occluded.py; most of it must), at the whole card's threshold. Both index corners
+        reading the card: then its fingerprint, as any whole card's. One corner reading it at
+        the covered card's score, the other under a neighbour: a covered card (the quad from
+        that corner), read only as covered cards are (vouched for in its blob)."""
+        others = occluders(quad, shapes, self.t.card_size[0])
+        if not others:
+            return None, None, None          # nothing over it: the refusal stands
+        grays, corners = {}, both_corners(quad)
+        (a, ca), (b, cb) = (self.read_corner(bgr, q, keep=grays) for q in corners)
+        vis = visible(quad, others, (FACE_W, FACE_H))
+        if a and b:
+            if a != b:
+                return None, None, None
+            card, kind, q = a, "whole", quad
+        elif bool(a and ca >= STRICT) != bool(b and cb >= STRICT) and not (a and b):
+            i = 0 if a else 1
+            # the corner that did not read lies under the other card (its index box hidden)
+            x0, y0, x1, y1 = (np.float32(self.t.box) * np.float32([FACE_W, FACE_H, FACE_W, FACE_H])
+                              / np.float32([CW, CH, CW, CH])).astype(int)
+            hidden = ~(vis[y0:y1, x0:x1] if i == 1 else vis[::-1, ::-1][y0:y1, x0:x1])
+            if hidden.mean() < HIDDEN:
+                return None, None, None
+            card, kind, q = a or b, "covered", corners[i]
+        else:
+            return None, None, None
+        face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
+        if masked_face_score(face(bgr, quad), self.t.faces[card], vis) < face_min:
+            return None, None, None
+        if kind == "whole" and not self.t.print.matches(
+                rounding(bgr, quad, (CW, CH)),
+                [index_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners]):
+            return None, None, None
+        return card, q, kind
+
     def _corner_of_deck(self, bgr, quad, card):
         """The deck check of a covered card, on what shows of it: the strips along its top and
         left sides. (Its index's place and its corner's rounding are not checked: at 125 pixels
@@ -600,17 +654,32 @@ class VisualRecognizer:
         however many corners read it. A hand card that reads at both corners (its top card) gets
         the whole card's deck check; a covered card is refused under a card that failed it (a
         hand whose top card is another deck's is another deck's), and read only in a blob where
-        a whole card passed it, and when it passes the covered card's own deck check."""
+        a whole card passed it, and when it passes the covered card's own deck check. A card
+        refused where another card found in the frame lies over it (turned cards touching) is
+        judged again on what shows of its face (_read_occluded)."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
         out, refused, kinds, judged = [], 0, [], []
+        # every card outline found (for what covers what), and the refused ones to look at
+        # again where another card lies over them (_read_occluded): (quad, its judged entry)
+        shapes, retry = list(quads), []
+        gray = None
         for q in quads:
             if inside is None or inside(*q.mean(axis=0)):
                 card, _, foreign = self._read_quad(bgr, q)
+                if not card and not foreign:
+                    # one index corner unread: the outline may lie a few pixels off there (a
+                    # threshold's outline on a grey table, 6-8 pixels at one corner); the card
+                    # again from its index corners located on their own edges
+                    gray = corner_gray(bgr) if gray is None else gray
+                    again = self._relocated(bgr, gray, q)
+                    if again is not None:
+                        card, q, foreign = again
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
                 else:
                     refused += 1
+                    retry.append((q, len(judged) if foreign else None))
                 if card or foreign:
                     judged.append((q, not foreign))
         w = self.t.card_size[0]
@@ -618,7 +687,7 @@ class VisualRecognizer:
         def copy(card, q):      # read already here; a second copy elsewhere (a multi-deck shoe) is a card
             return any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.5 * w
                        for c, p in out)
-        gray = corner_gray(bgr) if blobs else None
+        gray = corner_gray(bgr) if blobs and gray is None else gray
         centres = [q.mean(axis=0) for q in quads]
         covered = []
         for q, located in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
@@ -637,7 +706,10 @@ class VisualRecognizer:
                 # and the deck check, as any whole card
                 whole = whole_card(gray, q, self.t.card_size) if located else None
                 if whole is not None:
+                    shapes.append(whole)
                     card, _, foreign = self._read_quad(bgr, whole)
+                    if not card:
+                        retry.append((whole, len(judged) if foreign else None))
                     if card or foreign:
                         judged.append((whole, not foreign))
                     if card and not copy(card, whole):
@@ -651,10 +723,14 @@ class VisualRecognizer:
             # (the measured size laid from this corner is a few pixels off: its face and
             # fingerprint fail), then as any whole card
             whole = whole_card(gray, q, self.t.card_size) if located else None
+            if whole is not None:
+                shapes.append(whole)
             if far == card:         # the whole card shows (a hand's top card): as any whole card
                 ok = self._of_deck(bgr, q, card, grays)
                 if not ok and whole is not None and self._read_quad(bgr, whole)[0] == card:
                     ok, q = True, whole
+                if not ok and whole is not None:
+                    retry.append((whole, len(judged)))
                 judged.append((q, ok))
                 if ok:
                     out.append((card, q))
@@ -662,6 +738,8 @@ class VisualRecognizer:
                 continue
             if whole is not None:
                 got, _, foreign = self._read_quad(bgr, whole)
+                if got != card:
+                    retry.append((whole, len(judged) if foreign else None))
                 if got == card or foreign:
                     judged.append((whole, not foreign))
                 if got == card:
@@ -670,6 +748,19 @@ class VisualRecognizer:
                     continue
             if self._corner_of_deck(bgr, q, card):
                 covered.append((card, q))
+        for q, j in retry:
+            card, q, kind = self._read_occluded(bgr, q, shapes)
+            if card is None or copy(card, q):
+                continue
+            if j is not None:       # not another deck's after all: its judgement goes
+                judged[j] = None
+            if kind == "whole":
+                out.append((card, q))
+                kinds.append("occluded")
+                judged.append((q, True))
+            else:
+                covered.append((card, q))
+        judged = [j for j in judged if j is not None]
         hands = [_in_blobs(blobs, q) for q, _ in judged]
         area = self.t.card_size[0] * self.t.card_size[1]
         for card, q in covered:
