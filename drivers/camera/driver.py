@@ -1,5 +1,6 @@
 """The camera driver: frames from a video source, cards read inside the table's zones (barcodes
 or visual), tracked, and reported once as CardSeen (and CardGone when picked up)."""
+import logging
 import threading
 import time
 
@@ -10,6 +11,8 @@ from ..events import CardGone, CardSeen, DeviceState  # noqa: F401 (re-exported)
 from .recognize import read_codes
 from .tracker import ZoneTracker
 from .video import Capture, open_source
+
+log = logging.getLogger(__name__)
 
 
 def _thumb(entry):
@@ -138,14 +141,30 @@ class CameraDriver:
         emit(DeviceState("camera", "connected"))
 
         def run():
+            fault = None
             while not self._stop.is_set():
                 n, frame = self.capture.latest(timeout=0.5)
                 if frame is None:
                     if self.capture.ended:
-                        emit(DeviceState("camera", "disconnected", {"reason": "the video source ended"}))
+                        emit(DeviceState("camera", "disconnected",
+                                         {"reason": self.capture.end_reason or "the video source ended"}))
                         return
                     continue
-                self.process(frame, emit)
+                try:
+                    self.process(frame, emit)
+                except Exception as e:     # noqa: BLE001 (any fault of the reader is the camera's fault)
+                    # RULES.md, device faults: a reader that raises (damaged templates, a bug)
+                    # must not leave the camera "connected" and silent: the fault is reported
+                    # once per reason, the traceback logged once, and the next frames are tried
+                    why = f"the card reader failed: {type(e).__name__}: {e}"
+                    if why != fault:
+                        log.exception("camera: %s", why)
+                        emit(DeviceState("camera", "fault", {"reason": why}))
+                        fault = why
+                    continue
+                if fault is not None:       # a frame read again: the fault has cleared
+                    emit(DeviceState("camera", "ok", {"reason": "frames read again"}))
+                    fault = None
         self._thread = threading.Thread(target=run, name="camera", daemon=True)
         self._thread.start()
 
