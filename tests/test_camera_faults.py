@@ -72,3 +72,64 @@ def test_a_junk_file_in_a_folder_of_frames_is_named_and_skipped(tmp_path):
         pass
     d.close()
     assert "02.png" in e.detail["reason"], e
+
+
+# -- templates: deck.json and the files beside it --------------------------------------------------
+
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+
+import pytest  # noqa: E402
+
+from calibration.cli import main  # noqa: E402
+from drivers.camera.visual import Templates  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Templates of a real deck design (cardsJS) through the camera model, saved."""
+    from drivers.camera import camera_model as cm
+    d = tmp_path_factory.mktemp("templates") / "t"
+    cm.reference_templates("cardsjs", seed=0, size=(480, 320)).save(str(d))
+    return d
+
+
+def copy_of(saved, tmp_path):
+    shutil.copytree(saved, tmp_path / "t")
+    return tmp_path / "t"
+
+
+@pytest.mark.parametrize("edit, text", [
+    (lambda m: [], "expected an object with format, card_size"),
+    (lambda m: {**m, "card_size": [float("nan"), 170]}, "card_size: expected 2 numbers, got [NaN, 170]"),
+    (lambda m: {**m, "card_size": "125x175"}, "card_size: expected 2 numbers"),
+    (lambda m: {**m, "card_size": [1e9, 170]}, "card_size: expected a card's width and height"),
+    (lambda m: {**m, "split": 0}, "split: expected a whole number between the index box's top"),
+    (lambda m: {**m, "box": [3, 9, 35]}, "box: expected 4 whole numbers"),
+    (lambda m: {**m, "box": [30, 9, 3, 88]}, "box: expected x0 < x1 <= 240"),
+])
+def test_a_deck_json_edited_by_hand_is_refused_naming_its_key(saved, tmp_path, capsys, edit, text):
+    t = copy_of(saved, tmp_path)
+    meta = json.loads((t / "deck.json").read_text())
+    (t / "deck.json").write_text(json.dumps(edit(meta)))
+    with pytest.raises(ValueError, match="deck.json: ") as e:
+        Templates.load(str(t))
+    assert text in str(e.value)
+    cv2.imwrite(str(tmp_path / "p.png"), np.full((300, 400, 3), 90, np.uint8))
+    assert main(["camera", "recognize", "--templates", str(t), str(tmp_path / "p.png")]) == 2
+    err = capsys.readouterr().err
+    assert text in err and "Traceback" not in err
+
+
+def test_a_cut_deck_json_is_damaged_and_a_resized_index_is_named(saved, tmp_path):
+    t = copy_of(saved, tmp_path)
+    text = (t / "deck.json").read_text()
+    (t / "deck.json").write_text(text[:len(text) // 2])
+    with pytest.raises(ValueError, match="deck.json: damaged"):
+        Templates.load(str(t))
+    (t / "deck.json").write_text(text)
+    g = cv2.imread(str(t / "index_Qd.png"))
+    cv2.imwrite(str(t / "index_Qd.png"), cv2.resize(g, None, fx=1.5, fy=1.5))
+    with pytest.raises(ValueError, match="index_Qd.png is .* pixels, the index box"):
+        Templates.load(str(t))
