@@ -133,3 +133,61 @@ def test_a_cut_deck_json_is_damaged_and_a_resized_index_is_named(saved, tmp_path
     cv2.imwrite(str(t / "index_Qd.png"), cv2.resize(g, None, fx=1.5, fy=1.5))
     with pytest.raises(ValueError, match="index_Qd.png is .* pixels, the index box"):
         Templates.load(str(t))
+
+
+# -- check-config: the templates against the zones, the calibration's [camera] values ----------------
+
+def table_config(tmp_path, templates, zones, camera=""):
+    """A table with a visual camera: its config, and the calibration with `zones` and [camera]."""
+    from dealer_station.config import read_config  # noqa: F401 (what check-config and run call)
+    cal = tmp_path / "cal.toml"
+    cal.write_text("[zones]\n" + "".join(f"{n} = {p}\n" for n, p in zones.items()) + camera)
+    p = tmp_path / "table.toml"
+    p.write_text(f'[table]\nid = "t1"\nprofile = "luxury21"\ncalibration = "{cal}"\n'
+                 f'[shoe]\nprotocol = "none"\n[metrics]\nport = 0\n'
+                 f'[paths]\njournal = "{tmp_path}/journal.sqlite"\n'
+                 f'[camera]\nenabled = true\nmode = "visual"\nsource = "{tmp_path}"\n'
+                 f'templates = "{templates}"\n')
+    return p
+
+
+def config_errors(path):
+    from dealer_station.config import ConfigError, read_config
+    try:
+        read_config(path)
+    except ConfigError as e:
+        return e.errors
+    return []
+
+
+SEATS = {"seat_1": [[100, 300], [256, 300], [256, 500], [100, 500]],
+         "seat_2": [[300, 300], [456, 300], [456, 500], [300, 500]]}
+
+
+def test_templates_whose_card_fits_no_zone_are_an_error(saved, tmp_path):
+    """The cold trial: templates from 296-pixel webcam photos, a table camera whose zones are
+    156 x 200 (125-pixel cards): check-config said ok, and the daemon read nothing."""
+    assert config_errors(table_config(tmp_path, saved, SEATS)) == []        # 123-pixel cards fit
+    t = copy_of(saved, tmp_path)
+    meta = json.loads((t / "deck.json").read_text())
+    (t / "deck.json").write_text(json.dumps({**meta, "card_size": [296, 415]}))
+    errs = config_errors(table_config(tmp_path, t, SEATS))
+    assert len(errs) == 1 and errs[0].startswith(
+        "camera.templates: the templates' card (296 x 415 pixels) fits in no zone (the largest "
+        "is 156 x 200)"), errs
+    with pytest.raises(ValueError, match="fits in no zone"):        # the driver, at start
+        from drivers.camera.recognize import VisualRecognizer
+        CameraDriver(GeneratorSource([]), Zones(SEATS), "visual",
+                     recognizer=VisualRecognizer(Templates.load(str(t))))
+
+
+@pytest.mark.parametrize("camera, text", [
+    ("width = 400\nheight = 720\n", "zones.seat_2: a point lies outside the 400x720 frame"),
+    ("exposure = -5\n", "camera.exposure: -5: expected 1 to 100000"),
+    ("fps = 0\n", "camera.fps: 0: expected 1 to 240"),
+    ('width = "1280"\n', "camera.width: '1280': expected 16 to 8192"),
+    ("zoom = 2\n", "camera.zoom: unknown camera setting"),
+])
+def test_the_calibrations_camera_values_are_checked(saved, tmp_path, camera, text):
+    errs = config_errors(table_config(tmp_path, saved, SEATS, "[camera]\n" + camera))
+    assert len(errs) == 1 and text in errs[0] and errs[0].startswith("table.calibration: "), errs

@@ -60,6 +60,23 @@ class Zones:
         return out
 
 
+def card_fit_error(card_size, polygons):
+    """Why a card of `card_size` (the templates', in pixels) fits none of the zones, or None. A
+    zone holds at least one card: templates captured at another distance than the table camera's
+    (296-pixel webcam photos, 125-pixel cards on the table) made a camera that reads nothing
+    while every check passed."""
+    w, h = card_size
+    boxes = [np.ptp(np.float32(p).reshape(-1, 2), axis=0) for p in polygons.values()]
+    slack = 1.25            # a zone drawn tight around the card's place, the outline's error
+    if any((w <= slack * zw and h <= slack * zh) or (w <= slack * zh and h <= slack * zw)
+           for zw, zh in boxes):
+        return None
+    zw, zh = max(boxes, key=lambda b: b[0] * b[1])
+    return (f"the templates' card ({w:.0f} x {h:.0f} pixels) fits in no zone (the largest is "
+            f"{zw:.0f} x {zh:.0f}): the templates were captured at another camera distance or "
+            f"resolution than the table's; capture them with the table camera")
+
+
 class CameraDriver:
     """start(emit), close(). mode 'barcode' (decoder + codebook) or 'visual' (a recognizer)."""
 
@@ -69,6 +86,8 @@ class CameraDriver:
             raise ValueError("barcode mode needs a decoder and the codebook")
         if mode == "visual" and recognizer is None:
             raise ValueError("visual mode needs templates (a recognizer)")
+        if mode == "visual" and (why := card_fit_error(recognizer.t.card_size, zones.polygons)):
+            raise ValueError(why)
         self.capture = Capture(source if hasattr(source, "read") else open_source(source), pace)
         self.zones = zones
         self.mode = mode

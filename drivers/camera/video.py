@@ -17,6 +17,36 @@ CAMERA_PROPS = {"width": cv2.CAP_PROP_FRAME_WIDTH, "height": cv2.CAP_PROP_FRAME_
                 "auto_exposure": cv2.CAP_PROP_AUTO_EXPOSURE, "autofocus": cv2.CAP_PROP_AUTOFOCUS}
 
 
+# the calibration's [camera] values: (least, most, what they are); a value outside is a typing
+# error or a value from another platform (DirectShow's exposure -5 is 2^-5 s, V4L2's is in
+# 100 us units and positive), which V4L2 would refuse or clip without a word
+RANGES = {"width": (16, 8192, "pixels"), "height": (16, 8192, "pixels"), "fps": (1, 240, "frames a second"),
+          "exposure": (1, 100000, "the exposure time in the camera's units (100 us on V4L2)"),
+          "focus": (0, 10000, "the lens position in the camera's units"),
+          "white_balance": (1000, 15000, "a colour temperature in kelvin"),
+          "auto_exposure": (0, 3, "V4L2's mode: 1 manual, 3 automatic"),
+          "autofocus": (0, 1, "0 off, 1 on")}
+
+
+def settings_errors(settings, where="camera"):
+    """What is wrong with a calibration's [camera] table, one line a key (nothing when right)."""
+    if not isinstance(settings, dict):
+        return [f"{where}: expected a table of camera settings"]
+    out = []
+    for k, v in settings.items():
+        if k not in CAMERA_PROPS:
+            out.append(f"{where}.{k}: unknown camera setting (known: {', '.join(CAMERA_PROPS)})")
+            continue
+        lo, hi, what = RANGES[k]
+        if isinstance(v, bool) and k == "autofocus":
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            out.append(f"{where}.{k}: {v!r}: expected {lo} to {hi} ({what})")
+        elif k in ("width", "height") and not float(v).is_integer():
+            out.append(f"{where}.{k}: {v!r}: expected a whole number of pixels")
+    return out
+
+
 class VideoError(RuntimeError):
     pass
 
