@@ -1,6 +1,7 @@
 """`shoe-calibrate camera ...`: zones, exposure/focus sweep, templates and recognition."""
 import json
 import os
+import sys
 
 from .shoe_tools import ToolError
 
@@ -97,6 +98,10 @@ def cmd_camera(a):
     rows = _labels(a.labels) if a.action == "accuracy" else None
     if a.action == "recognize":
         res = ct.recognize(a.images, a.templates)
+        other = sum(any(f["fallback"] for f in found) for _, found in res)
+        if other:
+            print(ct.size_warning(ct.load_templates(a.templates).card_size, other, len(res)),
+                  file=sys.stderr)
         for path, found in res:
             if a.json:
                 print(json.dumps({"image": path, "cards": found}))
@@ -116,7 +121,11 @@ def cmd_camera(a):
                              (r.get("deck") or "-", r.get("condition") or "-")))
         r = ct.accuracy(labelled, a.templates)
         print(json.dumps(r) if a.json else ct.accuracy_table(r))
-        return 0 if r["wrong"] == 0 else 1
+        if r["fallback"]:
+            print(ct.size_warning(ct.load_templates(a.templates).card_size, r["fallback"],
+                                  r["photos"]), file=sys.stderr)
+        # a pass is no card read wrongly and some read as the daemon reads them: 0% is no pass
+        return 0 if r["wrong"] == 0 and r["daemon"] > 0 else 1
     if a.action == "sweep":
         from drivers.camera.driver import Zones
         from drivers.camera.recognize import ZxingDecoder, read_codes

@@ -205,20 +205,33 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
 
 
 def recognize(images, templates_dir):
-    """[(image, [{card or 'unknown', confidence, corners}])] through the production recognition."""
+    """[(image, [{card or 'unknown', confidence, corners, fallback}])] through the production
+    recognition. `fallback` True: no card of the templates' size was in the photo, and this one
+    was found at any size (a photo from another height): the daemon, which looks for cards of
+    the templates' size only, would not have read it."""
     rec = VisualRecognizer(load_templates(templates_dir))
     out = []
     for path in images:
         img = read_image(path)
         found = []
-        # the calibrated size first; a photo taken from another height: any card-shaped outline
-        # (the reader compares on the rectified card, whatever its size in pixels)
-        for q in find_cards(img, rec.t.card_size) or find_cards(img):
+        quads = find_cards(img, rec.t.card_size)
+        fallback = not quads
+        for q in quads or find_cards(img):
             card, conf = rec.read_quad(img, q)
             found.append({"card": card or "unknown", "confidence": round(conf, 3),
-                          "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in q]})
+                          "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in q],
+                          "fallback": fallback})
         out.append((str(path), found))
     return out
+
+
+def size_warning(card_size, n, of):
+    """The line said when `n` of `of` photos were read only at another card size than the
+    templates'."""
+    w, h = card_size
+    return (f"warning: {n} of {of} photo(s) show no card of the templates' size ({w:.0f} x {h:.0f} "
+            f"pixels): read here at any size, which the daemon does not do (it would read nothing "
+            f"in them); capture the templates with the table camera at its height")
 
 
 def accuracy(labelled, templates_dir):
@@ -226,11 +239,16 @@ def accuracy(labelled, templates_dir):
     per group, and the confusion: per true card, how often it was refused and what (if ever) it
     was wrongly read as. A photo counts as correct only when its card, and no other, is read."""
     res = dict(recognize([p for p, _, _ in labelled], templates_dir))
-    total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0}
+    # `daemon`: photos the daemon's reader reads right (a card of the templates' size); `fallback`:
+    # photos with no card of that size, read here at any size
+    total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0, "daemon": 0, "fallback": 0}
     groups, refused, wrong_as = {}, {}, {}
     for path, card, group in labelled:
         cards = [f["card"] for f in res[str(path)] if f["card"] != "unknown"]
         outcome = "correct" if cards == [card] else "unknown" if not cards else "wrong"
+        fallback = any(f["fallback"] for f in res[str(path)])
+        total["fallback"] += fallback
+        total["daemon"] += outcome == "correct" and not fallback
         g = groups.setdefault("/".join(group), {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0})
         for d in (total, g):
             d["photos"] += 1
@@ -252,6 +270,8 @@ def accuracy_table(r):
         f"{c}: {n}" for c, n in sorted(r["refused"].items())) or "none"))
     lines.append("read wrongly (true card -> read as): " + (", ".join(
         f"{c} -> {'/'.join(v)}" for c, v in sorted(r["wrong_as"].items())) or "never"))
+    lines.append(f"read as the daemon reads (cards of the templates' size): {r['daemon']} of "
+                 f"{r['photos']} correct")
     return "\n".join(lines)
 
 

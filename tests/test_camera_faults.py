@@ -191,3 +191,28 @@ def test_templates_whose_card_fits_no_zone_are_an_error(saved, tmp_path):
 def test_the_calibrations_camera_values_are_checked(saved, tmp_path, camera, text):
     errs = config_errors(table_config(tmp_path, saved, SEATS, "[camera]\n" + camera))
     assert len(errs) == 1 and text in errs[0] and errs[0].startswith("table.calibration: "), errs
+
+
+# -- accuracy and recognize say what the daemon would read ----------------------------------------
+
+def test_accuracy_says_when_it_read_cards_the_daemon_would_not(saved, tmp_path, capsys):
+    """Templates of 123-pixel cards, photos of 300-pixel cards (another camera height): the
+    tool's fallback reads them, the daemon (cards of the templates' size only) would not."""
+    from drivers.camera import camera_model as cm
+    rng = np.random.default_rng(4)
+    rows = ["image,rank,suit"]
+    for c in ("7h", "Ks"):
+        img, _ = cm.webcam_photo("cardsjs", c, "grey", rng, "clean")
+        cv2.imwrite(str(tmp_path / f"{c}.png"), img)
+        rows.append(f"{c}.png,{c[0]},{c[1]}")
+    (tmp_path / "l.csv").write_text("\n".join(rows) + "\n")
+    capsys.readouterr()
+    rc = main(["camera", "accuracy", "--templates", str(saved), "--labels", str(tmp_path / "l.csv"),
+               "--json"])
+    out, err = capsys.readouterr()
+    r = json.loads(out)
+    assert r["fallback"] == 2 and r["daemon"] == 0 and rc == 1, r
+    assert "warning: 2 of 2 photo(s) show no card of the templates' size (123 x 173 pixels)" in err
+    assert "the daemon does not do" in err
+    assert main(["camera", "recognize", "--templates", str(saved), str(tmp_path / "7h.png")]) == 0
+    assert "warning: 1 of 1 photo(s) show no card of the templates' size" in capsys.readouterr().err
