@@ -1,4 +1,5 @@
 """`shoe-calibrate camera ...`: zones, exposure/focus sweep, templates and recognition."""
+import contextlib
 import json
 import os
 import sys
@@ -51,6 +52,20 @@ def _labels(path, required=("image", "rank", "suit")):
     return rows
 
 
+@contextlib.contextmanager
+def _refused_leaves_nothing(out):
+    """The templates' --out made before the photos are read, and taken away again (when this
+    made it and it is still empty) if the capture is refused."""
+    from . import camera_tools as ct
+    made = ct.out_folder(out)
+    try:
+        yield
+    except BaseException:
+        if made and os.path.isdir(out) and not os.listdir(out):
+            os.rmdir(out)
+        raise
+
+
 def cmd_camera(a):
     import cv2
     from . import camera_tools as ct
@@ -62,7 +77,7 @@ def cmd_camera(a):
         img = ct.read_image(a.image)
         if ct.too_dark(img):
             print("warning: the image is very dark; recognition needs more light")
-        print(ct.draw_zones(img, zones, a.out))
+        print(ct.draw_zones(img, zones, a.out, a.calibration))
         return 0
     if a.action == "templates":
         if a.source:
@@ -79,12 +94,12 @@ def cmd_camera(a):
                 src = open_source(int(a.source) if a.source.isdigit() else a.source)
             except VideoError as e:
                 raise ToolError(f"no camera: {e}") from None
-            ct.out_folder(a.out)
-            t = ct.templates_from_frames(src, zones[a.zone], order, a.out)
+            with _refused_leaves_nothing(a.out):
+                t = ct.templates_from_frames(src, zones[a.zone], order, a.out)
         elif a.labels:
             _labels(a.labels)
-            ct.out_folder(a.out)
-            t = ct.templates_from_labels(a.labels, a.out)
+            with _refused_leaves_nothing(a.out):
+                t = ct.templates_from_labels(a.labels, a.out)
         else:
             raise ToolError("give --labels FILE.csv (still photos) or --source (live frames)")
         w, h = t.card_size

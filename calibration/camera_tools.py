@@ -1,6 +1,7 @@
 """Camera steps of the calibration tool: draw the zones over a table image, sweep exposure and
 focus for the best decode rate, capture rank and suit templates from labelled photos, and run the
 production recognition on photos."""
+import contextlib
 import csv
 import os
 
@@ -34,6 +35,22 @@ def _dimensions(data):
     return None
 
 
+@contextlib.contextmanager
+def quiet_stderr():
+    """libpng and libjpeg write their warnings and errors straight to the process's stderr (fd
+    2), before and beside the tool's own one line: silenced while they run."""
+    import sys
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def read_image(path):
     """The photo at `path` as BGR, or a ToolError naming what is wrong with the file."""
     if not os.path.isfile(path):
@@ -47,7 +64,8 @@ def read_image(path):
     # the end marker after the last scan's start (an EXIF thumbnail's own comes before it)
     if data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
         raise ToolError(f"{path}: a damaged JPEG (cut short, no end marker): take it again")
-    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    with quiet_stderr():        # libpng's "iCCP: known incorrect sRGB profile" and the like
+        img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if img is None:
         raise ToolError(f"{path}: not an image")
     if min(img.shape[:2]) < 32:
@@ -55,10 +73,20 @@ def read_image(path):
     return img
 
 
-def draw_zones(image, polygons, out):
-    img = Zones(polygons, frame_size=(image.shape[1], image.shape[0])).draw(image)
-    if not cv2.imwrite(str(out), img):
-        raise ToolError(f"{out}: cannot write the PNG")
+def draw_zones(image, polygons, out, where="zones"):
+    """The zones drawn over `image`, written to `out`; a zone beyond the image (zones drawn on
+    another camera's frame) or an --out that names no image file is a ToolError."""
+    try:
+        img = Zones(polygons, frame_size=(image.shape[1], image.shape[0])).draw(image)
+    except ValueError as e:
+        raise ToolError(f"{where}: {e} (zones drawn on another camera's picture, or the wrong "
+                        f"image?)") from None
+    try:
+        ok = cv2.imwrite(str(out), img)
+    except cv2.error:           # no encoder for the name: no extension, or an unknown one
+        raise ToolError(f"--out {out}: not an image file name (end it in .png)") from None
+    if not ok:
+        raise ToolError(f"--out {out}: cannot write the PNG")
     return out
 
 
@@ -91,9 +119,20 @@ def sweep(source, zones, decode_zone, settings):
     return best, results
 
 
+def _template_file(name):
+    return name == "deck.json" or (name.startswith(("index_", "face_")) and name.endswith(".png"))
+
+
 def out_folder(out_dir):
-    """Make the templates' folder now, or raise a ToolError: before 52 photos are read."""
-    make_folder(out_dir, f"--out {out_dir}", "the folder")
+    """Make the templates' folder now, or raise a ToolError: before 52 photos are read. A folder
+    holding other files than templates is refused (the new templates replace the whole folder).
+    True when it made the folder (taken away again if the capture is refused)."""
+    made = make_folder(out_dir, f"--out {out_dir}", "the folder")
+    other = sorted(f for f in os.listdir(out_dir) if not _template_file(f))
+    if other:
+        raise ToolError(f"--out {out_dir}: holds other files than templates ({', '.join(other[:3])}"
+                        f"{' ...' if len(other) > 3 else ''}): give a new folder or one of templates")
+    return made
 
 
 def _save_templates(samples, out_dir):
@@ -101,10 +140,43 @@ def _save_templates(samples, out_dir):
         t = Templates.capture(samples)
     except ValueError as e:
         raise ToolError(str(e)) from None
+    return write_templates(t, out_dir)
+
+
+def write_templates(t, out_dir):
+    """Write the templates `t` to `out_dir` all or nothing: into a new folder beside it, read
+    back (a disk that filled up cuts a PNG short, and the encoder may not say so), then swapped
+    in. A failed write is a ToolError and the templates that were there stay as they were."""
+    import shutil
+    import stat
+    import tempfile
+    out_dir = os.path.abspath(out_dir)
+    parent, name = os.path.split(out_dir)
     try:
-        t.save(out_dir)
+        new = tempfile.mkdtemp(prefix=f".{name}.new-", dir=parent)
     except OSError as e:
-        raise ToolError(f"--out {out_dir}: {e}") from None
+        raise ToolError(f"--out {out_dir}: cannot write there: {e.strerror}") from None
+    try:
+        # the folder's own mode, or a new folder's (mkdtemp's 0700 would shut out the daemon's user)
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(new, stat.S_IMODE(os.stat(out_dir).st_mode) if os.path.isdir(out_dir)
+                 else 0o777 & ~mask)
+        with quiet_stderr():            # libpng's own "Write Error" line: the error below says it
+            t.save(new)
+        Templates.load(new)
+    except (OSError, ValueError) as e:
+        shutil.rmtree(new, ignore_errors=True)
+        why = getattr(e, "strerror", None) or str(e).replace(new, out_dir)
+        raise ToolError(f"--out {out_dir}: the templates could not be written ({why}): the disk "
+                        f"full? Nothing was changed there") from None
+    old = None
+    if os.path.isdir(out_dir):
+        old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
+        os.rename(out_dir, os.path.join(old, name))
+    os.rename(new, out_dir)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
     return t
 
 
@@ -155,6 +227,8 @@ def templates_from_labels(csv_path, out_dir):
                         f"are optional)")
     cards = []
     for n, row in enumerate(rows, 2):       # every label first: before 52 photos are read
+        if None in row.values() or not row["image"]:      # a short row (csv gives None)
+            raise ToolError(f"{csv_path}:{n}: expected image,rank,suit naming a card")
         card = label_card(row["rank"], row["suit"])
         if card is None:
             raise ToolError(f"{csv_path}:{n}: {row['rank'].strip() + row['suit'].strip()!r} is not a card "

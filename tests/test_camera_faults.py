@@ -216,3 +216,78 @@ def test_accuracy_says_when_it_read_cards_the_daemon_would_not(saved, tmp_path, 
     assert "the daemon does not do" in err
     assert main(["camera", "recognize", "--templates", str(saved), str(tmp_path / "7h.png")]) == 0
     assert "warning: 1 of 1 photo(s) show no card of the templates' size" in capsys.readouterr().err
+
+
+# -- templates written all or nothing ---------------------------------------------------------------
+
+WRITE = """
+import resource, signal, sys
+from calibration import camera_tools as ct
+from calibration.shoe_tools import ToolError
+from drivers.camera.visual import Templates
+t = Templates.load(sys.argv[1])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a file past the limit: EFBIG, as a full disk
+limit = int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    ct.write_templates(t, sys.argv[2])
+    print("written")
+except ToolError as e:
+    print(e)
+"""
+
+
+def test_templates_written_on_a_full_disk_leave_the_old_ones(saved, tmp_path):
+    import subprocess
+    import sys
+    out = copy_of(saved, tmp_path)
+    meta = json.loads((out / "deck.json").read_text())
+    (out / "deck.json").write_text(json.dumps({**meta, "card_size": [124.5, 174.5]}))   # the old set
+    before = {f: (out / f).read_bytes() for f in os.listdir(out)}
+
+    def write(limit):
+        r = subprocess.run([sys.executable, "-c", WRITE, str(saved), str(out), str(limit)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        return r.stdout.strip()
+    said = write(20_000)               # a face PNG is larger: it cannot be written whole
+    assert said.startswith(f"--out {out}: the templates could not be written (") and \
+        "Nothing was changed there" in said, said
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == before
+    assert sorted(os.listdir(tmp_path)) == ["t"]          # no half-written folder left beside it
+    assert write(10_000_000) == "written"
+    assert Templates.load(str(out)).card_size == pytest.approx(
+        Templates.load(str(saved)).card_size) and sorted(os.listdir(tmp_path)) == ["t"]
+
+
+# -- the camera commands' one-line errors ----------------------------------------------------------
+
+def one_line(argv, capsys, text):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert text in err and "Traceback" not in err, err
+    return err
+
+
+def test_zones_beyond_the_image_and_an_out_with_no_extension_are_one_line(tmp_path, capsys):
+    cal = tmp_path / "c.toml"
+    cal.write_text("[zones]\na = [[10, 10], [1300, 10], [10, 100]]\nb = [[10, 10], [100, 10], [10, 100]]\n")
+    cv2.imwrite(str(tmp_path / "table.png"), np.full((720, 1280, 3), 90, np.uint8))
+    zones = ["camera", "zones", "--image", str(tmp_path / "table.png"), "--calibration", str(cal)]
+    one_line(zones + ["--out", str(tmp_path / "z.png")], capsys,
+             f"{cal}: zones.a: a point lies outside the 1280x720 frame")
+    cal.write_text("[zones]\nb = [[10, 10], [100, 10], [10, 100]]\n")
+    one_line(zones + ["--out", str(tmp_path / "zones")], capsys,
+             f"--out {tmp_path / 'zones'}: not an image file name (end it in .png)")
+    assert main(zones + ["--out", str(tmp_path / "z.png")]) == 0
+
+
+def test_a_short_label_row_is_named_and_a_refused_capture_leaves_no_folder(tmp_path, capsys):
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((300, 400, 3), 90, np.uint8))
+    (tmp_path / "short_row.csv").write_text("image,rank,suit\na.png,A,s\na.png,K\n")
+    tmpl = ["camera", "templates", "--out", str(tmp_path / "new"), "--labels"]
+    one_line(tmpl + [str(tmp_path / "short_row.csv")], capsys,
+             "short_row.csv:3: expected image,rank,suit naming a card")
+    (tmp_path / "l.csv").write_text("image,rank,suit\na.png,A,s\n")
+    one_line(tmpl + [str(tmp_path / "l.csv")], capsys, "expected one card in the photo, found 0")
+    assert not (tmp_path / "new").exists()
