@@ -64,8 +64,14 @@ def read_image(path):
     # the end marker after the last scan's start (an EXIF thumbnail's own comes before it)
     if data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
         raise ToolError(f"{path}: a damaged JPEG (cut short, no end marker): take it again")
-    with quiet_stderr():        # libpng's "iCCP: known incorrect sRGB profile" and the like
-        img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    try:
+        with quiet_stderr():        # libpng's "iCCP: known incorrect sRGB profile" and the like
+            img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error:
+        # OpenCV's own check of the size its header states (OPENCV_IO_MAX_IMAGE_PIXELS, set by
+        # calibration/__init__.py): a TIFF, WebP, BMP ... over the limit, refused undecoded
+        raise ToolError(f"{path}: larger than any camera's photo (over "
+                        f"{MAX_PIXELS // 1_000_000} megapixels), or its header is damaged") from None
     if img is None:
         raise ToolError(f"{path}: not an image")
     if min(img.shape[:2]) < 32:

@@ -291,3 +291,31 @@ def test_a_short_label_row_is_named_and_a_refused_capture_leaves_no_folder(tmp_p
     (tmp_path / "l.csv").write_text("image,rank,suit\na.png,A,s\n")
     one_line(tmpl + [str(tmp_path / "l.csv")], capsys, "expected one card in the photo, found 0")
     assert not (tmp_path / "new").exists()
+
+
+def big_tiff(path, w, h):
+    """A small TIFF whose header says w x h (its ImageWidth and ImageLength tags rewritten)."""
+    import struct
+    data = bytearray(cv2.imencode(".tiff", np.zeros((4, 4, 3), np.uint8))[1].tobytes())
+    assert data[:4] == b"II*\x00"
+    ifd = struct.unpack_from("<I", data, 4)[0]
+    for i in range(struct.unpack_from("<H", data, ifd)[0]):
+        at = ifd + 2 + 12 * i
+        tag, kind = struct.unpack_from("<HH", data, at)
+        if tag in (256, 257):
+            struct.pack_into("<HHII", data, at, tag, 4, 1, w if tag == 256 else h)
+    path.write_bytes(bytes(data))
+
+
+def test_a_huge_tiff_is_refused_before_it_is_decoded(saved, tmp_path):
+    """40 megapixels at most in any format, from the header: the PNG/JPEG parser does not know
+    TIFF or WebP, OpenCV's own limit does (set before cv2 loads)."""
+    import subprocess
+    import sys
+    big_tiff(tmp_path / "huge.tiff", 8000, 8000)
+    r = subprocess.run([sys.executable, "-m", "calibration.cli", "camera", "recognize", "--templates",
+                        str(saved), str(tmp_path / "huge.tiff")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and r.stderr == (f"shoe-calibrate: {tmp_path / 'huge.tiff'}: larger "
+                                              f"than any camera's photo (over 40 megapixels), or "
+                                              f"its header is damaged\n"), r.stderr
