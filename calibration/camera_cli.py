@@ -30,26 +30,31 @@ def _zones(path):
     return zones
 
 
-def _labels(path, required=("image", "rank", "suit")):
+def _labels(path):
     """The rows of a labels CSV: the file there, its columns, at least one photo."""
-    import csv
-    try:
-        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            rows = list(reader)
-            columns = set(reader.fieldnames or ())
-    except OSError as e:
-        raise ToolError(f"{path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise ToolError(f"{path}: not UTF-8 text (save it as \"CSV UTF-8\")") from None
-    missing = [c for c in required if c not in columns]
+    from .camera_tools import label_rows
+    return label_rows(path)
+
+
+def _order(path, words):
+    """The --order file's cards, checked: every deck card once (a technician's spelling of a
+    card, 'Td' or '10d', any case)."""
+    from controller.cards import CARDS
+    from .camera_tools import label_card
+    cards, seen = [], set()
+    for w in words:
+        card = label_card(w[:-1], w[-1:]) if len(w) >= 2 else None
+        if card is None:
+            raise ToolError(f"--order {path}: {w!r} is not a card (rank A 2-9 T J Q K, suit s h d c)")
+        if card in seen:
+            raise ToolError(f"--order {path}: {card} is listed twice")
+        seen.add(card)
+        cards.append(card)
+    missing = [c for c in CARDS if c not in seen]
     if missing:
-        raise ToolError(f"{path}: no column {', '.join(missing)} (the columns are image,rank,suit; "
-                        f"deck and condition are optional)")
-    if not rows:
-        raise ToolError(f"{path}: no photos listed: a check of nothing cannot pass")
-    return rows
+        raise ToolError(f"--order {path}: {len(missing)} card(s) missing ({', '.join(missing[:6])}"
+                        f"{' ...' if len(missing) > 6 else ''}): the templates need every card once")
+    return cards
 
 
 @contextlib.contextmanager
@@ -80,16 +85,23 @@ def cmd_camera(a):
         print(ct.draw_zones(img, zones, a.out, a.calibration))
         return 0
     if a.action == "templates":
+        if a.source and a.labels:
+            raise ToolError("give --labels FILE.csv (still photos) or --source (live frames), "
+                            "not both")
         if a.source:
             from controller.cards import CARDS
             from drivers.camera.video import VideoError, open_source
-            zones = load(a.calibration).get("zones") or {}
+            zones = _zones(a.calibration)
             if a.zone not in zones:
-                raise ToolError(f"{a.calibration}: no zone {a.zone!r} to capture in")
+                raise ToolError(f"{a.calibration}: no zone {a.zone!r} to capture in (its zones: "
+                                f"{', '.join(zones)}; --zone names one)")
             try:
                 order = open(a.order).read().split() if a.order else list(CARDS)
             except OSError as e:
                 raise ToolError(f"--order {a.order}: {e.strerror}") from None
+            except UnicodeDecodeError:
+                raise ToolError(f"--order {a.order}: not UTF-8 text") from None
+            order = _order(a.order, order)
             try:
                 src = open_source(int(a.source) if a.source.isdigit() else a.source)
             except VideoError as e:
@@ -112,18 +124,25 @@ def cmd_camera(a):
                         f"`shoe-calibrate camera templates`)")
     rows = _labels(a.labels) if a.action == "accuracy" else None
     if a.action == "recognize":
-        res = ct.recognize(a.images, a.templates)
-        other = sum(any(f["fallback"] for f in found) for _, found in res)
+        # a photo that cannot be read is said and the batch goes on (exit 1 at the end)
+        res = ct.recognize(a.images, a.templates, keep_going=True)
+        other = sum(any(f["fallback"] for f in found) for _, found in res if isinstance(found, list))
         if other:
             print(ct.size_warning(ct.load_templates(a.templates).card_size, other, len(res)),
                   file=sys.stderr)
+        failed = 0
         for path, found in res:
-            if a.json:
+            if isinstance(found, ToolError):
+                print(f"shoe-calibrate: {found}", file=sys.stderr)
+                failed += 1
+            elif a.json:
                 print(json.dumps({"image": path, "cards": found}))
             else:
                 print(f"{path}: " + (", ".join(f"{f['card']} ({f['confidence']:.2f})" for f in found)
                                      or "no card found"))
-        return 0
+        if failed == len(res):
+            return 2
+        return 1 if failed else 0
     if a.action == "accuracy":
         base = os.path.dirname(os.path.abspath(a.labels))
         # optional columns deck and condition group the report

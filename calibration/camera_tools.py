@@ -10,6 +10,7 @@ import numpy as np
 
 from controller.cards import INDEX
 from drivers.camera.driver import Zones
+from drivers.camera.find import card_size_of
 from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
 from drivers.camera.visual import CH, CW
 
@@ -142,6 +143,16 @@ def out_folder(out_dir):
 
 
 def _save_templates(samples, out_dir):
+    # one camera height for every reference photo: the card size learned is the one the daemon
+    # looks for (a set mixing 120- and 296-pixel cards gave a size that matched neither)
+    ws = [card_size_of([q])[0] for _, q, _ in samples]
+    mid = float(np.median(ws))
+    off = [(c, w) for (_, _, c), w in zip(samples, ws) if not 0.8 * mid <= w <= 1.25 * mid]
+    if off:
+        raise ToolError(f"the reference photos of {', '.join(f'{c} ({w:.0f})' for c, w in off[:6])}"
+                        f"{' ...' if len(off) > 6 else ''} show the card at another size than the "
+                        f"others (about {mid:.0f} pixels wide): take every photo from the same "
+                        f"height, the table camera's")
     try:
         t = Templates.capture(samples)
     except ValueError as e:
@@ -189,7 +200,8 @@ def write_templates(t, out_dir):
 def load_templates(folder):
     """The templates in `folder`, or a ToolError saying why they cannot be used."""
     try:
-        return Templates.load(folder)
+        with quiet_stderr():        # libpng's lines about a damaged PNG: the error names it
+            return Templates.load(folder)
     except ValueError as e:
         raise ToolError(str(e)) from None
 
@@ -221,16 +233,38 @@ def one_card(quads):
     return None
 
 
+def label_rows(path, required=("image", "rank", "suit")):
+    """The rows of a labels CSV: the file there, its columns (any case, spaces around them), at
+    least one photo; or a ToolError saying what is wrong."""
+    try:
+        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames or []
+            reader.fieldnames = [c.strip().lower() for c in header]
+            rows = list(reader)
+    except OSError as e:
+        raise ToolError(f"{path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ToolError(f"{path}: not UTF-8 text (save it as \"CSV UTF-8\")") from None
+    missing = [c for c in required if c not in reader.fieldnames]
+    if missing and len(header) == 1 and ";" in header[0]:
+        raise ToolError(f"{path}: the columns are separated by semicolons; the separator is a comma "
+                        f"(a spreadsheet set to another language: save as CSV with commas)")
+    if missing:
+        raise ToolError(f"{path}: no column {', '.join(missing)} (the columns are image,rank,suit; "
+                        f"deck and condition are optional)")
+    if not rows:
+        raise ToolError(f"{path}: no photos listed: a check of nothing cannot pass")
+    return rows
+
+
 def templates_from_labels(csv_path, out_dir):
     """Templates from labelled still photos: CSV columns image,rank,suit, one card per photo,
     image paths relative to the CSV."""
     base = os.path.dirname(os.path.abspath(csv_path))
     samples, where = [], {}
-    with open(csv_path, newline="", encoding="utf-8-sig") as f:
-        rows = list(csv.DictReader(f))
-    if not rows or not {"image", "rank", "suit"} <= set(rows[0]):
-        raise ToolError(f"{csv_path}: expected the columns image,rank,suit (deck and condition "
-                        f"are optional)")
+    rows = label_rows(csv_path)
     cards = []
     for n, row in enumerate(rows, 2):       # every label first: before 52 photos are read
         if None in row.values() or not row["image"]:      # a short row (csv gives None)
@@ -284,15 +318,22 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
     return _save_templates(samples, out_dir)
 
 
-def recognize(images, templates_dir):
+def recognize(images, templates_dir, keep_going=False):
     """[(image, [{card or 'unknown', confidence, corners, fallback}])] through the production
     recognition. `fallback` True: no card of the templates' size was in the photo, and this one
     was found at any size (a photo from another height): the daemon, which looks for cards of
-    the templates' size only, would not have read it."""
+    the templates' size only, would not have read it. `keep_going`: a photo that cannot be read
+    gives its ToolError in place of the list."""
     rec = VisualRecognizer(load_templates(templates_dir))
     out = []
     for path in images:
-        img = read_image(path)
+        try:
+            img = read_image(path)
+        except ToolError as e:
+            if not keep_going:
+                raise
+            out.append((str(path), e))     # said by the caller; the other photos are read
+            continue
         found = []
         quads = find_cards(img, rec.t.card_size)
         fallback = not quads

@@ -319,3 +319,80 @@ def test_a_huge_tiff_is_refused_before_it_is_decoded(saved, tmp_path):
     assert r.returncode == 2 and r.stderr == (f"shoe-calibrate: {tmp_path / 'huge.tiff'}: larger "
                                               f"than any camera's photo (over 40 megapixels), or "
                                               f"its header is damaged\n"), r.stderr
+
+
+# -- the messages a technician reads ----------------------------------------------------------------
+
+def reference_photos(blank=None, size=(480, 320)):
+    """One camera photo per card of a real deck design (as camera_model.reference_templates
+    takes them), the card `blank` printed without ink (a blank card, a white sheet)."""
+    from controller.cards import CARDS
+    from drivers.camera import camera_model as cm
+    from drivers.camera.find import find_cards
+    rng = np.random.default_rng(0)
+    out = []
+    for i, c in enumerate(CARDS):
+        frame = cm.surface("green_felt", *size, rng)
+        face = cm.load_deck("cardsjs")[c].copy()
+        if c == blank:
+            face[..., :3] = 245
+        cm.lay(frame, face, cm.pose(rng, "clean", (size[0] / 2, size[1] / 2), 125,
+                                    face.shape[0] / face.shape[1]))
+        frame = cm.camera(frame, rng)
+        out.append((frame, find_cards(frame)[0], c))
+    return out
+
+
+def test_a_blank_reference_card_is_no_index_found_and_mixed_heights_are_refused(tmp_path):
+    from calibration import camera_tools as ct
+    from calibration.shoe_tools import ToolError
+    from drivers.camera.visual import BadReference
+    samples = reference_photos(blank="Qd")
+    with pytest.raises(BadReference, match=r"no index found in the corner of the reference images "
+                                           r"of Qd \(a blank card"):
+        Templates.capture(samples)
+    img, q, c = samples[5]
+    samples[5] = (img, (q - q.mean(axis=0)) * 2.4 + q.mean(axis=0), c)   # from nearer the card
+    with pytest.raises(ToolError, match=rf"the reference photos of {c} \(\d+\) show the card at "
+                                        r"another size than the others \(about 12\d pixels wide\)"):
+        ct._save_templates(samples, str(tmp_path / "t"))
+
+
+def test_label_headers_in_any_case_and_a_semicolon_file(tmp_path, capsys):
+    from calibration import camera_tools as ct
+    (tmp_path / "l.csv").write_text("Image, Rank ,SUIT\na.png,A,s\n")
+    assert ct.label_rows(str(tmp_path / "l.csv")) == [{"image": "a.png", "rank": "A", "suit": "s"}]
+    (tmp_path / "l.csv").write_text("image;rank;suit\na.png;A;s\n")
+    one_line(["camera", "templates", "--out", str(tmp_path / "t"), "--labels", str(tmp_path / "l.csv")],
+             capsys, "separated by semicolons; the separator is a comma")
+
+
+def test_the_live_capture_checks_its_order_its_calibration_and_its_inputs(tmp_path, capsys):
+    cal = tmp_path / "c.toml"
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    cv2.imwrite(str(frames / "0.png"), np.full((320, 480, 3), 90, np.uint8))
+    live = ["camera", "templates", "--source", str(frames), "--out", str(tmp_path / "t"),
+            "--calibration", str(cal)]
+    one_line(live, capsys, f"{cal}: no such calibration file")
+    cal.write_text("[zones]\nseat_1 = [[10, 10], [200, 10], [200, 300], [10, 300]]\n")
+    one_line(live, capsys, "no zone 'seat_4' to capture in (its zones: seat_1; --zone names one)")
+    live += ["--zone", "seat_1", "--order", str(tmp_path / "order.txt")]
+    from controller.cards import CARDS
+    for text, said in ((" ".join(list(CARDS[:-1]) + ["Xx"]), "'Xx' is not a card"),
+                       (" ".join(list(CARDS[:-1]) + ["as"]), "As is listed twice"),
+                       (" ".join(CARDS[:-1]), "1 card(s) missing (Kc)")):
+        (tmp_path / "order.txt").write_text(text)
+        one_line(live, capsys, f"--order {tmp_path / 'order.txt'}: {said}")
+    (tmp_path / "l.csv").write_text("image,rank,suit\na.png,A,s\n")
+    one_line(live + ["--labels", str(tmp_path / "l.csv")], capsys, "not both")
+    assert not (tmp_path / "t").exists()
+
+
+def test_recognize_goes_on_past_a_missing_photo(saved, tmp_path, capsys):
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((300, 400, 3), 90, np.uint8))
+    rc = main(["camera", "recognize", "--templates", str(saved), str(tmp_path / "gone.png"),
+               str(tmp_path / "a.png")])
+    out, err = capsys.readouterr()
+    assert rc == 1 and f"{tmp_path / 'gone.png'}: no such file" in err
+    assert f"{tmp_path / 'a.png'}: no card found" in out

@@ -269,7 +269,12 @@ class Templates:
         # a red card must show red ink and a black card black: a camera that sends grey (its
         # saturation down, a monochrome mode) makes templates that cannot tell a diamond from a
         # spade
-        hue = {card: _ink(corner(img, q, box, 0))[2] for img, q, card in samples}
+        inks = {card: _ink(corner(img, q, box, 0)) for img, q, card in samples}
+        blank = [c for c in CARDS if np.count_nonzero(inks[c][1]) < 15]
+        if blank:       # no ink at all where the index is: not a colour question
+            raise BadReference(blank, f"no index found in the corner of the reference images of "
+                               f"{', '.join(blank)} (a blank card, or a white sheet taken for the card?)")
+        hue = {card: ink[2] for card, ink in inks.items()}
         off = [c for c in CARDS if hue[c] != INK[c[1]]]
         if off:
             raise BadReference(off, f"the reference images of {', '.join(off)} do not show "
