@@ -1,8 +1,6 @@
 """Camera steps of the calibration tool: draw the zones over a table image, sweep exposure and
 focus for the best decode rate, capture rank and suit templates from labelled photos, and run the
 production recognition on photos."""
-import contextlib
-import csv
 import os
 
 import cv2
@@ -16,6 +14,7 @@ from drivers.camera.visual import CH, CW
 
 CANON = (CW, CH)
 
+from .camera_files import label_rows, quiet_stderr, template_file, write_templates  # noqa: F401
 from .files import make_folder
 from .shoe_tools import ToolError
 
@@ -34,22 +33,6 @@ def _dimensions(data):
             return int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7], "big")
         i += 2 + size
     return None
-
-
-@contextlib.contextmanager
-def quiet_stderr():
-    """libpng and libjpeg write their warnings and errors straight to the process's stderr (fd
-    2), before and beside the tool's own one line: silenced while they run."""
-    import sys
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def read_image(path):
@@ -126,16 +109,12 @@ def sweep(source, zones, decode_zone, settings):
     return best, results
 
 
-def _template_file(name):
-    return name == "deck.json" or (name.startswith(("index_", "face_")) and name.endswith(".png"))
-
-
 def out_folder(out_dir):
     """Make the templates' folder now, or raise a ToolError: before 52 photos are read. A folder
     holding other files than templates is refused (the new templates replace the whole folder).
     True when it made the folder (taken away again if the capture is refused)."""
     made = make_folder(out_dir, f"--out {out_dir}", "the folder")
-    other = sorted(f for f in os.listdir(out_dir) if not _template_file(f))
+    other = sorted(f for f in os.listdir(out_dir) if not template_file(f))
     if other:
         raise ToolError(f"--out {out_dir}: holds other files than templates ({', '.join(other[:3])}"
                         f"{' ...' if len(other) > 3 else ''}): give a new folder or one of templates")
@@ -158,43 +137,6 @@ def _save_templates(samples, out_dir):
     except ValueError as e:
         raise ToolError(str(e)) from None
     return write_templates(t, out_dir)
-
-
-def write_templates(t, out_dir):
-    """Write the templates `t` to `out_dir` all or nothing: into a new folder beside it, read
-    back (a disk that filled up cuts a PNG short, and the encoder may not say so), then swapped
-    in. A failed write is a ToolError and the templates that were there stay as they were."""
-    import shutil
-    import stat
-    import tempfile
-    out_dir = os.path.abspath(out_dir)
-    parent, name = os.path.split(out_dir)
-    try:
-        new = tempfile.mkdtemp(prefix=f".{name}.new-", dir=parent)
-    except OSError as e:
-        raise ToolError(f"--out {out_dir}: cannot write there: {e.strerror}") from None
-    try:
-        # the folder's own mode, or a new folder's (mkdtemp's 0700 would shut out the daemon's user)
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(new, stat.S_IMODE(os.stat(out_dir).st_mode) if os.path.isdir(out_dir)
-                 else 0o777 & ~mask)
-        with quiet_stderr():            # libpng's own "Write Error" line: the error below says it
-            t.save(new)
-        Templates.load(new)
-    except (OSError, ValueError) as e:
-        shutil.rmtree(new, ignore_errors=True)
-        why = getattr(e, "strerror", None) or str(e).replace(new, out_dir)
-        raise ToolError(f"--out {out_dir}: the templates could not be written ({why}): the disk "
-                        f"full? Nothing was changed there") from None
-    old = None
-    if os.path.isdir(out_dir):
-        old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
-        os.rename(out_dir, os.path.join(old, name))
-    os.rename(new, out_dir)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)
-    return t
 
 
 def load_templates(folder):
@@ -231,32 +173,6 @@ def one_card(quads):
         if areas[1][0] < 0.5 * areas[0][0]:
             return quads[areas[0][1]]
     return None
-
-
-def label_rows(path, required=("image", "rank", "suit")):
-    """The rows of a labels CSV: the file there, its columns (any case, spaces around them), at
-    least one photo; or a ToolError saying what is wrong."""
-    try:
-        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            header = reader.fieldnames or []
-            reader.fieldnames = [c.strip().lower() for c in header]
-            rows = list(reader)
-    except OSError as e:
-        raise ToolError(f"{path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise ToolError(f"{path}: not UTF-8 text (save it as \"CSV UTF-8\")") from None
-    missing = [c for c in required if c not in reader.fieldnames]
-    if missing and len(header) == 1 and ";" in header[0]:
-        raise ToolError(f"{path}: the columns are separated by semicolons; the separator is a comma "
-                        f"(a spreadsheet set to another language: save as CSV with commas)")
-    if missing:
-        raise ToolError(f"{path}: no column {', '.join(missing)} (the columns are image,rank,suit; "
-                        f"deck and condition are optional)")
-    if not rows:
-        raise ToolError(f"{path}: no photos listed: a check of nothing cannot pass")
-    return rows
 
 
 def templates_from_labels(csv_path, out_dir):
