@@ -396,3 +396,20 @@ def test_recognize_goes_on_past_a_missing_photo(saved, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert rc == 1 and f"{tmp_path / 'gone.png'}: no such file" in err
     assert f"{tmp_path / 'a.png'}: no card found" in out
+
+
+def test_zones_beyond_the_frames_the_camera_sends_are_a_fault():
+    """The calibration's zones drawn at 1280 x 720, the camera sending 640 x 480 (a setting it
+    could not apply): said at the first frame, not read as an empty table."""
+    events = queue.Queue()
+    zones = {**ZONES, "seat_2": [[300, 10], [700, 10], [700, 120], [300, 120]]}
+    d = CameraDriver(GeneratorSource([np.full((480, 640, 3), 90, np.uint8)]), Zones(zones),
+                     "barcode", decoder=Crashing(), codebook={})
+    d.decoder.calls = 5
+    d.start(events.put)
+    got = []
+    while not got or got[-1].state != "disconnected":
+        got.append(events.get(timeout=10))
+    d.close()
+    assert [e.state for e in got] == ["connected", "fault", "disconnected"], got
+    assert got[1].detail["reason"] == "zones.seat_2: a point lies outside the 640x480 frame"

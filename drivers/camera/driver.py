@@ -160,7 +160,7 @@ class CameraDriver:
         emit(DeviceState("camera", "connected"))
 
         def run():
-            fault = None
+            fault = size = None
             while not self._stop.is_set():
                 n, frame = self.capture.latest(timeout=0.5)
                 if frame is None:
@@ -169,6 +169,15 @@ class CameraDriver:
                                          {"reason": self.capture.end_reason or "the video source ended"}))
                         return
                     continue
+                if frame.shape[:2] != size:
+                    # zones drawn on another resolution than the camera sends (it could not set
+                    # the calibration's width x height): a fault, said once; what lies inside
+                    # the frame is still read
+                    size = frame.shape[:2]
+                    try:
+                        Zones(self.zones.polygons, frame_size=(size[1], size[0]))
+                    except ValueError as e:
+                        emit(DeviceState("camera", "fault", {"reason": str(e)}))
                 try:
                     self.process(frame, emit)
                 except Exception as e:     # noqa: BLE001 (any fault of the reader is the camera's fault)
