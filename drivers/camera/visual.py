@@ -274,7 +274,12 @@ class Templates:
         # a red card must show red ink and a black card black: a camera that sends grey (its
         # saturation down, a monochrome mode) makes templates that cannot tell a diamond from a
         # spade
-        hue = {card: _ink(corner(img, q, box, 0))[2] for img, q, card in samples}
+        inks = {card: _ink(corner(img, q, box, 0)) for img, q, card in samples}
+        blank = [c for c in CARDS if np.count_nonzero(inks[c][1]) < 15]
+        if blank:       # no ink at all where the index is: not a colour question
+            raise BadReference(blank, f"no index found in the corner of the reference images of "
+                               f"{', '.join(blank)} (a blank card, or a white sheet taken for the card?)")
+        hue = {card: ink[2] for card, ink in inks.items()}
         off = [c for c in CARDS if hue[c] != INK[c[1]]]
         if off:
             raise BadReference(off, f"the reference images of {', '.join(off)} do not show "
@@ -375,18 +380,24 @@ class Templates:
         try:
             with open(path) as f:
                 meta = json.load(f)
-        except (OSError, ValueError):
+        except OSError:
             raise ValueError(f"{folder}: no deck.json (templates from an older version, or none: "
                              f"capture them with shoe-calibrate camera templates)") from None
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT} (from an "
-                             f"older version: capture them again with shoe-calibrate camera templates)")
+        except ValueError:
+            raise ValueError(f"{path}: damaged (not JSON: cut short or edited?): capture the "
+                             f"templates again") from None
+        card_size, box, split = _deck_meta(path, meta)
         patches, faces = {}, {}
+        shape = (box[3] - box[1], box[2] - box[0])
         for c in CARDS:
             g = cv2.imread(os.path.join(folder, f"index_{c}.png"), cv2.IMREAD_GRAYSCALE)
             f = cv2.imread(os.path.join(folder, f"face_{c}.png"), cv2.IMREAD_UNCHANGED)
             if g is None:
                 raise ValueError(f"{folder}: missing template index_{c}.png")
+            if g.shape != shape:     # every index is the learned box's size (none resized by hand)
+                raise ValueError(f"{folder}: template index_{c}.png is {g.shape[1]} x {g.shape[0]} "
+                                 f"pixels, the index box {shape[1]} x {shape[0]}: capture the "
+                                 f"templates again")
             if f is None or f.shape != (FACE_H, FACE_W) or f.dtype != np.uint16:
                 raise ValueError(f"{folder}: missing or damaged template face_{c}.png")
             patches[c] = g.astype(np.float32) / 200
@@ -396,8 +407,41 @@ class Templates:
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"{path}: no valid deck fingerprint ('print'): capture the templates "
                              f"again") from None
-        return cls(tuple(meta["card_size"]), tuple(meta["box"]), int(meta["split"]), patches, faces,
-                   deck_print)
+        return cls(card_size, box, split, patches, faces, deck_print)
+
+
+def _deck_meta(path, meta):
+    """(card_size, box, split) of a deck.json, checked: a file edited by hand (NaN, a string, a
+    split outside the index) is said naming its key, not found as a crash in the camera thread."""
+    def bad(key, want):
+        return ValueError(f"{path}: {key}: expected {want}, got {json.dumps(meta.get(key))[:40]} "
+                          f"(edited by hand? capture the templates again)")
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected an object with format, card_size, box, split, print "
+                         f"(edited by hand? capture the templates again)")
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT} (from an "
+                         f"older version: capture them again with shoe-calibrate camera templates)")
+
+    def numbers(key, n, kind):
+        v = meta.get(key)
+        if not (isinstance(v, list) and len(v) == n and all(
+                isinstance(x, kind) and not isinstance(x, bool) and np.isfinite(x) for x in v)):
+            raise bad(key, f"{n} {'whole ' if kind is int else ''}numbers")
+        return v
+    w, h = numbers("card_size", 2, (int, float))
+    if not (16 <= w <= 4000 and 16 <= h <= 4000):
+        raise bad("card_size", "a card's width and height in pixels (16 to 4000)")
+    box = numbers("box", 4, int)
+    if not (0 <= box[0] < box[2] <= CW and 0 <= box[1] < box[3] <= CH):
+        raise bad("box", f"x0 < x1 <= {CW}, y0 < y1 <= {CH} on the canonical card")
+    split = meta.get("split")
+    # the rank above the split and the suit below, each at least a few pixels when compared
+    if not (isinstance(split, int) and not isinstance(split, bool)
+            and box[1] + 4 / MATCH <= split <= box[3] - 4 / MATCH):
+        raise bad("split", f"a whole number between the index box's top and bottom "
+                           f"({box[1]} and {box[3]})")
+    return (float(w), float(h)), tuple(box), split
 
 
 def index_shift(t, bgr, quad, card, gray=None):
