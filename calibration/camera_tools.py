@@ -129,8 +129,8 @@ def _save_templates(samples, out_dir, names=None):
     mid = float(np.median(ws))
     off = [(c, w) for (_, _, c), w in zip(samples, ws) if not 0.8 * mid <= w <= 1.25 * mid]
     if off:
-        who = lambda c: f"{names[c]} ({c})" if names else c     # noqa: E731
-        raise ToolError(f"the reference photos of {', '.join(f'{who(c)} {w:.0f} px' for c, w in off[:6])}"
+        who = lambda c: f"{names[c]}: {c}" if names else c     # noqa: E731  (the photo to take again)
+        raise ToolError(f"the reference photos of {', '.join(f'{who(c)} ({w:.0f})' for c, w in off[:6])}"
                         f"{' ...' if len(off) > 6 else ''} show the card at another size than the "
                         f"others (about {mid:.0f} pixels wide): take every photo from the same "
                         f"height, the table camera's")
