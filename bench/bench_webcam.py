@@ -8,6 +8,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -75,17 +76,27 @@ def main():
         items = [(CARDS[int(rng.integers(52))], s, c) for s in cm.SURFACES for c in conds
                  for _ in range(a.per_cell)]
         write_photos(os.path.join(root, deck, "held_out"), deck, 300 + di + a.seed, items)
+    di_of = {d: i for i, d in enumerate(decks)}
     for deck in decks:
         tdir = os.path.join(root, deck, "templates")
         t0 = time.perf_counter()
-        for retake in range(3):
+        ref = os.path.join(root, deck, "reference")
+        for retake in range(6):
             try:
-                ct.templates_from_labels(os.path.join(root, deck, "reference", "labels.csv"), tdir)
+                ct.templates_from_labels(os.path.join(ref, "labels.csv"), tdir)
                 break
-            except ct.ToolError as e:     # a photo refused: the technician takes the deck again
-                print(f"   {deck}: {e}; photographing the reference deck again")
-                write_photos(os.path.join(root, deck, "reference"), deck, 100 + decks.index(deck) + a.seed
-                             + 7919 * (retake + 1), [(c, "light_grey", "rotation") for c in CARDS])
+            except ct.ToolError as e:     # a photo refused: the technician takes that card again
+                # a photo named by its file, or cards named by the templates' check
+                named = set(re.findall(r"\b\d{4}_([2-9TJQKA][shdc])\.jpg", str(e))) or \
+                    set(re.findall(r"\b([2-9TJQKA][shdc])\b", str(e)))
+                if not named:
+                    raise
+                print(f"   {deck}: {e}; photographing {', '.join(sorted(named))} again")
+                rng = np.random.default_rng(7919 * (retake + 1) + di_of[deck] + a.seed)
+                for name in os.listdir(ref):
+                    if name.endswith(".jpg") and name[5:7] in named:
+                        img, _ = cm.webcam_photo(deck, name[5:7], "light_grey", rng, "rotation")
+                        cv2.imwrite(os.path.join(ref, name), img, [cv2.IMWRITE_JPEG_QUALITY, 90])
         r = ct.accuracy(labelled(held[deck]), tdir)
         foreign = {}
         for other in decks:

@@ -1,7 +1,6 @@
 """Camera steps of the calibration tool: draw the zones over a table image, sweep exposure and
 focus for the best decode rate, capture rank and suit templates from labelled photos, and run the
 production recognition on photos."""
-import csv
 import os
 
 import cv2
@@ -9,11 +8,13 @@ import numpy as np
 
 from controller.cards import INDEX
 from drivers.camera.driver import Zones
+from drivers.camera.find import card_size_of
 from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
-from drivers.camera.visual import CH, CW
+from drivers.camera.visual import CH, CW, BadReference
 
 CANON = (CW, CH)
 
+from .camera_files import label_rows, quiet_stderr, template_file, write_templates  # noqa: F401
 from .files import make_folder
 from .shoe_tools import ToolError
 
@@ -47,7 +48,14 @@ def read_image(path):
     # the end marker after the last scan's start (an EXIF thumbnail's own comes before it)
     if data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
         raise ToolError(f"{path}: a damaged JPEG (cut short, no end marker): take it again")
-    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    try:
+        with quiet_stderr():        # libpng's "iCCP: known incorrect sRGB profile" and the like
+            img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error:
+        # OpenCV's own check of the size its header states (OPENCV_IO_MAX_IMAGE_PIXELS, set by
+        # calibration/__init__.py): a TIFF, WebP, BMP ... over the limit, refused undecoded
+        raise ToolError(f"{path}: larger than any camera's photo (over "
+                        f"{MAX_PIXELS // 1_000_000} megapixels), or its header is damaged") from None
     if img is None:
         raise ToolError(f"{path}: not an image")
     if min(img.shape[:2]) < 32:
@@ -55,10 +63,20 @@ def read_image(path):
     return img
 
 
-def draw_zones(image, polygons, out):
-    img = Zones(polygons, frame_size=(image.shape[1], image.shape[0])).draw(image)
-    if not cv2.imwrite(str(out), img):
-        raise ToolError(f"{out}: cannot write the PNG")
+def draw_zones(image, polygons, out, where="zones"):
+    """The zones drawn over `image`, written to `out`; a zone beyond the image (zones drawn on
+    another camera's frame) or an --out that names no image file is a ToolError."""
+    try:
+        img = Zones(polygons, frame_size=(image.shape[1], image.shape[0])).draw(image)
+    except ValueError as e:
+        raise ToolError(f"{where}: {e} (zones drawn on another camera's picture, or the wrong "
+                        f"image?)") from None
+    try:
+        ok = cv2.imwrite(str(out), img)
+    except cv2.error:           # no encoder for the name: no extension, or an unknown one
+        raise ToolError(f"--out {out}: not an image file name (end it in .png)") from None
+    if not ok:
+        raise ToolError(f"--out {out}: cannot write the PNG")
     return out
 
 
@@ -92,26 +110,49 @@ def sweep(source, zones, decode_zone, settings):
 
 
 def out_folder(out_dir):
-    """Make the templates' folder now, or raise a ToolError: before 52 photos are read."""
-    make_folder(out_dir, f"--out {out_dir}", "the folder")
+    """Make the templates' folder now, or raise a ToolError: before 52 photos are read. A folder
+    holding other files than templates is refused (the new templates replace the whole folder).
+    True when it made the folder (taken away again if the capture is refused)."""
+    made = make_folder(out_dir, f"--out {out_dir}", "the folder")
+    other = sorted(f for f in os.listdir(out_dir) if not template_file(f))
+    if other:
+        raise ToolError(f"--out {out_dir}: holds other files than templates ({', '.join(other[:3])}"
+                        f"{' ...' if len(other) > 3 else ''}): give a new folder or one of templates")
+    return made
 
 
-def _save_templates(samples, out_dir):
+def _save_templates(samples, out_dir, names=None):
+    """`names`: {card: its photo's file}, to name the photos to take again."""
+    # one camera height for every reference photo: the card size learned is the one the daemon
+    # looks for (a set mixing 120- and 296-pixel cards gave a size that matched neither)
+    ws = [card_size_of([q])[0] for _, q, _ in samples]
+    mid = float(np.median(ws))
+    off = [(c, w) for (_, _, c), w in zip(samples, ws) if not 0.8 * mid <= w <= 1.25 * mid]
+    if off:
+        who = lambda c: f"{names[c]}: {c}" if names else c     # noqa: E731  (the photo to take again)
+        raise ToolError(f"the reference photos of {', '.join(f'{who(c)} ({w:.0f})' for c, w in off[:6])}"
+                        f"{' ...' if len(off) > 6 else ''} show the card at another size than the "
+                        f"others (about {mid:.0f} pixels wide): take every photo from the same "
+                        f"height, the table camera's")
     try:
         t = Templates.capture(samples)
+    except BadReference as e:
+        if not names:
+            raise ToolError(str(e)) from None
+        if e.why:       # one line: each photo, its label and what it shows
+            raise ToolError("; ".join(f"{names[c]}: labelled {c}, it {w}" for c, w in e.why.items())
+                            + ": take it again") from None
+        raise ToolError(f"{', '.join(names[c] for c in e.cards)}: {e}") from None
     except ValueError as e:
         raise ToolError(str(e)) from None
-    try:
-        t.save(out_dir)
-    except OSError as e:
-        raise ToolError(f"--out {out_dir}: {e}") from None
-    return t
+    return write_templates(t, out_dir)
 
 
 def load_templates(folder):
     """The templates in `folder`, or a ToolError saying why they cannot be used."""
     try:
-        return Templates.load(folder)
+        with quiet_stderr():        # libpng's lines about a damaged PNG: the error names it
+            return Templates.load(folder)
     except ValueError as e:
         raise ToolError(str(e)) from None
 
@@ -148,13 +189,11 @@ def templates_from_labels(csv_path, out_dir):
     image paths relative to the CSV."""
     base = os.path.dirname(os.path.abspath(csv_path))
     samples, where = [], {}
-    with open(csv_path, newline="", encoding="utf-8-sig") as f:
-        rows = list(csv.DictReader(f))
-    if not rows or not {"image", "rank", "suit"} <= set(rows[0]):
-        raise ToolError(f"{csv_path}: expected the columns image,rank,suit (deck and condition "
-                        f"are optional)")
+    rows = label_rows(csv_path)
     cards = []
     for n, row in enumerate(rows, 2):       # every label first: before 52 photos are read
+        if None in row.values() or not row["image"]:      # a short row (csv gives None)
+            raise ToolError(f"{csv_path}:{n}: expected image,rank,suit naming a card")
         card = label_card(row["rank"], row["suit"])
         if card is None:
             raise ToolError(f"{csv_path}:{n}: {row['rank'].strip() + row['suit'].strip()!r} is not a card "
@@ -173,7 +212,7 @@ def templates_from_labels(csv_path, out_dir):
         if q is None:
             raise ToolError(f"{row['image']}: expected one card in the photo, found {len(quads)}")
         samples.append((img, q, card))
-    return _save_templates(samples, out_dir)
+    return _save_templates(samples, out_dir, {c: r["image"] for r, c in zip(rows, cards)})
 
 
 def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=100000):
@@ -204,21 +243,41 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
     return _save_templates(samples, out_dir)
 
 
-def recognize(images, templates_dir):
-    """[(image, [{card or 'unknown', confidence, corners}])] through the production recognition."""
+def recognize(images, templates_dir, keep_going=False):
+    """[(image, [{card or 'unknown', confidence, corners, fallback}])] through the production
+    recognition. `fallback` True: no card of the templates' size was in the photo, and this one
+    was found at any size (a photo from another height): the daemon, which looks for cards of
+    the templates' size only, would not have read it. `keep_going`: a photo that cannot be read
+    gives its ToolError in place of the list."""
     rec = VisualRecognizer(load_templates(templates_dir))
     out = []
     for path in images:
-        img = read_image(path)
+        try:
+            img = read_image(path)
+        except ToolError as e:
+            if not keep_going:
+                raise
+            out.append((str(path), e))     # said by the caller; the other photos are read
+            continue
         found = []
-        # the calibrated size first; a photo taken from another height: any card-shaped outline
-        # (the reader compares on the rectified card, whatever its size in pixels)
-        for q in find_cards(img, rec.t.card_size) or find_cards(img):
+        quads = find_cards(img, rec.t.card_size)
+        fallback = not quads
+        for q in quads or find_cards(img):
             card, conf = rec.read_quad(img, q)
             found.append({"card": card or "unknown", "confidence": round(conf, 3),
-                          "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in q]})
+                          "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in q],
+                          "fallback": fallback})
         out.append((str(path), found))
     return out
+
+
+def size_warning(card_size, n, of):
+    """The line said when `n` of `of` photos were read only at another card size than the
+    templates'."""
+    w, h = card_size
+    return (f"warning: {n} of {of} photo(s) show no card of the templates' size ({w:.0f} x {h:.0f} "
+            f"pixels): read here at any size, which the daemon does not do (it would read nothing "
+            f"in them); capture the templates with the table camera at its height")
 
 
 def accuracy(labelled, templates_dir):
@@ -226,11 +285,16 @@ def accuracy(labelled, templates_dir):
     per group, and the confusion: per true card, how often it was refused and what (if ever) it
     was wrongly read as. A photo counts as correct only when its card, and no other, is read."""
     res = dict(recognize([p for p, _, _ in labelled], templates_dir))
-    total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0}
+    # `daemon`: photos the daemon's reader reads right (a card of the templates' size); `fallback`:
+    # photos with no card of that size, read here at any size
+    total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0, "daemon": 0, "fallback": 0}
     groups, refused, wrong_as = {}, {}, {}
     for path, card, group in labelled:
         cards = [f["card"] for f in res[str(path)] if f["card"] != "unknown"]
         outcome = "correct" if cards == [card] else "unknown" if not cards else "wrong"
+        fallback = any(f["fallback"] for f in res[str(path)])
+        total["fallback"] += fallback
+        total["daemon"] += outcome == "correct" and not fallback
         g = groups.setdefault("/".join(group), {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0})
         for d in (total, g):
             d["photos"] += 1
@@ -252,6 +316,8 @@ def accuracy_table(r):
         f"{c}: {n}" for c, n in sorted(r["refused"].items())) or "none"))
     lines.append("read wrongly (true card -> read as): " + (", ".join(
         f"{c} -> {'/'.join(v)}" for c, v in sorted(r["wrong_as"].items())) or "never"))
+    lines.append(f"read as the daemon reads (cards of the templates' size): {r['daemon']} of "
+                 f"{r['photos']} correct")
     return "\n".join(lines)
 
 

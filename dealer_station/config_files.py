@@ -49,16 +49,16 @@ def _calibration(cfg, errors):
             errors.append(f"{where}: {e}")
     if cam["enabled"]:
         from drivers.camera.driver import Zones
-        from drivers.camera.video import CAMERA_PROPS
+        from drivers.camera.video import settings_errors
+        settings = cal.get("camera") or {}
+        wrong = settings_errors(settings)
+        errors += [f"{where}: {e}" for e in wrong]
+        # zones beyond the frame the camera is set to send: never seen
+        size = None if wrong else (settings.get("width"), settings.get("height"))
         try:
-            Zones(cal.get("zones") or {})
+            Zones(cal.get("zones") or {}, frame_size=size if size and all(size) else None)
         except (ValueError, TypeError) as e:
             errors.append(f"{where}: {e}")
-        settings = cal.get("camera") or {}
-        unknown = [k for k in settings if k not in CAMERA_PROPS] if isinstance(settings, dict) else ["?"]
-        if unknown:
-            errors.append(f"{where}: camera settings {', '.join(map(repr, unknown))}: known are "
-                          f"{', '.join(CAMERA_PROPS)}")
 
 
 def _templates(cfg, errors):
@@ -67,9 +67,28 @@ def _templates(cfg, errors):
         return
     from drivers.camera.recognize import Templates
     try:
-        Templates.load(cam["templates"])
+        t = Templates.load(cam["templates"])
     except (ValueError, OSError) as e:
         errors.append(f"camera.templates: {e}")
+        return
+    zones = _zones_of(cfg["table"]["calibration"])
+    if zones:
+        from drivers.camera.driver import card_fit_error
+        why = card_fit_error(t.card_size, zones)
+        if why:
+            errors.append(f"camera.templates: {why}")
+
+
+def _zones_of(path):
+    """The calibration's zones when they are right ({} otherwise: _calibration said why)."""
+    from drivers.camera.driver import Zones
+    try:
+        with open(path, "rb") as f:
+            zones = tomllib.load(f).get("zones") or {}
+        Zones(zones)
+        return zones
+    except (OSError, TypeError, ValueError, tomllib.TOMLDecodeError):
+        return {}
 
 
 def _broker(b, errors, section="broker"):

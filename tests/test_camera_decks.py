@@ -36,14 +36,47 @@ def write_photos(folder, deck, rng, conds, tables, n=None):
 
 
 @pytest.fixture(scope="module")
-def cardsjs_templates(tmp_path_factory):
+def cardsjs_reference(tmp_path_factory):
     """The issue's case: one photo per card of a real deck on a plain light-grey table, any
     angle, slightly soft and JPEG-compressed. The old finder found no card in such a photo."""
     d = tmp_path_factory.mktemp("cardsjs")
-    labels = write_photos(d / "reference", "cardsjs", np.random.default_rng(1), ["clean", "rotation"],
-                          ["grey"])
-    assert main(["camera", "templates", "--labels", labels, "--out", str(d / "t")]) == 0
-    return str(d / "t")
+    write_photos(d / "reference", "cardsjs", np.random.default_rng(1), ["clean", "rotation"], ["grey"])
+    return d / "reference"
+
+
+@pytest.fixture(scope="module")
+def cardsjs_templates(cardsjs_reference):
+    t = cardsjs_reference.parent / "t"
+    assert main(["camera", "templates", "--labels", str(cardsjs_reference / "labels.csv"), "--out", str(t)]) == 0
+    return str(t)
+
+
+def test_a_reference_photo_of_another_card_or_with_two_cards_corners_is_refused(cardsjs_reference, tmp_path,
+                                                                                 capsys, monkeypatch):
+    """A photo of the 6 of spades labelled 5s (its 6 is like a 5: 0.81, and its suit is right),
+    and an 8 of hearts whose other corner shows a 6 (a misprint, a doctored card) passed every
+    check of the index: their templates would read other cards. Both corners of each photo are
+    read against the rest of the deck and must show the label's card: both photos named, one
+    line."""
+    import shutil
+    ref = tmp_path / "reference"
+    shutil.copytree(cardsjs_reference, ref)
+    rng = np.random.default_rng(21)
+    img, _ = cm.webcam_photo("cardsjs", "6s", "grey", rng, "clean")
+    cv2.imwrite(str(ref / "5s.jpg"), img, [cv2.IMWRITE_JPEG_QUALITY, 85])
+    faces = cm.load_deck("cardsjs")
+    eight = faces["8h"].copy()
+    h, w = eight.shape[:2]
+    eight[int(0.72 * h):, int(0.83 * w):] = faces["6h"][int(0.72 * h):, int(0.83 * w):]
+    monkeypatch.setitem(cm._cache, "doctored", {**faces, "8h": eight})
+    img, _ = cm.webcam_photo("doctored", "8h", "grey", rng, "clean")      # upright: the 8 at the tl
+    cv2.imwrite(str(ref / "8h.jpg"), img, [cv2.IMWRITE_JPEG_QUALITY, 85])
+    capsys.readouterr()
+    assert main(["camera", "templates", "--labels", str(ref / "labels.csv"), "--out", str(tmp_path / "t")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "5s.jpg: labelled 5s, it shows 6s" in err, err
+    assert "8h.jpg: labelled 8h, it shows 8h at one index corner and 6h at the other" in err, err
+    assert not (tmp_path / "t" / "deck.json").exists()
 
 
 def test_templates_from_webcam_photos_read_other_photos_on_every_surface(cardsjs_templates, tmp_path,
@@ -149,14 +182,17 @@ def test_a_frame_with_too_little_colour_never_reads_a_red_card_as_black(cardsjs_
     rec = VisualRecognizer(Templates.load(cardsjs_templates))
     rng = np.random.default_rng(12)
     reds = [c for c in CARDS if c[1] in "hd"]
-    read = 0
+    read = coloured = 0
     for i, c in enumerate(reds):
         img, _ = cm.webcam_photo("cardsjs", c, ("grey", "white", "wood")[i % 3], rng, "clean")
         for keep in (0.0, 0.1):
             got = [card for card, _ in rec.read_image(grey(img, keep))]
             assert set(got) <= {c}, (c, keep, got)
             read += len(got)
-    assert rec.read_image(img) and read < 2 * len(reds)      # colour still reads; grey not all
+        coloured += bool(rec.read_image(img))
+    # colour still reads (every photo but one: the real webcam's last, a Kd on the white table,
+    # outlined at its printed frame and refused); grey not all
+    assert coloured >= len(reds) - 2 and read < 2 * len(reds)
 
 
 def test_label_files_in_a_technicians_spelling():
@@ -174,3 +210,22 @@ def test_a_photo_with_a_second_smaller_white_thing_still_gives_its_card(tmp_path
     a, b = cm.card_quad((200, 200), 150, 5), cm.card_quad((500, 200), 60, 0)
     assert one_card([b, a]) is a and one_card([a]) is a
     assert one_card([a, cm.card_quad((500, 200), 140, 0)]) is None and one_card([]) is None
+
+
+def test_a_card_under_a_gloss_or_a_shadow_on_a_light_table_is_found_where_it_lies():
+    """A lamp's gloss across a white or light-grey table joins the card to a bright streak
+    reaching the photo's edge, and a shadow band cuts a corner off the card or hides one side's
+    edge: the outline was not found, or found 6 pixels and more off (Responsive, the index at the
+    card's edge: refused). Found within 3 pixels of where the card lies in 8 of these 12 photos
+    (2 before); the rest are refused, never misread (bench/bench_webcam.py)."""
+    from drivers.camera.find import _order, find_cards
+    rng = np.random.default_rng(2)
+    found = 0
+    for i in range(12):
+        table, cond = ("white", "light_grey")[i % 2], ("gloss", "shadow")[(i // 2) % 2]
+        img, true = cm.webcam_photo("responsive", "5s", table, rng, cond)
+        tq = _order(np.float32(true))
+        size = (float(np.linalg.norm(tq[0] - tq[1])), float(np.linalg.norm(tq[0] - tq[3])))
+        quads = find_cards(img, size)
+        found += len(quads) == 1 and float(np.abs(quads[0] - tq).max()) < 3
+    assert found >= 7, found

@@ -92,7 +92,9 @@ def test_corner_rounding_is_the_decks_whatever_the_angle_and_table(angle, table,
         cm.lay(frame, face, quad)
         photo = cm.camera(frame, rng, "clean", webcam=True)
         (q,) = find_cards(photo)
-        assert abs(rounding(photo, q, (CW, CH)) - expect) < 1.0, deck
+        # 1.25: the webcam's auto exposure clips the card's white on a dark felt, and the
+        # rounded corner's dimmer blur then measures up to 4.9 (square corners: 0.0-0.24)
+        assert abs(rounding(photo, q, (CW, CH)) - expect) < 1.25, deck
 
 
 def test_templates_of_the_earlier_format_are_refused_with_a_clear_message(kennard, tmp_path):

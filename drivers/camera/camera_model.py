@@ -8,14 +8,17 @@ import os
 import cv2
 import numpy as np
 
+from . import webcam_model
+
 DECKS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "decks")
 DECKS = ("cardsjs", "svgcards", "kennard", "responsive", "synth")
 SURFACES = ("green_felt", "blue_felt", "red_felt", "grey", "light_grey", "white", "wood")
 CONDITIONS = ("clean", "defocus", "motion", "noise", "jpeg", "white_balance", "shadow", "glare",
               "perspective", "rotation")
 # faults of a real photo of a real card that the table conditions lack: a card bowed from the
-# shuffle (its long sides curved, one half lit more), and the specular streak of a glossy card
-WEBCAM_CONDITIONS = CONDITIONS + ("curl", "gloss")
+# shuffle (its long sides curved, one half lit more), and the specular streak of a glossy card;
+# and a cheap webcam's faults pushed hard (webcam_model.WEBCAM_FAULTS)
+WEBCAM_CONDITIONS = CONDITIONS + ("curl", "gloss") + webcam_model.WEBCAM_FAULTS
 _FELT = {"green_felt": (40, 110, 35), "blue_felt": (120, 60, 20), "red_felt": (35, 30, 140),
          "grey": (150, 150, 148), "light_grey": (188, 189, 186), "white": (222, 224, 224)}
 _cache = {}
@@ -88,33 +91,17 @@ def lay(frame, face, quad):
 def camera(frame, rng, cond="clean", webcam=False):
     """The camera: every photograph gets mild defocus, sensor noise, a small white-balance error
     and JPEG at quality 60-90; `cond` stresses one of them (or adds a shadow or glare). A
-    `webcam` (the technician's photo) also has its cheap lens's vignetting, softer focus,
-    automatic exposure (the white card near or at saturation) and in-camera sharpening halos."""
+    `webcam` (the technician's photo) is webcam_model.photograph: a cheap webcam's lens, light,
+    exposure, sensor and processing."""
+    if webcam:
+        return webcam_model.photograph(frame, rng, cond, _events)[0]
     f = frame.astype(np.float32)
     h, w = f.shape[:2]
     wb = rng.uniform(0.75, 1.2, 3) if cond == "white_balance" else rng.uniform(0.94, 1.06, 3)
     f *= np.float32(wb)
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-    if webcam:
-        r2 = ((xx - w / 2) ** 2 + (yy - h / 2) ** 2) / ((w / 2) ** 2 + (h / 2) ** 2)
-        f *= (1 - rng.uniform(0.15, 0.35) * r2)[..., None] * rng.uniform(0.95, 1.12)
-    if cond == "shadow":           # a hand or the dealer's arm: a soft-edged dark band
-        a = rng.uniform(0, math.pi)
-        d = (xx - w * rng.uniform(0.3, 0.7)) * math.cos(a) + (yy - h * rng.uniform(0.3, 0.7)) * math.sin(a)
-        f *= (1 - 0.45 / (1 + np.exp(-d / 12)))[..., None]
-    if cond == "gloss":            # a lamp's reflection on a glossy card: a washed-out streak
-        a = rng.uniform(0, math.pi)
-        d = (xx - w * rng.uniform(0.4, 0.6)) * math.cos(a) + (yy - h * rng.uniform(0.4, 0.6)) * math.sin(a)
-        f += (rng.uniform(60, 110) * np.exp(-d ** 2 / (2 * (0.025 * w) ** 2)))[..., None]
-    if cond == "glare":            # a light reflected off the laminate
-        cx, cy = rng.uniform(0.3, 0.7) * w, rng.uniform(0.3, 0.7) * h
-        f += (70 * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * (0.12 * w) ** 2)))[..., None]
-    f = np.clip(f, 0, 255).astype(np.uint8)
-    sigma = rng.uniform(1.2, 1.8) if cond == "defocus" else rng.uniform(0.8, 1.4) if webcam else \
-        rng.uniform(0.4, 0.9)
-    f = cv2.GaussianBlur(f, (0, 0), sigma)
-    if webcam:
-        f = cv2.addWeighted(f, 1.6, cv2.GaussianBlur(f, (0, 0), 2.0), -0.6, 0)
+    f = np.clip(_events(f, rng, cond, xx, yy), 0, 255).astype(np.uint8)
+    f = cv2.GaussianBlur(f, (0, 0), rng.uniform(1.2, 1.8) if cond == "defocus" else rng.uniform(0.4, 0.9))
     if cond == "motion":
         n = int(rng.integers(4, 8))
         k = np.zeros((n, n), np.float32)
@@ -126,6 +113,23 @@ def camera(frame, rng, cond="clean", webcam=False):
     f = np.clip(f.astype(np.float32) + rng.normal(0, noise, f.shape), 0, 255).astype(np.uint8)
     q = int(rng.integers(60, 71)) if cond == "jpeg" else int(rng.integers(60, 91))
     return cv2.imdecode(cv2.imencode(".jpg", f, [cv2.IMWRITE_JPEG_QUALITY, q])[1], cv2.IMREAD_COLOR)
+
+
+def _events(f, rng, cond, xx, yy):
+    """The shadow, gloss and glare conditions on a float image (in place where it can)."""
+    h, w = f.shape[:2]
+    if cond == "shadow":           # a hand or the dealer's arm: a soft-edged dark band
+        a = rng.uniform(0, math.pi)
+        d = (xx - w * rng.uniform(0.3, 0.7)) * math.cos(a) + (yy - h * rng.uniform(0.3, 0.7)) * math.sin(a)
+        f *= (1 - 0.45 / (1 + np.exp(-d / 12)))[..., None]
+    if cond == "gloss":            # a lamp's reflection on a glossy card: a washed-out streak
+        a = rng.uniform(0, math.pi)
+        d = (xx - w * rng.uniform(0.4, 0.6)) * math.cos(a) + (yy - h * rng.uniform(0.4, 0.6)) * math.sin(a)
+        f += (rng.uniform(60, 110) * np.exp(-d ** 2 / (2 * (0.025 * w) ** 2)))[..., None]
+    if cond == "glare":            # a light reflected off the laminate
+        cx, cy = rng.uniform(0.3, 0.7) * w, rng.uniform(0.3, 0.7) * h
+        f += (70 * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * (0.12 * w) ** 2)))[..., None]
+    return f
 
 
 def pose(rng, cond, centre, width, aspect=1.4):
@@ -154,17 +158,20 @@ def bowed(face, rng):
 
 def webcam_photo(deck, card, table, rng, cond="clean", size=(800, 600), width=300):
     """The technician's photo of one card: straight down, the card `width` pixels wide at any
-    place and angle on the table. Returns (photo, quad)."""
+    place and angle on a (textured) table, printed on real stock (webcam_model). Returns
+    (photo, quad), the quad where the card's corners appear in the photo."""
     frame = surface(table, size[0], size[1], rng)
-    face = load_deck(deck)[card]
+    webcam_model.textured(frame, rng)
+    face = webcam_model.printed(load_deck(deck)[card], rng)
     if cond == "curl":
         face = bowed(face, rng)
     quad = card_quad((size[0] / 2 + rng.uniform(-60, 60), size[1] / 2 + rng.uniform(-20, 20)),
                      width, rng.uniform(0, 360) if cond == "rotation" else rng.uniform(-10, 10),
                      rng.uniform(0.1, 0.18) if cond == "perspective" else 0.0,
                      face.shape[0] / face.shape[1])
-    lay(frame, face, quad)
-    return camera(frame, rng, cond, webcam=True), quad
+    webcam_model.lay_real(frame, face, quad, rng)
+    photo, lens = webcam_model.photograph(frame, rng, cond, _events)
+    return photo, lens.project(quad)
 
 
 def hand(frame, deck, cards, centre, width, angle, rng, offset=(0.3, 0.22)):

@@ -1,5 +1,6 @@
 """The camera driver: frames from a video source, cards read inside the table's zones (barcodes
 or visual), tracked, and reported once as CardSeen (and CardGone when picked up)."""
+import logging
 import threading
 import time
 
@@ -10,6 +11,8 @@ from ..events import CardGone, CardSeen, DeviceState  # noqa: F401 (re-exported)
 from .recognize import read_codes
 from .tracker import ZoneTracker
 from .video import Capture, open_source
+
+log = logging.getLogger(__name__)
 
 
 def _thumb(entry):
@@ -57,6 +60,23 @@ class Zones:
         return out
 
 
+def card_fit_error(card_size, polygons):
+    """Why a card of `card_size` (the templates', in pixels) fits none of the zones, or None. A
+    zone holds at least one card: templates captured at another distance than the table camera's
+    (296-pixel webcam photos, 125-pixel cards on the table) made a camera that reads nothing
+    while every check passed."""
+    w, h = card_size
+    boxes = [np.ptp(np.float32(p).reshape(-1, 2), axis=0) for p in polygons.values()]
+    slack = 1.25            # a zone drawn tight around the card's place, the outline's error
+    if any((w <= slack * zw and h <= slack * zh) or (w <= slack * zh and h <= slack * zw)
+           for zw, zh in boxes):
+        return None
+    zw, zh = max(boxes, key=lambda b: b[0] * b[1])
+    return (f"the templates' card ({w:.0f} x {h:.0f} pixels) fits in no zone (the largest is "
+            f"{zw:.0f} x {zh:.0f}): the templates were captured at another camera distance or "
+            f"resolution than the table's; capture them with the table camera")
+
+
 class CameraDriver:
     """start(emit), close(). mode 'barcode' (decoder + codebook) or 'visual' (a recognizer)."""
 
@@ -66,6 +86,8 @@ class CameraDriver:
             raise ValueError("barcode mode needs a decoder and the codebook")
         if mode == "visual" and recognizer is None:
             raise ValueError("visual mode needs templates (a recognizer)")
+        if mode == "visual" and (why := card_fit_error(recognizer.t.card_size, zones.polygons)):
+            raise ValueError(why)
         self.capture = Capture(source if hasattr(source, "read") else open_source(source), pace)
         self.zones = zones
         self.mode = mode
@@ -138,14 +160,39 @@ class CameraDriver:
         emit(DeviceState("camera", "connected"))
 
         def run():
+            fault = size = None
             while not self._stop.is_set():
                 n, frame = self.capture.latest(timeout=0.5)
                 if frame is None:
                     if self.capture.ended:
-                        emit(DeviceState("camera", "disconnected", {"reason": "the video source ended"}))
+                        emit(DeviceState("camera", "disconnected",
+                                         {"reason": self.capture.end_reason or "the video source ended"}))
                         return
                     continue
-                self.process(frame, emit)
+                if frame.shape[:2] != size:
+                    # zones drawn on another resolution than the camera sends (it could not set
+                    # the calibration's width x height): a fault, said once; what lies inside
+                    # the frame is still read
+                    size = frame.shape[:2]
+                    try:
+                        Zones(self.zones.polygons, frame_size=(size[1], size[0]))
+                    except ValueError as e:
+                        emit(DeviceState("camera", "fault", {"reason": str(e)}))
+                try:
+                    self.process(frame, emit)
+                except Exception as e:     # noqa: BLE001 (any fault of the reader is the camera's fault)
+                    # RULES.md, device faults: a reader that raises (damaged templates, a bug)
+                    # must not leave the camera "connected" and silent: the fault is reported
+                    # once per reason, the traceback logged once, and the next frames are tried
+                    why = f"the card reader failed: {type(e).__name__}: {e}"
+                    if why != fault:
+                        log.exception("camera: %s", why)
+                        emit(DeviceState("camera", "fault", {"reason": why}))
+                        fault = why
+                    continue
+                if fault is not None:       # a frame read again: the fault has cleared
+                    emit(DeviceState("camera", "ok", {"reason": "frames read again"}))
+                    fault = None
         self._thread = threading.Thread(target=run, name="camera", daemon=True)
         self._thread.start()
 

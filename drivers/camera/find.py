@@ -14,7 +14,10 @@ import cv2
 import numpy as np
 
 FAST = True
-LEVELS = (18, 36, 60, 90, 125, 160)   # below the brightest pixels: stock under glare, in shadow
+# below the brightest pixels: stock under glare, in shadow; 27: cream stock on a light-grey table
+# is only 30-40 levels above it in the min-channel, and a corner darkened by the lens's
+# vignetting fell out of the 18 mask while 36 was already below the table
+LEVELS = (18, 27, 36, 60, 90, 125, 160)
 # constants of the per-card array work (np.roll, np.stack and np.linspace were a fifth of it)
 _NEXT = np.array([1, 2, 3, 0])            # each corner's next: np.roll(quad, -1, axis=0)
 _PREV = np.array([3, 0, 1, 2])            # and the one before it
@@ -49,7 +52,20 @@ def _masks(bgr, card_size):
     hat = cv2.subtract(w, bg)
     # A shadow across a card: its outline is still a sharp edge where the shadow's is soft.
     # Used only where no threshold found the card (its outline lies a pixel or two off).
-    yield "edges", cv2.morphologyEx(cv2.Canny(w, 20, 45), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    edges = cv2.morphologyEx(cv2.Canny(w, 20, 45), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    yield "edges", edges
+    if card_size and card_size[0] >= 100:
+        # A photo of one large card (the technician's, 300 pixels wide; at least 100 here, at
+        # half size) with a lamp's streak across card and table: no level parts them and the
+        # edges' outer outline runs off into the table's; the paper inside the card's sharp
+        # outline is a region of its own (the streak's soft edges make no edge).
+        n, lab, st, _ = cv2.connectedComponentsWithStats(cv2.bitwise_not(edges), connectivity=4)
+        hw, ht = lab.shape[1], lab.shape[0]
+        keep = [i for i in range(1, n) if st[i, 2] * st[i, 3] >= 0.6 * card_size[0] * card_size[1]
+                and st[i, 0] > 1 and st[i, 1] > 1
+                and st[i, 0] + st[i, 2] < hw - 1 and st[i, 1] + st[i, 3] < ht - 1]
+        if keep:
+            yield "edges", np.isin(lab, keep).astype(np.uint8) * 255
     peak, = _percentiles(hat[::2, ::2], (99.5,))
     for f in (0.6, 0.4):
         if peak * f > 10:
@@ -89,6 +105,7 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     if min(bgr.shape[:2]) < 16:     # no card fits (a broken source's 1-pixel frame)
         return ([], []) if with_blobs else []
     f = 2 if card_size and card_size[0] >= 120 and FAST else 1
+    size = card_size
     full = bgr
     if f > 1:
         h, w = bgr.shape[:2]
@@ -98,9 +115,12 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     # the least area of a hull that can be a card or a blob of cards (its box is no smaller)
     h, w = bgr.shape[:2]
     least = max(200, 0.6 * card_size[0] * card_size[1] if card_size else 0.01 * h * w)
+    expect = card_size[0] * card_size[1] if card_size else 0
     for kind, mask in _masks(bgr, card_size):
         contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
-        for c in contours:
+        contours, cuts = list(contours), len(contours)    # from index `cuts` on: _cut_spurs' pieces
+        outer = {}                # a piece's index: the hull of the blob it was cut from
+        for i, c in enumerate(contours):
             if len(c) < 8:
                 continue
             # the hull's box is the outline's: too small a box, or one cut by the image's edge (a
@@ -108,12 +128,20 @@ def find_cards(bgr, card_size=None, with_blobs=False):
             bx, by, bw, bh = cv2.boundingRect(c)
             if bw * bh < least:
                 continue
-            if bx <= 1 or by <= 1 or bx + bw >= mask.shape[1] - 1 or by + bh >= mask.shape[0] - 1:
+            edge = bx <= 1 or by <= 1 or bx + bw >= mask.shape[1] - 1 or by + bh >= mask.shape[0] - 1
+            if edge and (i >= cuts or kind == "edges" or not card_size):
                 continue
             # the hull: a court card's picture may cut its white frame open at one point
             raw, c = c, cv2.convexHull(c)
             area = cv2.contourArea(c)
             if area < 200:
+                continue
+            if edge:
+                # a card joined to a bright streak across the table (a lamp's gloss on a white
+                # or light table) that reaches the image's edge: the streak cut off, the pieces
+                # looked at as any outline (not a hand's blob: they rarely reach the edge)
+                if expect < area < 3 * expect:
+                    _add_pieces(contours, outer, raw, c, card_size)
                 continue
             (cx, cy), (rw, rh), _ = rect = cv2.minAreaRect(c)
             if not rw or not rh:
@@ -133,23 +161,27 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 # the score: large (the least eroded outline) and filling its rectangle (not
                 # merged with a shadow or a spur of the table)
                 score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
-                found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw, c))
+                if card_size:       # and of the card's proportions (a top-hat that lost a strip
+                    # of a tilted card along one side filled its narrower rectangle better)
+                    score *= max(0.0, 1 - abs(aspect * card_size[0] / card_size[1] - 1)) ** 4
+                found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw, c, outer.get(i)))
             elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
                 # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
                 # 9 ms a frame in hypotheses)
-                blobs.append(raw)
+                if i < cuts:
+                    blobs.append(raw)
     quads = []
     # the best score first: the least eroded outline (a card with a printed border on a white
     # table: the threshold finds the inside of the border, cut open where the index touches it;
     # the edges find the outside), edges a little behind (they take in the contact shadow)
-    for _, _, q, raw, hull in sorted(found, key=lambda x: x[1]):
+    for _, _, q, raw, hull, blob in sorted(found, key=lambda x: x[1]):
         c = q.mean(axis=0)
         # not again, and not a rectangle printed on a card found already (a court card's frame)
         if all(cv2.pointPolygonTest(p, (float(c[0]), float(c[1])), False) < 0 for p in quads):
             # ordered only here: most outlines are the same card found at another level
             q = _fit_sides(raw.reshape(-1, 2).astype(np.float32), _order(q))
-            if _card_like(q, hull):         # the hull taken above (not twice)
+            if _card_like(q, hull, blob, card_size):         # the hull taken above (not twice)
                 quads.append(q)
     # a white area printed on a card, found at a level where the card's outline was not
     areas = [cv2.contourArea(q) for q in quads]      # each once, not once per pair
@@ -160,7 +192,86 @@ def find_cards(bgr, card_size=None, with_blobs=False):
         quads = [(q + 0.5) * f - 0.5 for q in quads]
         blobs = [np.float32((b + 0.5) * f - 0.5) for b in blobs]
     quads = [_refine_in(full, q) for q in quads]
+    if size:
+        quads = [_sized(full, q, size) for q in quads]
     return (quads, blobs) if with_blobs else quads
+
+
+def _sized(bgr, quad, size):
+    """A quad a side of which lies off the card (a gloss or a glare joined to the table beyond
+    it, the side's own edge too far for refine): longer or wider than the measured card by over
+    4%, each of the two sides across that axis is moved in to the measured size and refined
+    again; the quad whose sides show the most edge wins, the found one when it is not beaten."""
+    best, score = quad, None
+    for axis, want in ((0, size[0]), (1, size[1])):
+        # axis 0: the width (tl-tr and bl-br); axis 1: the height (tl-bl and tr-br)
+        a, b = ((0, 1), (3, 2)) if axis == 0 else ((0, 3), (1, 2))
+        have = (_norm(quad[a[1]] - quad[a[0]]) + _norm(quad[b[1]] - quad[b[0]])) / 2
+        if have <= 1.04 * want:
+            continue
+        if score is None:           # only for a quad of the wrong size (most are not: no cost)
+            score = _support(bgr, quad)
+        for end in (0, 1):          # move this end of both sides in
+            q = quad.copy()
+            for i, j in (a, b):
+                near, far = (i, j) if end == 0 else (j, i)
+                q[near] = quad[far] + (quad[near] - quad[far]) * (want / have)
+            q = _refine_in(bgr, q)
+            v = _support(bgr, q)
+            if v > score:
+                best, score = q, v
+    return best
+
+
+def _support(bgr, quad):
+    """How many of 14 places along each side show the card's edge (a fall outward of over 6
+    within a pixel and a half of the side): how well the quad lies on a card."""
+    m = 4
+    h, w = bgr.shape[:2]
+    x0, y0 = (max(int(v) - m, 0) for v in quad.min(axis=0))
+    x1, y1 = min(int(quad[:, 0].max()) + m + 1, w), min(int(quad[:, 1].max()) + m + 1, h)
+    g = cv2.GaussianBlur(whiteness(np.ascontiguousarray(bgr[y0:y1, x0:x1])), (3, 3), 0).astype(np.float32)
+    q = quad - np.float32([x0, y0])
+    offs = np.arange(-1.5, 1.51, 0.5, dtype=np.float32)
+    a, b = q, q[_NEXT]
+    d = (b - a) / np.maximum(np.linalg.norm(b - a, axis=1, keepdims=True), 1e-6)
+    n = d[:, ::-1] * _TURN
+    base = a[:, None] + _REFINE_TS[None, :, None] * (b - a)[:, None]
+    pts = (base[:, :, None] + offs[None, None, :, None] * n[:, None, None]).reshape(-1, len(offs), 2)
+    prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return int(((prof[:, :-1] - prof[:, 1:]).max(axis=1) > 6).sum())
+
+
+def _add_pieces(contours, outer, raw, hull, card_size):
+    """_cut_spurs' pieces of `raw` appended to `contours`, each with its blob's hull in `outer`
+    (for its corners)."""
+    for piece in _cut_spurs(raw, card_size):
+        outer[len(contours)] = hull
+        contours.append(piece)
+
+
+def _cut_spurs(contour, card_size):
+    """The pieces as large as a card that an opening by a disc of a third of the card's width
+    leaves of a blob (its holes filled: a court card's picture), each as the points of its
+    outline on the blob's own outline: a streak narrower than the disc, joined to the card, is
+    cut off; where it was cut, and at the opening's round corners (a hull 0.88 full), the
+    piece's outline is not the card's edge."""
+    x, y, w, h = cv2.boundingRect(contour)
+    k = int(card_size[0] / 3) | 1
+    m = np.zeros((h + 2 * k, w + 2 * k), np.uint8)
+    cv2.drawContours(m, [contour], -1, 255, -1, offset=(k - x, k - y))
+    opened = cv2.morphologyEx(m, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+    rim = cv2.subtract(m, cv2.erode(m, np.ones((5, 5), np.uint8)))      # the blob's outline, 2 wide
+    cs, _ = cv2.findContours(opened, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    out = []
+    for c in cs:
+        if cv2.contourArea(c) > 0.6 * card_size[0] * card_size[1]:
+            p = c.reshape(-1, 2)
+            own = p[rim[p[:, 1], p[:, 0]] > 0]
+            if len(own) >= 20:
+                d = np.int32([x - k, y - k])
+                out.append((own + d).reshape(-1, 1, 2).astype(np.int32))
+    return out
 
 
 def _misfit(quad, hull, hull_area):
@@ -283,22 +394,34 @@ def refine(gray, quad):
                      borderMode=cv2.BORDER_REPLICATE)
     drop = prof[:, :-1] - prof[:, 1:]                           # falling going outward
     k = np.argmax(drop, axis=1)
-    strong = (drop[np.arange(len(k)), k] > 6).reshape(4, -1)
+    best = drop[np.arange(len(k)), k]
+    # a fall of 6 a half pixel, or half the card's typical one where its edge is faint: cream
+    # stock on a light table under a webcam's blur fell 3-5 (every side refused, the mask's
+    # outline kept: the drop shadow's outer edge, 5-9 pixels out); where the card stands out
+    # (a typical fall of 12 and more) the same 6 as always
+    strong = (best > min(6.0, max(2.5, 0.5 * _median(best)))).reshape(4, -1)
     at = (base.reshape(-1, 2) + ((offs[k] + offs[k + 1]) / 2)[:, None] * np.repeat(n, len(ts), 0))
     at = at.reshape(4, len(ts), 2)
     lines = []
     for i in range(4):
+        # a side whose edge does not show (a card on a near-white table, under a gloss) keeps
+        # the outline's line; the others are still moved (one faint side refined none: a side
+        # left on the contact shadow's outer edge, 6 pixels off, misplaced the index)
+        side = (d[i, 0], d[i, 1], a[i, 0], a[i, 1])
         sel = at[i][strong[i]]
         if len(sel) < 6:
-            return quad
+            lines.append(side)
+            continue
         for _ in range(2):
             vx, vy, x0, y0 = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
             res = np.abs((sel[:, 0] - x0) * vy - (sel[:, 1] - y0) * vx)
             keep = res < max(1.5, _median(res) * 2)
             if keep.sum() < 6:
-                return quad
+                break
             sel = sel[keep]
-        lines.append((vx, vy, x0, y0))
+        else:
+            side = (vx, vy, x0, y0)
+        lines.append(side)
     out = _meet(lines)
     if out is None:
         return quad
@@ -312,7 +435,7 @@ def _median(a):
     return float(s[m]) if len(s) % 2 else float((s[m - 1] + s[m]) / 2)
 
 
-def _card_like(q, hull):
+def _card_like(q, hull, blob=None, size=None):
     """A card seen straight down (or a little tilted) is a near-rectangle that its blob fills:
     a blob half merged with a bright table, or the inside of a printed border cut open at one
     end, gave skewed quads whose corners read the wrong glyphs."""
@@ -327,9 +450,17 @@ def _card_like(q, hull):
     inter, _ = cv2.intersectConvexConvex(np.float32(q), np.float32(hull).reshape(-1, 2))
     if inter < 0.92 * max(qa, cv2.contourArea(hull)):
         return False
-    # each corner where the blob's is: a rounded corner lies about 0.02 of the width inside
+    # each corner where the blob's is: a rounded corner lies about 0.02 of the width inside;
+    # but one corner of a card of the measured size may be cut off by a shadow or a gloss
+    # across it (the other three and the sides fitted along their middles place it). Not of
+    # another size: a side laid inside a card with a printed border, along its index, left
+    # a corner off as well.
     slack = max(3.0, 0.05 * min(sides))
-    return all(cv2.pointPolygonTest(hull, (float(x), float(y)), True) > -slack for x, y in q)
+    # (a piece cut from a blob has the opening's round corners: its corners are the blob's)
+    off = sorted(-cv2.pointPolygonTest(hull if blob is None else blob, (float(x), float(y)), True)
+                 for x, y in q)
+    sized = size and all(abs((sides[i] + sides[i + 2]) / 2 / size[i] - 1) < 0.05 for i in (0, 1))
+    return off[2] < slack and off[3] < (max(slack, 0.2 * min(sides)) if sized else slack)
 
 
 def _short(q):

@@ -7,7 +7,7 @@ is moved onto the card's own edges before its index is read (docs/camera.md)."""
 import cv2
 import numpy as np
 
-from .find import _median, _norm, find_corners, whiteness
+from .find import _median, _norm, find_corners, refine, whiteness
 
 _HALF = np.array([2, 3, 0, 1])
 # where along the top side (past the index) and the left side (short of it) edges are sampled
@@ -135,7 +135,7 @@ def whole_card(gray, quad, card_size):
     w, h = float((br - tl) @ right), float((br - tl) @ down)
     if not (0.9 < w / card_size[0] < 1.1 and 0.9 < h / card_size[1] < 1.1):
         return None
-    return np.float32([tl, tl + w * right, br, tl + h * down])
+    return refine(gray, np.float32([tl, tl + w * right, br, tl + h * down]))
 
 
 def fit_outline_corner(gray, card_size):

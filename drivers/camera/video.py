@@ -2,16 +2,49 @@
 
 A source is anything with read() -> (ok, frame): a V4L2 camera or a video file through OpenCV,
 a folder of images, or a generator of frames (the virtual camera)."""
+import logging
 import os
 import threading
 import time
 
 import cv2
 
+log = logging.getLogger(__name__)
+
 CAMERA_PROPS = {"width": cv2.CAP_PROP_FRAME_WIDTH, "height": cv2.CAP_PROP_FRAME_HEIGHT,
                 "fps": cv2.CAP_PROP_FPS, "exposure": cv2.CAP_PROP_EXPOSURE,
                 "focus": cv2.CAP_PROP_FOCUS, "white_balance": cv2.CAP_PROP_WB_TEMPERATURE,
                 "auto_exposure": cv2.CAP_PROP_AUTO_EXPOSURE, "autofocus": cv2.CAP_PROP_AUTOFOCUS}
+
+
+# the calibration's [camera] values: (least, most, what they are); a value outside is a typing
+# error or a value from another platform (DirectShow's exposure -5 is 2^-5 s, V4L2's is in
+# 100 us units and positive), which V4L2 would refuse or clip without a word
+RANGES = {"width": (16, 8192, "pixels"), "height": (16, 8192, "pixels"), "fps": (1, 240, "frames a second"),
+          "exposure": (1, 100000, "the exposure time in the camera's units (100 us on V4L2)"),
+          "focus": (0, 10000, "the lens position in the camera's units"),
+          "white_balance": (1000, 15000, "a colour temperature in kelvin"),
+          "auto_exposure": (0, 3, "V4L2's mode: 1 manual, 3 automatic"),
+          "autofocus": (0, 1, "0 off, 1 on")}
+
+
+def settings_errors(settings, where="camera"):
+    """What is wrong with a calibration's [camera] table, one line a key (nothing when right)."""
+    if not isinstance(settings, dict):
+        return [f"{where}: expected a table of camera settings"]
+    out = []
+    for k, v in settings.items():
+        if k not in CAMERA_PROPS:
+            out.append(f"{where}.{k}: unknown camera setting (known: {', '.join(CAMERA_PROPS)})")
+            continue
+        lo, hi, what = RANGES[k]
+        if isinstance(v, bool) and k == "autofocus":
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            out.append(f"{where}.{k}: {v!r}: expected {lo} to {hi} ({what})")
+        elif k in ("width", "height") and not float(v).is_integer():
+            out.append(f"{where}.{k}: {v!r}: expected a whole number of pixels")
+    return out
 
 
 class VideoError(RuntimeError):
@@ -26,15 +59,33 @@ class FolderSource:
             raise VideoError(f"{folder}: no images")
         self.i = 0
         self.loop = loop
+        self.skipped = []                 # files that were no image, by name
 
     def read(self):
-        if self.i >= len(self.files):
-            if not self.loop:
-                return False, None
-            self.i = 0
-        img = cv2.imread(self.files[self.i])
-        self.i += 1
-        return img is not None, img
+        """The next image. A file that is no image (a text file, a cut PNG) is skipped and named,
+        as a camera drops a damaged frame and goes on: one bad frame of a recording must not hide
+        every frame after it."""
+        for _ in range(len(self.files)):
+            if self.i >= len(self.files):
+                if not self.loop:
+                    return False, None
+                self.i = 0
+            path = self.files[self.i]
+            self.i += 1
+            img = cv2.imread(path)
+            if img is not None:
+                return True, img
+            if path not in self.skipped:
+                self.skipped.append(path)
+                log.warning("%s: not an image, skipped", path)
+        return False, None        # looping over files none of which is an image
+
+    @property
+    def end_reason(self):
+        if not self.skipped:
+            return None
+        return (f"the video source ended ({len(self.skipped)} file(s) skipped as not images: "
+                f"{', '.join(os.path.basename(p) for p in self.skipped[:5])})")
 
     def release(self):
         pass
@@ -86,6 +137,7 @@ class Capture:
         self.dropped = 0
         self._taken = 0
         self.ended = False
+        self.end_reason = None            # why the source ended, when it says
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="camera-capture", daemon=True)
@@ -96,9 +148,14 @@ class Capture:
     def _run(self):
         while not self._stop.is_set():
             t0 = time.monotonic()
-            ok, frame = self.source.read()
+            try:
+                ok, frame = self.source.read()
+                reason = getattr(self.source, "end_reason", None)
+            except Exception as e:     # noqa: BLE001 (a source that raises has ended: say why)
+                ok, reason = False, f"the video source failed: {type(e).__name__}: {e}"
             if not ok:
                 with self._cond:
+                    self.end_reason = reason
                     self.ended = True
                     self._cond.notify_all()
                 return

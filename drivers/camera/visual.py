@@ -13,8 +13,9 @@ import numpy as np
 from controller.cards import CARDS
 from .deckprint import CORNER_FACE_MIN, SMALL, DeckPrint, corner_face_score, rounding
 from .find import card_size_of, find_cards
-from .hands import both_corners, corner_gray, hand_corners, whole_card
+from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
 from .labelcheck import consistent_mislabels, contact_sheet
+from .occluded import masked_face_score, occluders, visible
 
 CW, CH = 240, 336                 # the canonical card: templates and reads at this size
 REGION = (int(0.34 * CW), int(0.38 * CH))   # where an index is looked for: the corner area
@@ -35,6 +36,7 @@ INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
 _FACE_KERNEL = np.ones((13, 13), np.uint8)
 FACE_SUIT = 0.05                  # a suit the index leaves open is the face's when it beats the other by this
 NEAR = 0.02                       # and beats the next by at least this, however alike (_clear)
+HIDDEN = 0.25                     # of a covered index corner's box under another card (_read_occluded)
 LAID = 0.95                       # a corner laid from the hand's outline, its own edges not found:
                                   # a glyph a few pixels off once read 0.92 as another rank
 
@@ -82,7 +84,9 @@ def _ink(patch):
         return gray, ink, None
     px = n[ink]
     red = float((px[:, 2] - np.maximum(px[:, 0], px[:, 1])).mean())
-    return gray, ink, "red" if red > 0.22 else "black" if red < 0.08 else None
+    # a warm light clips the paper's red channel first: divided by it, black ink looks a little
+    # red (up to 0.12 on 1,284 webcam corners under tungsten, where red ink read 0.22 and more)
+    return gray, ink, "red" if red > 0.18 else "black" if red < 0.14 else None
 
 
 def _match_gray(patch):
@@ -158,9 +162,10 @@ def learn_box(patches):
 class BadReference(ValueError):
     """Reference images to take again: `cards`."""
 
-    def __init__(self, cards, message):
+    def __init__(self, cards, message, why=None):
         super().__init__(message)
         self.cards = cards
+        self.why = why or {}        # {card: why its image was refused}, when said per card
 
 
 def index_patch(img, quad, box):
@@ -270,7 +275,12 @@ class Templates:
         # a red card must show red ink and a black card black: a camera that sends grey (its
         # saturation down, a monochrome mode) makes templates that cannot tell a diamond from a
         # spade
-        hue = {card: _ink(corner(img, q, box, 0))[2] for img, q, card in samples}
+        inks = {card: _ink(corner(img, q, box, 0)) for img, q, card in samples}
+        blank = [c for c in CARDS if np.count_nonzero(inks[c][1]) < 15]
+        if blank:       # no ink at all where the index is: not a colour question
+            raise BadReference(blank, f"no index found in the corner of the reference images of "
+                               f"{', '.join(blank)} (a blank card, or a white sheet taken for the card?)")
+        hue = {card: ink[2] for card, ink in inks.items()}
         off = [c for c in CARDS if hue[c] != INK[c[1]]]
         if off:
             raise BadReference(off, f"the reference images of {', '.join(off)} do not show "
@@ -296,6 +306,13 @@ class Templates:
         if bad:
             raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
                                f"the other cards' (a wrong outline?): take them again")
+        # each corner read against the rest of the deck: a photo of another card than its label,
+        # or a card whose corners show two cards (A at one, K at the other), passed every test
+        # above, and its template read the wrong card
+        why = {c: w for img, q, c in samples if (w := t.misread(img, q, c))}
+        if why:
+            raise BadReference(list(why), "; ".join(f"the reference image of {c} {w}" for c, w in why.items())
+                               + ": take it again with the card its label names", why)
         wrong = consistent_mislabels(samples, t)    # labels wrong alike across the deck (labelcheck.py)
         if wrong:
             raise BadReference(*wrong)
@@ -305,6 +322,26 @@ class Templates:
                                   [index_shift(t, img, both_corners(q)[1], c) for img, q, c in samples],
                                   t.card_size[0])
         return t
+
+    def misread(self, bgr, quad, card):
+        """Why the reference photo of `card` is not that card, or None: each index corner compared
+        with every other card's template (its own was learned from this photo), its rank part must
+        be most like `card`'s rank in the other suits, its suit part most like `card`'s suit on the
+        other cards (those of its colour: the colour was checked). Most like a rank or suit by the
+        median over its cards: one mislabelled photo's template (a 5 labelled 6c) is one vote
+        among its rank's, not the best match of every other 5."""
+        seen = []
+        for q in both_corners(quad):
+            gray = _match_gray(corner(bgr, q, self.box, SEARCH))
+            s = self.cut + S
+            rs = _best_over_shifts(gray[:s + S], self.part_shapes[0], self.rank_m)
+            us = _best_over_shifts(gray[s - S:], self.part_shapes[1], self.suit_m)
+            seen.append(_most_like(rs, self.cards, card, 0) + _most_like(us, self.cards, card, 1))
+        if seen[0] == seen[1] == card:
+            return None
+        if seen[0] != seen[1]:
+            return f"shows {seen[0]} at one index corner and {seen[1]} at the other"
+        return f"shows {seen[0]}, not {card}"
 
     def inconsistent(self):
         """Cards whose learned index disagrees with the deck: a suit glyph is the same on every
@@ -349,18 +386,24 @@ class Templates:
         try:
             with open(path) as f:
                 meta = json.load(f)
-        except (OSError, ValueError):
+        except OSError:
             raise ValueError(f"{folder}: no deck.json (templates from an older version, or none: "
                              f"capture them with shoe-calibrate camera templates)") from None
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT} (from an "
-                             f"older version: capture them again with shoe-calibrate camera templates)")
+        except ValueError:
+            raise ValueError(f"{path}: damaged (not JSON: cut short or edited?): capture the "
+                             f"templates again") from None
+        card_size, box, split = _deck_meta(path, meta)
         patches, faces = {}, {}
+        shape = (box[3] - box[1], box[2] - box[0])
         for c in CARDS:
             g = cv2.imread(os.path.join(folder, f"index_{c}.png"), cv2.IMREAD_GRAYSCALE)
             f = cv2.imread(os.path.join(folder, f"face_{c}.png"), cv2.IMREAD_UNCHANGED)
             if g is None:
                 raise ValueError(f"{folder}: missing template index_{c}.png")
+            if g.shape != shape:     # every index is the learned box's size (none resized by hand)
+                raise ValueError(f"{folder}: template index_{c}.png is {g.shape[1]} x {g.shape[0]} "
+                                 f"pixels, the index box {shape[1]} x {shape[0]}: capture the "
+                                 f"templates again")
             if f is None or f.shape != (FACE_H, FACE_W) or f.dtype != np.uint16:
                 raise ValueError(f"{folder}: missing or damaged template face_{c}.png")
             patches[c] = g.astype(np.float32) / 200
@@ -370,8 +413,41 @@ class Templates:
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"{path}: no valid deck fingerprint ('print'): capture the templates "
                              f"again") from None
-        return cls(tuple(meta["card_size"]), tuple(meta["box"]), int(meta["split"]), patches, faces,
-                   deck_print)
+        return cls(card_size, box, split, patches, faces, deck_print)
+
+
+def _deck_meta(path, meta):
+    """(card_size, box, split) of a deck.json, checked: a file edited by hand (NaN, a string, a
+    split outside the index) is said naming its key, not found as a crash in the camera thread."""
+    def bad(key, want):
+        return ValueError(f"{path}: {key}: expected {want}, got {json.dumps(meta.get(key))[:40]} "
+                          f"(edited by hand? capture the templates again)")
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected an object with format, card_size, box, split, print "
+                         f"(edited by hand? capture the templates again)")
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT} (from an "
+                         f"older version: capture them again with shoe-calibrate camera templates)")
+
+    def numbers(key, n, kind):
+        v = meta.get(key)
+        if not (isinstance(v, list) and len(v) == n and all(
+                isinstance(x, kind) and not isinstance(x, bool) and np.isfinite(x) for x in v)):
+            raise bad(key, f"{n} {'whole ' if kind is int else ''}numbers")
+        return v
+    w, h = numbers("card_size", 2, (int, float))
+    if not (16 <= w <= 4000 and 16 <= h <= 4000):
+        raise bad("card_size", "a card's width and height in pixels (16 to 4000)")
+    box = numbers("box", 4, int)
+    if not (0 <= box[0] < box[2] <= CW and 0 <= box[1] < box[3] <= CH):
+        raise bad("box", f"x0 < x1 <= {CW}, y0 < y1 <= {CH} on the canonical card")
+    split = meta.get("split")
+    # the rank above the split and the suit below, each at least a few pixels when compared
+    if not (isinstance(split, int) and not isinstance(split, bool)
+            and box[1] + 4 / MATCH <= split <= box[3] - 4 / MATCH):
+        raise bad("split", f"a whole number between the index box's top and bottom "
+                           f"({box[1]} and {box[3]})")
+    return (float(w), float(h)), tuple(box), split
 
 
 def index_shift(t, bgr, quad, card, gray=None):
@@ -391,6 +467,16 @@ def index_shift(t, bgr, quad, card, gray=None):
     r = _peak(gray[:s + S], t.part_shapes[0], t.rank_m[:, i], rsc)
     u = _peak(gray[s - S:], t.part_shapes[1], t.suit_m[:, i], usc)
     return max(abs(v) for v in r + u) / MATCH
+
+
+def _most_like(scores, cards, card, j):
+    """The rank (j 0) or suit (j 1) whose cards, other than `card`, score highest by their
+    median; suits only of `card`'s colour."""
+    by = {}
+    for v, d in zip(scores.tolist(), cards):
+        if d != card and (j == 0 or INK[d[1]] == INK[card[1]]):
+            by.setdefault(d[j], []).append(v)
+    return max(by, key=lambda k: float(np.median(by[k])))
 
 
 def _groups(keys):
@@ -537,6 +623,58 @@ class VisualRecognizer:
                                     [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                      for q in both_corners(quad)])
 
+    def _relocated(self, bgr, gray, quad):
+        """(card, quad, foreign) of a found card whose outline failed at an index corner: each
+        index corner located on its two edges (hands.refine_corner), the card measured from it
+        and its opposite corner (hands.whole_card), read as any whole card; None when no such
+        card differs from the outline or reads."""
+        for v in both_corners(quad):
+            r = refine_corner(gray, v, self.t.card_size)
+            whole = whole_card(gray, r, self.t.card_size) if r is not None else None
+            if whole is None or np.abs(whole - v).max() < 1.5:
+                continue
+            card, _, foreign = self._read_quad(bgr, whole)
+            if card or foreign:
+                return card, whole, foreign
+        return None
+
+    def _read_occluded(self, bgr, quad, shapes):
+        """(card, quad, 'whole' or 'covered') of a card refused where other cards found in the
+        frame (`shapes`) lie over it, or (None, None, None): its face compared only where it
+        shows (occluded.py; most of it must), at the whole card's threshold. Both index corners
+        reading the card: then its fingerprint, as any whole card's. One corner reading it at
+        the covered card's score, the other under a neighbour: a covered card (the quad from
+        that corner), read only as covered cards are (vouched for in its blob)."""
+        others = occluders(quad, shapes, self.t.card_size[0])
+        if not others:
+            return None, None, None          # nothing over it: the refusal stands
+        grays, corners = {}, both_corners(quad)
+        (a, ca), (b, cb) = (self.read_corner(bgr, q, keep=grays) for q in corners)
+        vis = visible(quad, others, (FACE_W, FACE_H))
+        if a and b:
+            if a != b:
+                return None, None, None
+            card, kind, q = a, "whole", quad
+        elif bool(a and ca >= STRICT) != bool(b and cb >= STRICT) and not (a and b):
+            i = 0 if a else 1
+            # the corner that did not read lies under the other card (its index box hidden)
+            x0, y0, x1, y1 = (np.float32(self.t.box) * np.float32([FACE_W, FACE_H, FACE_W, FACE_H])
+                              / np.float32([CW, CH, CW, CH])).astype(int)
+            hidden = ~(vis[y0:y1, x0:x1] if i == 1 else vis[::-1, ::-1][y0:y1, x0:x1])
+            if hidden.mean() < HIDDEN:
+                return None, None, None
+            card, kind, q = a or b, "covered", corners[i]
+        else:
+            return None, None, None
+        face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
+        if masked_face_score(face(bgr, quad), self.t.faces[card], vis) < face_min:
+            return None, None, None
+        if kind == "whole" and not self.t.print.matches(
+                rounding(bgr, quad, (CW, CH)),
+                [index_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners]):
+            return None, None, None
+        return card, q, kind
+
     def _corner_of_deck(self, bgr, quad, card):
         """The deck check of a covered card, on what shows of it: the strips along its top and
         left sides. (Its index's place and its corner's rounding are not checked: at 125 pixels
@@ -566,17 +704,32 @@ class VisualRecognizer:
         however many corners read it. A hand card that reads at both corners (its top card) gets
         the whole card's deck check; a covered card is refused under a card that failed it (a
         hand whose top card is another deck's is another deck's), and read only in a blob where
-        a whole card passed it, and when it passes the covered card's own deck check."""
+        a whole card passed it, and when it passes the covered card's own deck check. A card
+        refused where another card found in the frame lies over it (turned cards touching) is
+        judged again on what shows of its face (_read_occluded)."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
         out, refused, kinds, judged = [], 0, [], []
+        # every card outline found (for what covers what), and the refused ones to look at
+        # again where another card lies over them (_read_occluded): (quad, its judged entry)
+        shapes, retry = list(quads), []
+        gray = None
         for q in quads:
             if inside is None or inside(*q.mean(axis=0)):
                 card, _, foreign = self._read_quad(bgr, q)
+                if not card and not foreign:
+                    # one index corner unread: the outline may lie a few pixels off there (a
+                    # threshold's outline on a grey table, 6-8 pixels at one corner); the card
+                    # again from its index corners located on their own edges
+                    gray = corner_gray(bgr) if gray is None else gray
+                    again = self._relocated(bgr, gray, q)
+                    if again is not None:
+                        card, q, foreign = again
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
                 else:
                     refused += 1
+                    retry.append((q, len(judged) if foreign else None))
                 if card or foreign:
                     judged.append((q, not foreign))
         w = self.t.card_size[0]
@@ -584,7 +737,7 @@ class VisualRecognizer:
         def copy(card, q):      # read already here; a second copy elsewhere (a multi-deck shoe) is a card
             return any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.5 * w
                        for c, p in out)
-        gray = corner_gray(bgr) if blobs else None
+        gray = corner_gray(bgr) if blobs and gray is None else gray
         centres = [q.mean(axis=0) for q in quads]
         covered = []
         for q, located in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
@@ -603,7 +756,10 @@ class VisualRecognizer:
                 # and the deck check, as any whole card
                 whole = whole_card(gray, q, self.t.card_size) if located else None
                 if whole is not None:
+                    shapes.append(whole)
                     card, _, foreign = self._read_quad(bgr, whole)
+                    if not card:
+                        retry.append((whole, len(judged) if foreign else None))
                     if card or foreign:
                         judged.append((whole, not foreign))
                     if card and not copy(card, whole):
@@ -617,10 +773,14 @@ class VisualRecognizer:
             # (the measured size laid from this corner is a few pixels off: its face and
             # fingerprint fail), then as any whole card
             whole = whole_card(gray, q, self.t.card_size) if located else None
+            if whole is not None:
+                shapes.append(whole)
             if far == card:         # the whole card shows (a hand's top card): as any whole card
                 ok = self._of_deck(bgr, q, card, grays)
                 if not ok and whole is not None and self._read_quad(bgr, whole)[0] == card:
                     ok, q = True, whole
+                if not ok and whole is not None:
+                    retry.append((whole, len(judged)))
                 judged.append((q, ok))
                 if ok:
                     out.append((card, q))
@@ -628,6 +788,8 @@ class VisualRecognizer:
                 continue
             if whole is not None:
                 got, _, foreign = self._read_quad(bgr, whole)
+                if got != card:
+                    retry.append((whole, len(judged) if foreign else None))
                 if got == card or foreign:
                     judged.append((whole, not foreign))
                 if got == card:
@@ -636,6 +798,19 @@ class VisualRecognizer:
                     continue
             if self._corner_of_deck(bgr, q, card):
                 covered.append((card, q))
+        for q, j in retry:
+            card, q, kind = self._read_occluded(bgr, q, shapes)
+            if card is None or copy(card, q):
+                continue
+            if j is not None:       # not another deck's after all: its judgement goes
+                judged[j] = None
+            if kind == "whole":
+                out.append((card, q))
+                kinds.append("occluded")
+                judged.append((q, True))
+            else:
+                covered.append((card, q))
+        judged = [j for j in judged if j is not None]
         hands = [_in_blobs(blobs, q) for q, _ in judged]
         area = self.t.card_size[0] * self.t.card_size[1]
         for card, q in covered:

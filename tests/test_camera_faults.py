@@ -1,0 +1,415 @@
+"""The camera's faults as a technician meets them (issue 17's cold trial): a reader that raises is
+a fault the driver reports (not a dead thread behind "connected"), a junk file in a folder of
+frames is named and skipped, damaged templates and zones that cannot hold the templates' card are
+said before the table runs."""
+import queue
+import threading
+
+import cv2
+import numpy as np
+
+from drivers.camera.driver import CameraDriver, Zones
+from drivers.camera.video import GeneratorSource, open_source
+from drivers.events import DeviceState
+
+ZONES = {"seat_1": [[10, 10], [100, 10], [100, 120], [10, 120]]}
+
+
+class Crashing:
+    """A decoder that raises on its first frame only, and says when it was called."""
+
+    def __init__(self):
+        self.calls = 0
+        self.called = [threading.Event(), threading.Event()]
+
+    def decode(self, gray):
+        self.calls += 1
+        self.called[min(self.calls, 2) - 1].set()
+        if self.calls == 1:
+            raise RuntimeError("split 0: division by zero")
+        return []
+
+
+def test_a_reader_that_raises_is_a_fault_and_the_camera_goes_on():
+    dec = Crashing()
+
+    def frames():       # each frame only once the one before was read (no frame dropped)
+        yield np.full((160, 200, 3), 200, np.uint8)
+        dec.called[0].wait(10)
+        yield np.full((160, 200, 3), 60, np.uint8)      # changed: read again
+        dec.called[1].wait(10)
+    events = queue.Queue()
+    d = CameraDriver(GeneratorSource(frames()), Zones(ZONES), "barcode", decoder=dec, codebook={})
+    d.start(events.put)
+    got = []
+    while not got or got[-1].state != "disconnected":
+        got.append(events.get(timeout=10))
+    d.close()
+    assert [e.state for e in got] == ["connected", "fault", "ok", "disconnected"], got
+    assert all(isinstance(e, DeviceState) and e.device == "camera" for e in got)
+    assert "RuntimeError: split 0: division by zero" in got[1].detail["reason"]
+
+
+def test_a_junk_file_in_a_folder_of_frames_is_named_and_skipped(tmp_path):
+    for i in range(5):
+        cv2.imwrite(str(tmp_path / f"{i:02d}.png"), np.full((10, 10, 3), i, np.uint8))
+    (tmp_path / "02.png").write_text("notes, not a frame")
+    s = open_source(str(tmp_path))
+    got = []
+    while True:
+        ok, img = s.read()
+        if not ok:
+            break
+        got.append(int(img[0, 0, 0]))
+    assert got == [0, 1, 3, 4]          # the frames after it are read
+    assert "02.png" in s.end_reason and "not images" in s.end_reason
+    events = queue.Queue()
+    d = CameraDriver(open_source(str(tmp_path)), Zones(ZONES), "barcode", decoder=Crashing(),
+                     codebook={})
+    d.decoder.calls = 5                 # no crash: only the end matters here
+    d.start(events.put)
+    while (e := events.get(timeout=10)).state != "disconnected":
+        pass
+    d.close()
+    assert "02.png" in e.detail["reason"], e
+
+
+# -- templates: deck.json and the files beside it --------------------------------------------------
+
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+
+import pytest  # noqa: E402
+
+from calibration.cli import main  # noqa: E402
+from drivers.camera.visual import Templates  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Templates of a real deck design (cardsJS) through the camera model, saved."""
+    from drivers.camera import camera_model as cm
+    d = tmp_path_factory.mktemp("templates") / "t"
+    cm.reference_templates("cardsjs", seed=0, size=(480, 320)).save(str(d))
+    return d
+
+
+def copy_of(saved, tmp_path):
+    shutil.copytree(saved, tmp_path / "t")
+    return tmp_path / "t"
+
+
+@pytest.mark.parametrize("edit, text", [
+    (lambda m: [], "expected an object with format, card_size"),
+    (lambda m: {**m, "card_size": [float("nan"), 170]}, "card_size: expected 2 numbers, got [NaN, 170]"),
+    (lambda m: {**m, "card_size": "125x175"}, "card_size: expected 2 numbers"),
+    (lambda m: {**m, "card_size": [1e9, 170]}, "card_size: expected a card's width and height"),
+    (lambda m: {**m, "split": 0}, "split: expected a whole number between the index box's top"),
+    (lambda m: {**m, "box": [3, 9, 35]}, "box: expected 4 whole numbers"),
+    (lambda m: {**m, "box": [30, 9, 3, 88]}, "box: expected x0 < x1 <= 240"),
+])
+def test_a_deck_json_edited_by_hand_is_refused_naming_its_key(saved, tmp_path, capsys, edit, text):
+    t = copy_of(saved, tmp_path)
+    meta = json.loads((t / "deck.json").read_text())
+    (t / "deck.json").write_text(json.dumps(edit(meta)))
+    with pytest.raises(ValueError, match="deck.json: ") as e:
+        Templates.load(str(t))
+    assert text in str(e.value)
+    cv2.imwrite(str(tmp_path / "p.png"), np.full((300, 400, 3), 90, np.uint8))
+    assert main(["camera", "recognize", "--templates", str(t), str(tmp_path / "p.png")]) == 2
+    err = capsys.readouterr().err
+    assert text in err and "Traceback" not in err
+
+
+def test_a_cut_deck_json_is_damaged_and_a_resized_index_is_named(saved, tmp_path):
+    t = copy_of(saved, tmp_path)
+    text = (t / "deck.json").read_text()
+    (t / "deck.json").write_text(text[:len(text) // 2])
+    with pytest.raises(ValueError, match="deck.json: damaged"):
+        Templates.load(str(t))
+    (t / "deck.json").write_text(text)
+    g = cv2.imread(str(t / "index_Qd.png"))
+    cv2.imwrite(str(t / "index_Qd.png"), cv2.resize(g, None, fx=1.5, fy=1.5))
+    with pytest.raises(ValueError, match="index_Qd.png is .* pixels, the index box"):
+        Templates.load(str(t))
+
+
+# -- check-config: the templates against the zones, the calibration's [camera] values ----------------
+
+def table_config(tmp_path, templates, zones, camera=""):
+    """A table with a visual camera: its config, and the calibration with `zones` and [camera]."""
+    from dealer_station.config import read_config  # noqa: F401 (what check-config and run call)
+    cal = tmp_path / "cal.toml"
+    cal.write_text("[zones]\n" + "".join(f"{n} = {p}\n" for n, p in zones.items()) + camera)
+    p = tmp_path / "table.toml"
+    p.write_text(f'[table]\nid = "t1"\nprofile = "luxury21"\ncalibration = "{cal}"\n'
+                 f'[shoe]\nprotocol = "none"\n[metrics]\nport = 0\n'
+                 f'[paths]\njournal = "{tmp_path}/journal.sqlite"\n'
+                 f'[camera]\nenabled = true\nmode = "visual"\nsource = "{tmp_path}"\n'
+                 f'templates = "{templates}"\n')
+    return p
+
+
+def config_errors(path):
+    from dealer_station.config import ConfigError, read_config
+    try:
+        read_config(path)
+    except ConfigError as e:
+        return e.errors
+    return []
+
+
+SEATS = {"seat_1": [[100, 300], [256, 300], [256, 500], [100, 500]],
+         "seat_2": [[300, 300], [456, 300], [456, 500], [300, 500]]}
+
+
+def test_templates_whose_card_fits_no_zone_are_an_error(saved, tmp_path):
+    """The cold trial: templates from 296-pixel webcam photos, a table camera whose zones are
+    156 x 200 (125-pixel cards): check-config said ok, and the daemon read nothing."""
+    assert config_errors(table_config(tmp_path, saved, SEATS)) == []        # 123-pixel cards fit
+    t = copy_of(saved, tmp_path)
+    meta = json.loads((t / "deck.json").read_text())
+    (t / "deck.json").write_text(json.dumps({**meta, "card_size": [296, 415]}))
+    errs = config_errors(table_config(tmp_path, t, SEATS))
+    assert len(errs) == 1 and errs[0].startswith(
+        "camera.templates: the templates' card (296 x 415 pixels) fits in no zone (the largest "
+        "is 156 x 200)"), errs
+    with pytest.raises(ValueError, match="fits in no zone"):        # the driver, at start
+        from drivers.camera.recognize import VisualRecognizer
+        CameraDriver(GeneratorSource([]), Zones(SEATS), "visual",
+                     recognizer=VisualRecognizer(Templates.load(str(t))))
+
+
+@pytest.mark.parametrize("camera, text", [
+    ("width = 400\nheight = 720\n", "zones.seat_2: a point lies outside the 400x720 frame"),
+    ("exposure = -5\n", "camera.exposure: -5: expected 1 to 100000"),
+    ("fps = 0\n", "camera.fps: 0: expected 1 to 240"),
+    ('width = "1280"\n', "camera.width: '1280': expected 16 to 8192"),
+    ("zoom = 2\n", "camera.zoom: unknown camera setting"),
+])
+def test_the_calibrations_camera_values_are_checked(saved, tmp_path, camera, text):
+    errs = config_errors(table_config(tmp_path, saved, SEATS, "[camera]\n" + camera))
+    assert len(errs) == 1 and text in errs[0] and errs[0].startswith("table.calibration: "), errs
+
+
+# -- accuracy and recognize say what the daemon would read ----------------------------------------
+
+def test_accuracy_says_when_it_read_cards_the_daemon_would_not(saved, tmp_path, capsys):
+    """Templates of 123-pixel cards, photos of 300-pixel cards (another camera height): the
+    tool's fallback reads them, the daemon (cards of the templates' size only) would not."""
+    from drivers.camera import camera_model as cm
+    rng = np.random.default_rng(4)
+    rows = ["image,rank,suit"]
+    for c in ("7h", "Ks"):
+        img, _ = cm.webcam_photo("cardsjs", c, "grey", rng, "clean")
+        cv2.imwrite(str(tmp_path / f"{c}.png"), img)
+        rows.append(f"{c}.png,{c[0]},{c[1]}")
+    (tmp_path / "l.csv").write_text("\n".join(rows) + "\n")
+    capsys.readouterr()
+    rc = main(["camera", "accuracy", "--templates", str(saved), "--labels", str(tmp_path / "l.csv"),
+               "--json"])
+    out, err = capsys.readouterr()
+    r = json.loads(out)
+    assert r["fallback"] == 2 and r["daemon"] == 0 and rc == 1, r
+    assert "warning: 2 of 2 photo(s) show no card of the templates' size (123 x 173 pixels)" in err
+    assert "the daemon does not do" in err
+    assert main(["camera", "recognize", "--templates", str(saved), str(tmp_path / "7h.png")]) == 0
+    assert "warning: 1 of 1 photo(s) show no card of the templates' size" in capsys.readouterr().err
+
+
+# -- templates written all or nothing ---------------------------------------------------------------
+
+WRITE = """
+import resource, signal, sys
+from calibration import camera_tools as ct
+from calibration.shoe_tools import ToolError
+from drivers.camera.visual import Templates
+t = Templates.load(sys.argv[1])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a file past the limit: EFBIG, as a full disk
+limit = int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    ct.write_templates(t, sys.argv[2])
+    print("written")
+except ToolError as e:
+    print(e)
+"""
+
+
+def test_templates_written_on_a_full_disk_leave_the_old_ones(saved, tmp_path):
+    import subprocess
+    import sys
+    out = copy_of(saved, tmp_path)
+    meta = json.loads((out / "deck.json").read_text())
+    (out / "deck.json").write_text(json.dumps({**meta, "card_size": [124.5, 174.5]}))   # the old set
+    before = {f: (out / f).read_bytes() for f in os.listdir(out)}
+
+    def write(limit):
+        r = subprocess.run([sys.executable, "-c", WRITE, str(saved), str(out), str(limit)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        return r.stdout.strip()
+    said = write(20_000)               # a face PNG is larger: it cannot be written whole
+    assert said.startswith(f"--out {out}: the templates could not be written (") and \
+        "Nothing was changed there" in said, said
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == before
+    assert sorted(os.listdir(tmp_path)) == ["t"]          # no half-written folder left beside it
+    assert write(10_000_000) == "written"
+    assert Templates.load(str(out)).card_size == pytest.approx(
+        Templates.load(str(saved)).card_size) and sorted(os.listdir(tmp_path)) == ["t"]
+
+
+# -- the camera commands' one-line errors ----------------------------------------------------------
+
+def one_line(argv, capsys, text):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert text in err and "Traceback" not in err, err
+    return err
+
+
+def test_zones_beyond_the_image_and_an_out_with_no_extension_are_one_line(tmp_path, capsys):
+    cal = tmp_path / "c.toml"
+    cal.write_text("[zones]\na = [[10, 10], [1300, 10], [10, 100]]\nb = [[10, 10], [100, 10], [10, 100]]\n")
+    cv2.imwrite(str(tmp_path / "table.png"), np.full((720, 1280, 3), 90, np.uint8))
+    zones = ["camera", "zones", "--image", str(tmp_path / "table.png"), "--calibration", str(cal)]
+    one_line(zones + ["--out", str(tmp_path / "z.png")], capsys,
+             f"{cal}: zones.a: a point lies outside the 1280x720 frame")
+    cal.write_text("[zones]\nb = [[10, 10], [100, 10], [10, 100]]\n")
+    one_line(zones + ["--out", str(tmp_path / "zones")], capsys,
+             f"--out {tmp_path / 'zones'}: not an image file name (end it in .png)")
+    assert main(zones + ["--out", str(tmp_path / "z.png")]) == 0
+
+
+def test_a_short_label_row_is_named_and_a_refused_capture_leaves_no_folder(tmp_path, capsys):
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((300, 400, 3), 90, np.uint8))
+    (tmp_path / "short_row.csv").write_text("image,rank,suit\na.png,A,s\na.png,K\n")
+    tmpl = ["camera", "templates", "--out", str(tmp_path / "new"), "--labels"]
+    one_line(tmpl + [str(tmp_path / "short_row.csv")], capsys,
+             "short_row.csv:3: expected image,rank,suit naming a card")
+    (tmp_path / "l.csv").write_text("image,rank,suit\na.png,A,s\n")
+    one_line(tmpl + [str(tmp_path / "l.csv")], capsys, "expected one card in the photo, found 0")
+    assert not (tmp_path / "new").exists()
+
+
+def big_tiff(path, w, h):
+    """A small TIFF whose header says w x h (its ImageWidth and ImageLength tags rewritten)."""
+    import struct
+    data = bytearray(cv2.imencode(".tiff", np.zeros((4, 4, 3), np.uint8))[1].tobytes())
+    assert data[:4] == b"II*\x00"
+    ifd = struct.unpack_from("<I", data, 4)[0]
+    for i in range(struct.unpack_from("<H", data, ifd)[0]):
+        at = ifd + 2 + 12 * i
+        tag, kind = struct.unpack_from("<HH", data, at)
+        if tag in (256, 257):
+            struct.pack_into("<HHII", data, at, tag, 4, 1, w if tag == 256 else h)
+    path.write_bytes(bytes(data))
+
+
+def test_a_huge_tiff_is_refused_before_it_is_decoded(saved, tmp_path):
+    """40 megapixels at most in any format, from the header: the PNG/JPEG parser does not know
+    TIFF or WebP, OpenCV's own limit does (set before cv2 loads)."""
+    import subprocess
+    import sys
+    big_tiff(tmp_path / "huge.tiff", 8000, 8000)
+    r = subprocess.run([sys.executable, "-m", "calibration.cli", "camera", "recognize", "--templates",
+                        str(saved), str(tmp_path / "huge.tiff")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and r.stderr == (f"shoe-calibrate: {tmp_path / 'huge.tiff'}: larger "
+                                              f"than any camera's photo (over 40 megapixels), or "
+                                              f"its header is damaged\n"), r.stderr
+
+
+# -- the messages a technician reads ----------------------------------------------------------------
+
+def reference_photos(blank=None, size=(480, 320)):
+    """One camera photo per card of a real deck design (as camera_model.reference_templates
+    takes them), the card `blank` printed without ink (a blank card, a white sheet)."""
+    from controller.cards import CARDS
+    from drivers.camera import camera_model as cm
+    from drivers.camera.find import find_cards
+    rng = np.random.default_rng(0)
+    out = []
+    for i, c in enumerate(CARDS):
+        frame = cm.surface("green_felt", *size, rng)
+        face = cm.load_deck("cardsjs")[c].copy()
+        if c == blank:
+            face[..., :3] = 245
+        cm.lay(frame, face, cm.pose(rng, "clean", (size[0] / 2, size[1] / 2), 125,
+                                    face.shape[0] / face.shape[1]))
+        frame = cm.camera(frame, rng)
+        out.append((frame, find_cards(frame)[0], c))
+    return out
+
+
+def test_a_blank_reference_card_is_no_index_found_and_mixed_heights_are_refused(tmp_path):
+    from calibration import camera_tools as ct
+    from calibration.shoe_tools import ToolError
+    from drivers.camera.visual import BadReference
+    samples = reference_photos(blank="Qd")
+    with pytest.raises(BadReference, match=r"no index found in the corner of the reference images "
+                                           r"of Qd \(a blank card"):
+        Templates.capture(samples)
+    img, q, c = samples[5]
+    samples[5] = (img, (q - q.mean(axis=0)) * 2.4 + q.mean(axis=0), c)   # from nearer the card
+    with pytest.raises(ToolError, match=rf"the reference photos of {c} \(\d+\) show the card at "
+                                        r"another size than the others \(about 12\d pixels wide\)"):
+        ct._save_templates(samples, str(tmp_path / "t"))
+
+
+def test_label_headers_in_any_case_and_a_semicolon_file(tmp_path, capsys):
+    from calibration import camera_tools as ct
+    (tmp_path / "l.csv").write_text("Image, Rank ,SUIT\na.png,A,s\n")
+    assert ct.label_rows(str(tmp_path / "l.csv")) == [{"image": "a.png", "rank": "A", "suit": "s"}]
+    (tmp_path / "l.csv").write_text("image;rank;suit\na.png;A;s\n")
+    one_line(["camera", "templates", "--out", str(tmp_path / "t"), "--labels", str(tmp_path / "l.csv")],
+             capsys, "separated by semicolons; the separator is a comma")
+
+
+def test_the_live_capture_checks_its_order_its_calibration_and_its_inputs(tmp_path, capsys):
+    cal = tmp_path / "c.toml"
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    cv2.imwrite(str(frames / "0.png"), np.full((320, 480, 3), 90, np.uint8))
+    live = ["camera", "templates", "--source", str(frames), "--out", str(tmp_path / "t"),
+            "--calibration", str(cal)]
+    one_line(live, capsys, f"{cal}: no such calibration file")
+    cal.write_text("[zones]\nseat_1 = [[10, 10], [200, 10], [200, 300], [10, 300]]\n")
+    one_line(live, capsys, "no zone 'seat_4' to capture in (its zones: seat_1; --zone names one)")
+    live += ["--zone", "seat_1", "--order", str(tmp_path / "order.txt")]
+    from controller.cards import CARDS
+    for text, said in ((" ".join(list(CARDS[:-1]) + ["Xx"]), "'Xx' is not a card"),
+                       (" ".join(list(CARDS[:-1]) + ["as"]), "As is listed twice"),
+                       (" ".join(CARDS[:-1]), "1 card(s) missing (Kc)")):
+        (tmp_path / "order.txt").write_text(text)
+        one_line(live, capsys, f"--order {tmp_path / 'order.txt'}: {said}")
+    (tmp_path / "l.csv").write_text("image,rank,suit\na.png,A,s\n")
+    one_line(live + ["--labels", str(tmp_path / "l.csv")], capsys, "not both")
+    assert not (tmp_path / "t").exists()
+
+
+def test_recognize_goes_on_past_a_missing_photo(saved, tmp_path, capsys):
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((300, 400, 3), 90, np.uint8))
+    rc = main(["camera", "recognize", "--templates", str(saved), str(tmp_path / "gone.png"),
+               str(tmp_path / "a.png")])
+    out, err = capsys.readouterr()
+    assert rc == 1 and f"{tmp_path / 'gone.png'}: no such file" in err
+    assert f"{tmp_path / 'a.png'}: no card found" in out
+
+
+def test_zones_beyond_the_frames_the_camera_sends_are_a_fault():
+    """The calibration's zones drawn at 1280 x 720, the camera sending 640 x 480 (a setting it
+    could not apply): said at the first frame, not read as an empty table."""
+    events = queue.Queue()
+    zones = {**ZONES, "seat_2": [[300, 10], [700, 10], [700, 120], [300, 120]]}
+    d = CameraDriver(GeneratorSource([np.full((480, 640, 3), 90, np.uint8)]), Zones(zones),
+                     "barcode", decoder=Crashing(), codebook={})
+    d.decoder.calls = 5
+    d.start(events.put)
+    got = []
+    while not got or got[-1].state != "disconnected":
+        got.append(events.get(timeout=10))
+    d.close()
+    assert [e.state for e in got] == ["connected", "fault", "disconnected"], got
+    assert got[1].detail["reason"] == "zones.seat_2: a point lies outside the 640x480 frame"
