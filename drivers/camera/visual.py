@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .deckprint import CORNER_FACE_MIN, SMALL, DeckPrint, corner_face_score, rounding
+from .deckprint import CORNER_FACE_MIN, SMALL, DeckPrint, corner_face_score, rounding, visible_face_score
 from .find import card_size_of, find_cards
 from .hands import both_corners, corner_gray, hand_corners, whole_card
 
@@ -32,6 +32,8 @@ STRICT = 0.88                     # a single corner (a covered card) reads only 
 TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}      # the other suit of the same colour
 INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
 _FACE_KERNEL = np.ones((13, 13), np.uint8)
+_SHOW_KERNEL = np.ones((9, 9), np.uint8)
+VISIBLE = 0.6                     # a whole card partly under another is judged on what shows: most of it
 FACE_SUIT = 0.05                  # a suit the index leaves open is the face's when it beats the other by this
 NEAR = 0.02                       # and beats the next by at least this, however alike (_clear)
 LAID = 0.95                       # a corner laid from the hand's outline, its own edges not found:
@@ -520,11 +522,17 @@ class VisualRecognizer:
             return None, 0.0, a
         return a or b, max(ca, cb) if (a or b) else 0.0, False
 
-    def _of_deck(self, bgr, quad, card, grays, f=None):
+    def _of_deck(self, bgr, quad, card, grays, f=None, hidden=()):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
-        the caller has it), then its fingerprint."""
+        the caller has it), then its fingerprint. `hidden`: the outlines of cards lying over part
+        of it; its face is then compared where it shows (at least VISIBLE of it)."""
         face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
-        if face_score(face(bgr, quad) if f is None else f, self.t.faces[card]) < face_min:
+        f = face(bgr, quad) if f is None else f
+        if hidden:
+            shows = _shows(quad, hidden)
+            if shows.mean() < VISIBLE or visible_face_score(f, self.t.faces[card], shows) < face_min:
+                return False
+        elif face_score(f, self.t.faces[card]) < face_min:
             return False        # another deck whose index font is like this deck's
         # another deck with a like face: its corners or its index placed otherwise
         return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
@@ -562,8 +570,9 @@ class VisualRecognizer:
         hand whose top card is another deck's is another deck's), and read only in a blob where
         a whole card passed it, and when it passes the covered card's own deck check."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
-        out, refused, kinds, judged = [], 0, [], []
+        out, refused, kinds, judged, blank = [], 0, [], [], []
         for q in quads:
+            blank.append(False)         # an outline that read nothing at all, not even a foreign card
             if inside is None or inside(*q.mean(axis=0)):
                 card, _, foreign = self._read_quad(bgr, q)
                 if card:
@@ -571,6 +580,7 @@ class VisualRecognizer:
                     kinds.append("whole")
                 else:
                     refused += 1
+                    blank[-1] = not foreign
                 if card or foreign:
                     judged.append((q, not foreign, card or foreign))
         w = self.t.card_size[0]
@@ -580,13 +590,25 @@ class VisualRecognizer:
                        for c, p in out)
         gray = corner_gray(bgr) if blobs else None
         centres = [q.mean(axis=0) for q in quads]
-        covered = []
+        covered, retry = [], []
         for q, located in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
-            if any(np.linalg.norm(q.mean(axis=0) - c) < 0.25 * w for c in centres):
+            near = [i for i, c in enumerate(centres) if np.linalg.norm(q.mean(axis=0) - c) < 0.25 * w]
+            if near:
                 # a whole card found there: its two corners, face and fingerprint decide (a
-                # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89)
+                # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89); when
+                # its outline read nothing (it took in a touching neighbour), the card on its
+                # own located corners, as any whole card, and nothing less
+                whole = whole_card(gray, q, self.t.card_size) if located and all(
+                    blank[i] for i in near) else None
+                if whole is not None:
+                    card, _, foreign = self._read_quad(bgr, whole)
+                    if card or foreign:
+                        judged.append((whole, not foreign, card or foreign))
+                    if card and not copy(card, whole):
+                        out.append((card, whole))
+                        kinds.append("whole")
                 continue
             grays = {}
             card, conf = self.read_corner(bgr, q, strict=True, keep=grays)
@@ -621,6 +643,8 @@ class VisualRecognizer:
                 if ok:
                     out.append((card, q))
                     kinds.append("hand-whole")
+                elif located:
+                    retry.append((card, q, grays))
                 continue
             if whole is not None:
                 got, _, foreign = self._read_quad(bgr, whole)
@@ -632,6 +656,15 @@ class VisualRecognizer:
                     continue
             if self._corner_of_deck(bgr, q, card):
                 covered.append((card, q))
+        area = self.t.card_size[0] * self.t.card_size[1]
+        # a whole card that failed the deck check where a card of the deck that passed it lies over
+        # part of it (cards turned so that they touch): its face judged where it shows
+        for card, q, grays in retry:
+            over = [p for p, ok, c in judged if ok and c != card and cv2.intersectConvexConvex(p, q)[0] > 0.02 * area]
+            if over and not copy(card, q) and self._of_deck(bgr, q, card, grays, hidden=over):
+                judged.append((q, True, card))
+                out.append((card, q))
+                kinds.append("hand-whole")
         # a card that failed the deck check on one outline (laid a few pixels off, or taking in a
         # neighbour) and passed it on another at the same place is the deck's: its failure does
         # not refuse the cards under it
@@ -639,7 +672,6 @@ class VisualRecognizer:
             k and d == c and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.25 * w
             for p, k, d in judged)]
         hands = [_in_blobs(blobs, q) for q, _ in judged]
-        area = self.t.card_size[0] * self.t.card_size[1]
         for card, q in covered:
             mine = _in_blobs(blobs, q)
             # another deck's card over it (overlapping: the same hand, not a card beside it)
@@ -657,6 +689,17 @@ class VisualRecognizer:
         """(card or None, confidence) of an image holding one rectified card (the whole image)."""
         h, w = card_img.shape[:2]
         return self.read_quad(card_img, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
+
+
+def _shows(quad, hidden):
+    """Where the card `quad` shows on its face (FACE_W x FACE_H, bool): not under the outlines
+    `hidden`, nor within a few pixels of their edges (the edge and its shadow are ink)."""
+    m = cv2.getPerspectiveTransform(np.float32(quad), np.float32([[0, 0], [FACE_W, 0], [FACE_W, FACE_H],
+                                                                  [0, FACE_H]]))
+    cover = np.zeros((FACE_H, FACE_W), np.uint8)
+    for p in hidden:
+        cv2.fillConvexPoly(cover, np.int32(np.round(cv2.perspectiveTransform(np.float32(p)[None], m)[0])), 1)
+    return cv2.dilate(cover, _SHOW_KERNEL) == 0
 
 
 def _in_blobs(blobs, quad):
