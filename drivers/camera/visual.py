@@ -660,7 +660,8 @@ class VisualRecognizer:
         # a whole card that failed the deck check where a card of the deck that passed it lies over
         # part of it (cards turned so that they touch): its face judged where it shows
         for card, q, grays in retry:
-            over = [p for p, ok, c in judged if ok and c != card and cv2.intersectConvexConvex(p, q)[0] > 0.02 * area]
+            over = [p for p, ok, c in judged
+                    if ok and c != card and cv2.intersectConvexConvex(p, q)[0] > 0.02 * area]
             if over and not copy(card, q) and self._of_deck(bgr, q, card, grays, hidden=over):
                 judged.append((q, True, card))
                 out.append((card, q))
