@@ -568,7 +568,9 @@ class VisualRecognizer:
         however many corners read it. A hand card that reads at both corners (its top card) gets
         the whole card's deck check; a covered card is refused under a card that failed it (a
         hand whose top card is another deck's is another deck's), and read only in a blob where
-        a whole card passed it, and when it passes the covered card's own deck check."""
+        a whole card passed it, and when it passes the covered card's own deck check. A card that
+        failed on one outline and passed on another at the same place refuses nothing; a whole
+        card under part of one that passed is judged on what shows of its face."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
         out, refused, kinds, judged, blank = [], 0, [], [], []
         for q in quads:
