@@ -111,7 +111,9 @@ def test_rotated_cards_touching_each_other_are_read(rec):
     when written, 5 before; 9 of 12 since every card that reads at both corners passes the deck
     check (a foreign card in a hand is refused): laid from one corner at the measured size, a
     touching card's face takes in its neighbour (the Ah here scores 0.60) and is refused, never
-    misread."""
+    misread. 11 of 12 since a card under part of one that passed is judged on the face that
+    shows (the Jc), and a corner by an outline that read nothing as a whole card on its own
+    corners (the 8c)."""
     rng = np.random.default_rng(4)
     read = 0
     for k in range(6):
@@ -127,7 +129,7 @@ def test_rotated_cards_touching_each_other_are_read(rec):
         for c, q in got:
             assert c in cards and np.linalg.norm(q.mean(axis=0) - truth[cards.index(c)].mean(axis=0)) < 25
         read += len({c for c, _ in got})
-    assert read >= 9, read
+    assert read >= 11, read
 
 
 def _hand(rng, k, decks):

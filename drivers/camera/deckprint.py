@@ -162,6 +162,11 @@ def corner_face_score(f, learned, fx=CORNER_FACE[0], fy=CORNER_FACE[1]):
     h, w = f.shape
     m = np.zeros((h, w), bool)
     m[:int(fy * h)], m[:, :int(fx * w)] = True, True
+    return visible_face_score(f, learned, m)
+
+
+def visible_face_score(f, learned, m):
+    """The faces' correlation over the mask `m` (what shows of the card), either way round."""
     a = f[m] - f[m].mean()
     best = -1.0
     for lf in (learned, learned[::-1, ::-1]):

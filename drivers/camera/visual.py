@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .deckprint import CORNER_FACE_MIN, SMALL, DeckPrint, corner_face_score, rounding
+from .deckprint import CORNER_FACE_MIN, SMALL, DeckPrint, corner_face_score, rounding, visible_face_score
 from .find import card_size_of, find_cards
 from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
 from .labelcheck import consistent_mislabels, contact_sheet
@@ -34,6 +34,8 @@ STRICT = 0.88                     # a single corner (a covered card) reads only 
 TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}      # the other suit of the same colour
 INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
 _FACE_KERNEL = np.ones((13, 13), np.uint8)
+_SHOW_KERNEL = np.ones((9, 9), np.uint8)
+VISIBLE = 0.6                     # a whole card partly under another is judged on what shows: most of it
 FACE_SUIT = 0.05                  # a suit the index leaves open is the face's when it beats the other by this
 NEAR = 0.02                       # and beats the next by at least this, however alike (_clear)
 HIDDEN = 0.25                     # of a covered index corner's box under another card (_read_occluded)
@@ -593,8 +595,8 @@ class VisualRecognizer:
         return self._read_quad(bgr, quad, need_both)[:2]
 
     def _read_quad(self, bgr, quad, need_both=True):
-        """read_quad's answer and whether it refused a card that read at both corners but failed
-        the deck check (another deck: the hand it lies in is refused too)."""
+        """read_quad's answer and the card it refused when that card read at both corners but
+        failed the deck check (another deck: the hand it lies in is refused too), else False."""
         grays, corners, short = {}, both_corners(quad), []
         (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays,
                                              short=short if need_both else None) for q in corners)
@@ -609,14 +611,20 @@ class VisualRecognizer:
             if not a:
                 return None, min(ca, cb), False
         if need_both and not self._of_deck(bgr, quad, a, grays, f):
-            return None, 0.0, True
+            return None, 0.0, a
         return a or b, max(ca, cb) if (a or b) else 0.0, False
 
-    def _of_deck(self, bgr, quad, card, grays, f=None):
+    def _of_deck(self, bgr, quad, card, grays, f=None, hidden=()):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
-        the caller has it), then its fingerprint."""
+        the caller has it), then its fingerprint. `hidden`: the outlines of cards lying over part
+        of it; its face is then compared where it shows (at least VISIBLE of it)."""
         face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
-        if face_score(face(bgr, quad) if f is None else f, self.t.faces[card]) < face_min:
+        f = face(bgr, quad) if f is None else f
+        if hidden:
+            shows = _shows(quad, hidden)
+            if shows.mean() < VISIBLE or visible_face_score(f, self.t.faces[card], shows) < face_min:
+                return False
+        elif face_score(f, self.t.faces[card]) < face_min:
             return False        # another deck whose index font is like this deck's
         # another deck with a like face: its corners or its index placed otherwise
         return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
@@ -704,16 +712,19 @@ class VisualRecognizer:
         however many corners read it. A hand card that reads at both corners (its top card) gets
         the whole card's deck check; a covered card is refused under a card that failed it (a
         hand whose top card is another deck's is another deck's), and read only in a blob where
-        a whole card passed it, and when it passes the covered card's own deck check. A card
-        refused where another card found in the frame lies over it (turned cards touching) is
-        judged again on what shows of its face (_read_occluded)."""
+        a whole card passed it, and when it passes the covered card's own deck check. A card that
+        failed on one outline and passed on another at the same place refuses nothing; a whole
+        card under part of one that passed is judged on what shows of its face. A card refused
+        where another card found in the frame lies over it (turned cards touching) is judged
+        again on what shows of its face (_read_occluded)."""
         quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
-        out, refused, kinds, judged = [], 0, [], []
+        out, refused, kinds, judged, blank = [], 0, [], [], []
         # every card outline found (for what covers what), and the refused ones to look at
         # again where another card lies over them (_read_occluded): (quad, its judged entry)
-        shapes, retry = list(quads), []
+        shapes, again = list(quads), []
         gray = None
         for q in quads:
+            blank.append(False)         # an outline that read nothing at all, not even a foreign card
             if inside is None or inside(*q.mean(axis=0)):
                 card, _, foreign = self._read_quad(bgr, q)
                 if not card and not foreign:
@@ -721,17 +732,18 @@ class VisualRecognizer:
                     # threshold's outline on a grey table, 6-8 pixels at one corner); the card
                     # again from its index corners located on their own edges
                     gray = corner_gray(bgr) if gray is None else gray
-                    again = self._relocated(bgr, gray, q)
-                    if again is not None:
-                        card, q, foreign = again
+                    moved = self._relocated(bgr, gray, q)
+                    if moved is not None:
+                        card, q, foreign = moved
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
                 else:
                     refused += 1
-                    retry.append((q, len(judged) if foreign else None))
+                    again.append((q, len(judged) if foreign else None))
+                    blank[-1] = not foreign
                 if card or foreign:
-                    judged.append((q, not foreign))
+                    judged.append((q, not foreign, card or foreign))
         w = self.t.card_size[0]
 
         def copy(card, q):      # read already here; a second copy elsewhere (a multi-deck shoe) is a card
@@ -739,13 +751,28 @@ class VisualRecognizer:
                        for c, p in out)
         gray = corner_gray(bgr) if blobs and gray is None else gray
         centres = [q.mean(axis=0) for q in quads]
-        covered = []
+        covered, retry = [], []
         for q, located in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
             if inside is not None and not inside(*q.mean(axis=0)):
                 continue
-            if any(np.linalg.norm(q.mean(axis=0) - c) < 0.25 * w for c in centres):
+            near = [i for i, c in enumerate(centres) if np.linalg.norm(q.mean(axis=0) - c) < 0.25 * w]
+            if near:
                 # a whole card found there: its two corners, face and fingerprint decide (a
-                # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89)
+                # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89); when
+                # its outline read nothing (it took in a touching neighbour), the card on its
+                # own located corners, as any whole card, and nothing less
+                whole = whole_card(gray, q, self.t.card_size) if located and all(
+                    blank[i] for i in near) else None
+                if whole is not None:
+                    shapes.append(whole)
+                    card, _, foreign = self._read_quad(bgr, whole)
+                    if not card:
+                        again.append((whole, len(judged) if foreign else None))
+                    if card or foreign:
+                        judged.append((whole, not foreign, card or foreign))
+                    if card and not copy(card, whole):
+                        out.append((card, whole))
+                        kinds.append("whole")
                 continue
             grays = {}
             card, conf = self.read_corner(bgr, q, strict=True, keep=grays)
@@ -759,16 +786,18 @@ class VisualRecognizer:
                     shapes.append(whole)
                     card, _, foreign = self._read_quad(bgr, whole)
                     if not card:
-                        retry.append((whole, len(judged) if foreign else None))
+                        again.append((whole, len(judged) if foreign else None))
                     if card or foreign:
-                        judged.append((whole, not foreign))
+                        judged.append((whole, not foreign, card or foreign))
                     if card and not copy(card, whole):
                         out.append((card, whole))
                         kinds.append("whole")
                 continue
             if copy(card, q):
                 continue
-            far, _ = self.read_corner(bgr, both_corners(q)[1], keep=grays)
+            # the far corner read as strictly as this one (the likeness rule: Responsive's spade and
+            # club, 0.95 alike at 125 pixels, left a top card's far index short of the plain margin)
+            far, _ = self.read_corner(bgr, both_corners(q)[1], strict=True, keep=grays)
             # a card turned so that it touches another: its far corner where its own edges put it
             # (the measured size laid from this corner is a few pixels off: its face and
             # fingerprint fail), then as any whole card
@@ -780,25 +809,27 @@ class VisualRecognizer:
                 if not ok and whole is not None and self._read_quad(bgr, whole)[0] == card:
                     ok, q = True, whole
                 if not ok and whole is not None:
-                    retry.append((whole, len(judged)))
-                judged.append((q, ok))
+                    again.append((whole, len(judged)))
+                judged.append((q, ok, card))
                 if ok:
                     out.append((card, q))
                     kinds.append("hand-whole")
+                elif located:
+                    retry.append((card, q, grays))
                 continue
             if whole is not None:
                 got, _, foreign = self._read_quad(bgr, whole)
                 if got != card:
-                    retry.append((whole, len(judged) if foreign else None))
+                    again.append((whole, len(judged) if foreign else None))
                 if got == card or foreign:
-                    judged.append((whole, not foreign))
+                    judged.append((whole, not foreign, got or foreign))
                 if got == card:
                     out.append((card, whole))
                     kinds.append("whole")
                     continue
             if self._corner_of_deck(bgr, q, card):
                 covered.append((card, q))
-        for q, j in retry:
+        for q, j in again:
             card, q, kind = self._read_occluded(bgr, q, shapes)
             if card is None or copy(card, q):
                 continue
@@ -807,12 +838,27 @@ class VisualRecognizer:
             if kind == "whole":
                 out.append((card, q))
                 kinds.append("occluded")
-                judged.append((q, True))
+                judged.append((q, True, card))
             else:
                 covered.append((card, q))
         judged = [j for j in judged if j is not None]
-        hands = [_in_blobs(blobs, q) for q, _ in judged]
         area = self.t.card_size[0] * self.t.card_size[1]
+        # a whole card that failed the deck check where a card of the deck that passed it lies over
+        # part of it (cards turned so that they touch): its face judged where it shows
+        for card, q, grays in retry:
+            over = [p for p, ok, c in judged
+                    if ok and c != card and cv2.intersectConvexConvex(p, q)[0] > 0.02 * area]
+            if over and not copy(card, q) and self._of_deck(bgr, q, card, grays, hidden=over):
+                judged.append((q, True, card))
+                out.append((card, q))
+                kinds.append("hand-whole")
+        # a card that failed the deck check on one outline (laid a few pixels off, or taking in a
+        # neighbour) and passed it on another at the same place is the deck's: its failure does
+        # not refuse the cards under it
+        judged = [(q, ok) for q, ok, c in judged if ok or not any(
+            k and d == c and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.25 * w
+            for p, k, d in judged)]
+        hands = [_in_blobs(blobs, q) for q, _ in judged]
         for card, q in covered:
             mine = _in_blobs(blobs, q)
             # another deck's card over it (overlapping: the same hand, not a card beside it)
@@ -830,6 +876,17 @@ class VisualRecognizer:
         """(card or None, confidence) of an image holding one rectified card (the whole image)."""
         h, w = card_img.shape[:2]
         return self.read_quad(card_img, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
+
+
+def _shows(quad, hidden):
+    """Where the card `quad` shows on its face (FACE_W x FACE_H, bool): not under the outlines
+    `hidden`, nor within a few pixels of their edges (the edge and its shadow are ink)."""
+    m = cv2.getPerspectiveTransform(np.float32(quad), np.float32([[0, 0], [FACE_W, 0], [FACE_W, FACE_H],
+                                                                  [0, FACE_H]]))
+    cover = np.zeros((FACE_H, FACE_W), np.uint8)
+    for p in hidden:
+        cv2.fillConvexPoly(cover, np.int32(np.round(cv2.perspectiveTransform(np.float32(p)[None], m)[0])), 1)
+    return cv2.dilate(cover, _SHOW_KERNEL) == 0
 
 
 def _in_blobs(blobs, quad):
