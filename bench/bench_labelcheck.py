@@ -21,7 +21,7 @@ from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera.find import find_cards  # noqa: E402
 from drivers.camera import labelcheck as lc  # noqa: E402
 from drivers.camera.labelcheck import consistent_mislabels  # noqa: E402
-from drivers.camera.visual import BadReference, Templates  # noqa: E402
+from drivers.camera.templates import BadReference, Templates  # noqa: E402
 
 RANKS = "A23456789TJQK"
 SWAP = {"s": "c", "c": "s", "h": "d", "d": "h"}

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
-from drivers.camera import visual as V  # noqa: E402
+from drivers.camera import index as V  # noqa: E402
 from drivers.camera.find import find_cards, find_corners, whiteness  # noqa: E402
 from drivers.camera.hands import both_corners, fit_outline_corner, refine_corner  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402

@@ -11,6 +11,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from calibration.camera_tools import read_image  # noqa: E402
+from drivers.camera import index as ix  # noqa: E402
+from drivers.camera import templates as tp  # noqa: E402
 from drivers.camera import visual as v  # noqa: E402
 from drivers.camera.deckprint import rounding  # noqa: E402
 from drivers.camera.find import find_cards  # noqa: E402
@@ -33,9 +35,9 @@ def why(rec, img, card):
             short = []
             r, cf = rec.read_corner(img, c, short=short)
             parts.append(f"corner{k} {r} {cf:.3f}{' short ' + str(short) if short else ''}")
-        f = v.face_score(v.face(img, q), t.faces[card])
-        rd = rounding(img, q, (v.CW, v.CH))
-        sh = [v.index_shift(t, img, c, card) for c in both_corners(q)]
+        f = ix.face_score(ix.face(img, q), t.faces[card])
+        rd = rounding(img, q, (ix.CW, ix.CH))
+        sh = [tp.index_shift(t, img, c, card) for c in both_corners(q)]
         parts.append(f"face {f:.3f} rounding {rd:.2f} (learned {t.print.rounding:.2f}"
                      f"+-{t.print.rounding_tol:.2f}) "
                      f"shifts {sh[0]:.2f} {sh[1]:.2f} (tol {t.print.shift_tol:.2f})")
@@ -45,7 +47,7 @@ def why(rec, img, card):
 
 def main():
     folder, deck = sys.argv[1], sys.argv[2]
-    rec = v.VisualRecognizer(v.Templates.load(os.path.join(folder, deck, "templates")))
+    rec = v.VisualRecognizer(tp.Templates.load(os.path.join(folder, deck, "templates")))
     base = os.path.join(folder, deck, "held_out")
     with open(os.path.join(base, "labels.csv")) as f:
         for row in csv.DictReader(f):

@@ -10,7 +10,8 @@ from controller.cards import INDEX
 from drivers.camera.driver import Zones
 from drivers.camera.find import card_size_of
 from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
-from drivers.camera.visual import CH, CW, BadReference
+from drivers.camera.index import CH, CW
+from drivers.camera.templates import BadReference
 
 CANON = (CW, CH)
 

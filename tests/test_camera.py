@@ -85,7 +85,7 @@ def test_templates_save_and_load(templates, tmp_path):
     assert set(t2.patches) == set(CARDS) and t2.box == templates.box
     assert t2.card_size == pytest.approx(templates.card_size)
     assert t2.print.to_json() == templates.print.to_json()                       # the deck fingerprint
-    from drivers.camera.visual import face_score
+    from drivers.camera.index import face_score
     assert min(face_score(t2.faces[c], templates.faces[c]) for c in CARDS) > 0.999   # 16-bit faces
     (tmp_path / "face_Kd.png").unlink()
     with pytest.raises(ValueError, match="face_Kd.png"):

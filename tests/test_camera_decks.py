@@ -150,7 +150,7 @@ def test_a_reference_photo_that_shows_no_proper_index_is_refused(samples):
     with high confidence (it did: 22 wrong reads in the svg-cards sweep before this check):
     every card's rank glyph must match its rank in other suits, its suit glyph its suit - and
     its own suit's better than the other suit of its colour's (2s and 2c swapped)."""
-    from drivers.camera.visual import BadReference, Templates
+    from drivers.camera.templates import BadReference, Templates
     Templates.capture(samples)                                     # the deck as photographed
     for a, b in (("4h", "5h"), ("2s", "2c"), ("Kh", "Kd")):
         with pytest.raises(BadReference) as e:
@@ -167,7 +167,7 @@ def grey(img, keep=0.0):
 def test_reference_photos_without_colour_are_refused(samples):
     """Templates from a camera sending grey could not tell a diamond from a spade: refused,
     naming the red cards (their ink shows no red)."""
-    from drivers.camera.visual import BadReference, Templates
+    from drivers.camera.templates import BadReference, Templates
     with pytest.raises(BadReference) as e:
         Templates.capture([(grey(f), q, c) for f, q, c in samples])
     assert set(e.value.cards) == {c for c in CARDS if c[1] in "hd"}
@@ -178,7 +178,7 @@ def test_a_frame_with_too_little_colour_never_reads_a_red_card_as_black(cardsjs_
     """The ink's colour only narrows the comparison: in a grey frame (or with a tenth of the
     colour left) a diamond's ink is "not red", and compared with spades and clubs alone it read
     as a spade (7 of 26 red cards, in a cold trial). The suit's shape must beat every suit."""
-    from drivers.camera.visual import Templates
+    from drivers.camera.templates import Templates
     rec = VisualRecognizer(Templates.load(cardsjs_templates))
     rng = np.random.default_rng(12)
     reds = [c for c in CARDS if c[1] in "hd"]

@@ -83,7 +83,7 @@ import shutil  # noqa: E402
 import pytest  # noqa: E402
 
 from calibration.cli import main  # noqa: E402
-from drivers.camera.visual import Templates  # noqa: E402
+from drivers.camera.templates import Templates  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +224,7 @@ WRITE = """
 import resource, signal, sys
 from calibration import camera_tools as ct
 from calibration.shoe_tools import ToolError
-from drivers.camera.visual import Templates
+from drivers.camera.templates import Templates
 t = Templates.load(sys.argv[1])
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a file past the limit: EFBIG, as a full disk
 limit = int(sys.argv[3])
@@ -346,7 +346,7 @@ def reference_photos(blank=None, size=(480, 320)):
 def test_a_blank_reference_card_is_no_index_found_and_mixed_heights_are_refused(tmp_path):
     from calibration import camera_tools as ct
     from calibration.shoe_tools import ToolError
-    from drivers.camera.visual import BadReference
+    from drivers.camera.templates import BadReference
     samples = reference_photos(blank="Qd")
     with pytest.raises(BadReference, match=r"no index found in the corner of the reference images "
                                            r"of Qd \(a blank card"):

@@ -13,7 +13,8 @@ from drivers.camera import camera_model as cm
 from drivers.camera.find import whiteness
 from drivers.camera.hands import fit_outline_corner, refine_corner
 from drivers.camera.recognize import VisualRecognizer
-from drivers.camera.visual import _best_over_shifts, _clear, _unit
+from drivers.camera.index import _best_over_shifts, _unit
+from drivers.camera.visual import _clear
 
 SIZE = (640, 400)
 

@@ -13,7 +13,7 @@ from controller.cards import CARDS
 from drivers.camera import camera_model as cm
 from drivers.camera.find import find_cards
 from drivers.camera.labelcheck import canonical, consistent_mislabels, pips
-from drivers.camera.visual import BadReference, Templates
+from drivers.camera.templates import BadReference, Templates
 
 RANKS = "A23456789TJQK"
 TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}

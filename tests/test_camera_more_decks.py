@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 from calibration.cli import main
 from drivers.camera import camera_model as cm
 from drivers.camera.deckprint import rounding
-from drivers.camera.visual import CH, CW, Templates
+from drivers.camera.index import CH, CW
+from drivers.camera.templates import Templates
 from test_camera_decks import write_photos
 
 CONDS = ["clean", "rotation", "curl", "gloss", "jpeg", "perspective", "defocus", "white_balance"]

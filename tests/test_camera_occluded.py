@@ -10,7 +10,8 @@ from controller.cards import CARDS
 from drivers.camera import camera_model as cm
 from drivers.camera.occluded import masked_face_score, occluders, visible
 from drivers.camera.hands import corner_gray
-from drivers.camera.visual import FACE_H, FACE_W, VisualRecognizer, face, face_score
+from drivers.camera.index import FACE_H, FACE_W, face, face_score
+from drivers.camera.visual import VisualRecognizer
 
 SIZE = (640, 400)
 

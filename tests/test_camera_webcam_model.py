@@ -7,7 +7,7 @@ import pytest
 from drivers.camera import camera_model as cm
 from drivers.camera import webcam_model as wm
 from drivers.camera.find import find_cards
-from drivers.camera.visual import _ink
+from drivers.camera.index import _ink
 
 
 def test_a_webcam_photo_is_the_same_from_the_same_seed_and_another_from_another():
@@ -91,7 +91,7 @@ def test_the_corners_rounding_shows_for_cream_stock_on_a_white_table():
     measured and the card was refused (2 of these 13 cardsJS photos; 3 of 32 in the bench).
     Measured in red there, it still tells rounded corners from square ones."""
     from drivers.camera.deckprint import rounding
-    from drivers.camera.visual import CH, CW
+    from drivers.camera.index import CH, CW
     rng = np.random.default_rng(8)
     got = []
     for i in range(16):

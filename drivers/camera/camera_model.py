@@ -229,7 +229,7 @@ def reference_templates(deck, seed=0, size=(1280, 720), width=125):
     taken again (another surface and pose), as on site."""
     from controller.cards import CARDS
     from .find import find_cards
-    from .visual import BadReference, Templates
+    from .templates import BadReference, Templates
     rng = np.random.default_rng(seed)
 
     def photo(i, c):

@@ -81,7 +81,8 @@ def read_codes(decoder, gray, codebook, inside=None):
 # -- card outlines and visual rank and suit: find.py and visual.py ------------------------------
 
 from .find import find_cards  # noqa: E402,F401  (the names callers import from here)
-from .visual import Templates, VisualRecognizer  # noqa: E402,F401
+from .templates import Templates  # noqa: E402,F401
+from .visual import VisualRecognizer  # noqa: E402,F401
 
 
 def rectify(bgr, quad):

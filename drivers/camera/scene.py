@@ -1,0 +1,259 @@
+"""A frame's cards (VisualRecognizer.read_image): whole cards, overlapping hands, cards turned
+so that they touch or lie partly under another; each read only as its kind may be read
+(both corners and the deck check, a covered card vouched for in its blob)."""
+import cv2
+import numpy as np
+
+from .deckprint import SMALL, rounding
+from .find import find_cards
+from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
+from .index import CH, CW, FACE_H, FACE_MIN, FACE_MIN_SMALL, FACE_W, LAID, STRICT, face
+from .occluded import masked_face_score, occluders, visible
+from .templates import index_shift
+
+_SHOW_KERNEL = np.ones((9, 9), np.uint8)
+VISIBLE = 0.6                     # a whole card partly under another is judged on what shows: most of it
+HIDDEN = 0.25                     # of a covered index corner's box under another card (_read_occluded)
+
+
+class SceneReader:
+    """VisualRecognizer's reading of a whole frame (a mixin: the reader's own methods read
+    each corner and card)."""
+
+    def _relocated(self, bgr, gray, quad):
+        """(card, quad, foreign) of a found card whose outline failed at an index corner: each
+        index corner located on its two edges (hands.refine_corner), the card measured from it
+        and its opposite corner (hands.whole_card), read as any whole card; None when no such
+        card differs from the outline or reads."""
+        for v in both_corners(quad):
+            r = refine_corner(gray, v, self.t.card_size)
+            whole = whole_card(gray, r, self.t.card_size) if r is not None else None
+            if whole is None or np.abs(whole - v).max() < 1.5:
+                continue
+            card, _, foreign = self._read_quad(bgr, whole)
+            if card or foreign:
+                return card, whole, foreign
+        return None
+
+    def _read_occluded(self, bgr, quad, shapes):
+        """(card, quad, 'whole' or 'covered') of a card refused where other cards found in the
+        frame (`shapes`) lie over it, or (None, None, None): its face compared only where it
+        shows (occluded.py; most of it must), at the whole card's threshold. Both index corners
+        reading the card: then its fingerprint, as any whole card's. One corner reading it at
+        the covered card's score, the other under a neighbour: a covered card (the quad from
+        that corner), read only as covered cards are (vouched for in its blob)."""
+        others = occluders(quad, shapes, self.t.card_size[0])
+        if not others:
+            return None, None, None          # nothing over it: the refusal stands
+        grays, corners = {}, both_corners(quad)
+        (a, ca), (b, cb) = (self.read_corner(bgr, q, keep=grays) for q in corners)
+        vis = visible(quad, others, (FACE_W, FACE_H))
+        if a and b:
+            if a != b:
+                return None, None, None
+            card, kind, q = a, "whole", quad
+        elif bool(a and ca >= STRICT) != bool(b and cb >= STRICT) and not (a and b):
+            i = 0 if a else 1
+            # the corner that did not read lies under the other card (its index box hidden)
+            x0, y0, x1, y1 = (np.float32(self.t.box) * np.float32([FACE_W, FACE_H, FACE_W, FACE_H])
+                              / np.float32([CW, CH, CW, CH])).astype(int)
+            hidden = ~(vis[y0:y1, x0:x1] if i == 1 else vis[::-1, ::-1][y0:y1, x0:x1])
+            if hidden.mean() < HIDDEN:
+                return None, None, None
+            card, kind, q = a or b, "covered", corners[i]
+        else:
+            return None, None, None
+        face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
+        if masked_face_score(face(bgr, quad), self.t.faces[card], vis) < face_min:
+            return None, None, None
+        if kind == "whole" and not self.t.print.matches(
+                rounding(bgr, quad, (CW, CH)),
+                [index_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners]):
+            return None, None, None
+        return card, q, kind
+
+    def read_image(self, bgr, inside=None):
+        """[(card, quad)] read in an image; `inside(x, y)` keeps cards whose centre lies in the
+        zone. Whole cards must read at both corners and pass the deck check; in a blob of
+        overlapping cards, each corner hypothesis reads at one, and one card is reported once
+        however many corners read it. A hand card that reads at both corners (its top card) gets
+        the whole card's deck check; a covered card is refused under a card that failed it (a
+        hand whose top card is another deck's is another deck's), and read only in a blob where
+        a whole card passed it, and when it passes the covered card's own deck check. A card that
+        failed on one outline and passed on another at the same place refuses nothing; a whole
+        card under part of one that passed is judged on what shows of its face. A card refused
+        where another card found in the frame lies over it (turned cards touching) is judged
+        again on what shows of its face (_read_occluded)."""
+        quads, blobs = find_cards(bgr, self.t.card_size, with_blobs=True)
+        out, refused, kinds, judged, blank = [], 0, [], [], []
+        # every card outline found (for what covers what), and the refused ones to look at
+        # again where another card lies over them (_read_occluded): (quad, its judged entry)
+        shapes, again = list(quads), []
+        gray = None
+        for q in quads:
+            blank.append(False)         # an outline that read nothing at all, not even a foreign card
+            if inside is None or inside(*q.mean(axis=0)):
+                card, _, foreign = self._read_quad(bgr, q)
+                if not card and not foreign:
+                    # one index corner unread: the outline may lie a few pixels off there (a
+                    # threshold's outline on a grey table, 6-8 pixels at one corner); the card
+                    # again from its index corners located on their own edges
+                    gray = corner_gray(bgr) if gray is None else gray
+                    moved = self._relocated(bgr, gray, q)
+                    if moved is not None:
+                        card, q, foreign = moved
+                if card:
+                    out.append((card, q))
+                    kinds.append("whole")
+                else:
+                    refused += 1
+                    again.append((q, len(judged) if foreign else None))
+                    blank[-1] = not foreign
+                if card or foreign:
+                    judged.append((q, not foreign, card or foreign))
+        w = self.t.card_size[0]
+
+        def copy(card, q):      # read already here; a second copy elsewhere (a multi-deck shoe) is a card
+            return any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.5 * w
+                       for c, p in out)
+        gray = corner_gray(bgr) if blobs and gray is None else gray
+        centres = [q.mean(axis=0) for q in quads]
+        covered, retry = [], []
+        for q, located in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
+            if inside is not None and not inside(*q.mean(axis=0)):
+                continue
+            near = [i for i, c in enumerate(centres) if np.linalg.norm(q.mean(axis=0) - c) < 0.25 * w]
+            if near:
+                # a whole card found there: its two corners, face and fingerprint decide (a
+                # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89); when
+                # its outline read nothing (it took in a touching neighbour), the card on its
+                # own located corners, as any whole card, and nothing less
+                whole = whole_card(gray, q, self.t.card_size) if located and all(
+                    blank[i] for i in near) else None
+                if whole is not None:
+                    shapes.append(whole)
+                    card, _, foreign = self._read_quad(bgr, whole)
+                    if not card:
+                        again.append((whole, len(judged) if foreign else None))
+                    if card or foreign:
+                        judged.append((whole, not foreign, card or foreign))
+                    if card and not copy(card, whole):
+                        out.append((card, whole))
+                        kinds.append("whole")
+                continue
+            grays = {}
+            card, conf = self.read_corner(bgr, q, strict=True, keep=grays)
+            if card and not located and conf < LAID:
+                continue
+            if not card:
+                # in a blob of cards turned so that they touch, most are whole: both corners
+                # and the deck check, as any whole card
+                whole = whole_card(gray, q, self.t.card_size) if located else None
+                if whole is not None:
+                    shapes.append(whole)
+                    card, _, foreign = self._read_quad(bgr, whole)
+                    if not card:
+                        again.append((whole, len(judged) if foreign else None))
+                    if card or foreign:
+                        judged.append((whole, not foreign, card or foreign))
+                    if card and not copy(card, whole):
+                        out.append((card, whole))
+                        kinds.append("whole")
+                continue
+            if copy(card, q):
+                continue
+            # the far corner read as strictly as this one (the likeness rule: Responsive's spade and
+            # club, 0.95 alike at 125 pixels, left a top card's far index short of the plain margin)
+            far, _ = self.read_corner(bgr, both_corners(q)[1], strict=True, keep=grays)
+            # a card turned so that it touches another: its far corner where its own edges put it
+            # (the measured size laid from this corner is a few pixels off: its face and
+            # fingerprint fail), then as any whole card
+            whole = whole_card(gray, q, self.t.card_size) if located else None
+            if whole is not None:
+                shapes.append(whole)
+            if far == card:         # the whole card shows (a hand's top card): as any whole card
+                ok = self._of_deck(bgr, q, card, grays)
+                if not ok and whole is not None and self._read_quad(bgr, whole)[0] == card:
+                    ok, q = True, whole
+                if not ok and whole is not None:
+                    again.append((whole, len(judged)))
+                judged.append((q, ok, card))
+                if ok:
+                    out.append((card, q))
+                    kinds.append("hand-whole")
+                elif located:
+                    retry.append((card, q, grays))
+                continue
+            if whole is not None:
+                got, _, foreign = self._read_quad(bgr, whole)
+                if got != card:
+                    again.append((whole, len(judged) if foreign else None))
+                if got == card or foreign:
+                    judged.append((whole, not foreign, got or foreign))
+                if got == card:
+                    out.append((card, whole))
+                    kinds.append("whole")
+                    continue
+            if self._corner_of_deck(bgr, q, card):
+                covered.append((card, q))
+        for q, j in again:
+            card, q, kind = self._read_occluded(bgr, q, shapes)
+            if card is None or copy(card, q):
+                continue
+            if j is not None:       # not another deck's after all: its judgement goes
+                judged[j] = None
+            if kind == "whole":
+                out.append((card, q))
+                kinds.append("occluded")
+                judged.append((q, True, card))
+            else:
+                covered.append((card, q))
+        judged = [j for j in judged if j is not None]
+        area = self.t.card_size[0] * self.t.card_size[1]
+        # a whole card that failed the deck check where a card of the deck that passed it lies over
+        # part of it (cards turned so that they touch): its face judged where it shows
+        for card, q, grays in retry:
+            over = [p for p, ok, c in judged
+                    if ok and c != card and cv2.intersectConvexConvex(p, q)[0] > 0.02 * area]
+            if over and not copy(card, q) and self._of_deck(bgr, q, card, grays, hidden=over):
+                judged.append((q, True, card))
+                out.append((card, q))
+                kinds.append("hand-whole")
+        # a card that failed the deck check on one outline (laid a few pixels off, or taking in a
+        # neighbour) and passed it on another at the same place is the deck's: its failure does
+        # not refuse the cards under it
+        judged = [(q, ok) for q, ok, c in judged if ok or not any(
+            k and d == c and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.25 * w
+            for p, k, d in judged)]
+        hands = [_in_blobs(blobs, q) for q, _ in judged]
+        for card, q in covered:
+            mine = _in_blobs(blobs, q)
+            # another deck's card over it (overlapping: the same hand, not a card beside it)
+            # refuses it; a card of the deck in its blob vouches for the blob
+            if copy(card, q) or any(not ok and cv2.intersectConvexConvex(q, j)[0] > 0.1 * area
+                                    for j, ok in judged) or not any(
+                                        ok for (_, ok), h in zip(judged, hands) if h & mine):
+                continue
+            out.append((card, q))
+            kinds.append("covered")
+        self.refused, self.kinds = refused, kinds     # kinds: per card read, for the benches
+        return out
+
+
+def _shows(quad, hidden):
+    """Where the card `quad` shows on its face (FACE_W x FACE_H, bool): not under the outlines
+    `hidden`, nor within a few pixels of their edges (the edge and its shadow are ink)."""
+    m = cv2.getPerspectiveTransform(np.float32(quad), np.float32([[0, 0], [FACE_W, 0], [FACE_W, FACE_H],
+                                                                  [0, FACE_H]]))
+    cover = np.zeros((FACE_H, FACE_W), np.uint8)
+    for p in hidden:
+        cv2.fillConvexPoly(cover, np.int32(np.round(cv2.perspectiveTransform(np.float32(p)[None], m)[0])), 1)
+    return cv2.dilate(cover, _SHOW_KERNEL) == 0
+
+
+def _in_blobs(blobs, quad):
+    """The blobs (indexes) holding the card's index (a covered card's visible part): the same
+    hand is a blob at several thresholds."""
+    x, y = quad[0] + 0.15 * (quad[1] - quad[0]) + 0.12 * (quad[3] - quad[0])
+    return {i for i, b in enumerate(blobs) if cv2.pointPolygonTest(b, (float(x), float(y)), False) >= 0}
+

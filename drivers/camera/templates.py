@@ -1,0 +1,266 @@
+"""The learned deck (Templates): captured from one photo per card of the studio's own deck and
+checked (every card's index like its rank's and suit's, both corners as labelled, the
+deck's fingerprint), saved and loaded strictly (deck.json, one index and one face a card)."""
+import json
+import os
+
+import cv2
+import numpy as np
+
+from controller.cards import CARDS
+from .deckprint import DeckPrint, rounding
+from .find import card_size_of
+from .hands import both_corners
+from .index import (
+    CH, CW, FACE_H, FACE_W, INK, MATCH, REGION, S, SEARCH, TWIN, _best_over_shifts, _ink,
+    _match_gray, _peak, _unit, corner, face, index_patch, learn_box)
+from .labelcheck import consistent_mislabels, contact_sheet
+
+FORMAT = 4                        # 3: with the whole face of each card (the deck check); 4: the deck's
+                                  # fingerprint (deckprint.py)
+
+
+class BadReference(ValueError):
+    """Reference images to take again: `cards`."""
+
+    def __init__(self, cards, message, why=None):
+        super().__init__(message)
+        self.cards = cards
+        self.why = why or {}        # {card: why its image was refused}, when said per card
+
+
+class Templates:
+    """The learned deck: the card size in the camera's pixels, the index box, and the index of
+    each of the 52 cards as a gray patch (rank part above `split`, suit part below)."""
+
+    def __init__(self, card_size, box, split, patches, faces, deck_print=None):
+        self.card_size, self.box, self.split, self.patches = card_size, tuple(box), split, patches
+        self.faces = faces
+        self.print = deck_print        # DeckPrint; None only while capture() learns it
+        self.cut = round((split - self.box[1]) * MATCH)
+        # split into rank and suit, compared separately: a 6 of spades never passes for a 6 of
+        # clubs on the strength of the rank alone
+        small = {c: cv2.resize(p, None, fx=MATCH, fy=MATCH, interpolation=cv2.INTER_AREA)
+                 for c, p in patches.items()}
+        self.cards = list(small)
+        # transposed and contiguous: a product with a transposed view is 10x slower
+        self.rank_m = np.ascontiguousarray(_unit(np.stack([small[c][:self.cut] for c in self.cards])).T)
+        self.suit_m = np.ascontiguousarray(_unit(np.stack([small[c][self.cut:] for c in self.cards])).T)
+        self.part_shapes = (small[self.cards[0]][:self.cut].shape, small[self.cards[0]][self.cut:].shape)
+
+    @classmethod
+    def capture(cls, samples):
+        """samples: [(image, quad, card)], every card of the deck once (one photo per card)."""
+        seen = {c for _, _, c in samples}
+        missing = [c for c in CARDS if c not in seen]
+        if missing:
+            raise ValueError(f"templates missing for {', '.join(missing)}")
+        region = (0, 0) + REGION
+        box, split = learn_box([corner(img, q, region, 0) for img, q, _ in samples])
+        patches, failed = {}, []
+        # a red card must show red ink and a black card black: a camera that sends grey (its
+        # saturation down, a monochrome mode) makes templates that cannot tell a diamond from a
+        # spade
+        inks = {card: _ink(corner(img, q, box, 0)) for img, q, card in samples}
+        blank = [c for c in CARDS if np.count_nonzero(inks[c][1]) < 15]
+        if blank:       # no ink at all where the index is: not a colour question
+            raise BadReference(blank, f"no index found in the corner of the reference images of "
+                               f"{', '.join(blank)} (a blank card, or a white sheet taken for the card?)")
+        hue = {card: ink[2] for card, ink in inks.items()}
+        off = [c for c in CARDS if hue[c] != INK[c[1]]]
+        if off:
+            raise BadReference(off, f"the reference images of {', '.join(off)} do not show "
+                               f"{'their ink' if len(off) > 1 else 'its ink'}'s colour (red hearts "
+                               f"and diamonds, black spades and clubs): is the camera sending "
+                               f"colour, its saturation up, the light white?")
+        for img, q, card in samples:
+            if card in patches:
+                continue
+            patch = index_patch(img, q, box)
+            if patch is None:
+                failed.append(card)
+            else:
+                patches[card] = patch
+        if failed:
+            raise BadReference(failed, f"no index found at both corners of the reference images of "
+                               f"{', '.join(failed)} (is the card whole in the picture, flat and sharp?)")
+        faces = {}
+        for img, q, card in samples:
+            faces.setdefault(card, face(img, q))
+        t = cls(card_size_of([q for _, q, _ in samples]), box, split, patches, faces)
+        bad = t.inconsistent()
+        if bad:
+            raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
+                               f"the other cards' (a wrong outline?): take them again")
+        # each corner read against the rest of the deck: a photo of another card than its label,
+        # or a card whose corners show two cards (A at one, K at the other), passed every test
+        # above, and its template read the wrong card
+        why = {c: w for img, q, c in samples if (w := t.misread(img, q, c))}
+        if why:
+            raise BadReference(list(why), "; ".join(f"the reference image of {c} {w}" for c, w in why.items())
+                               + ": take it again with the card its label names", why)
+        wrong = consistent_mislabels(samples, t)    # labels wrong alike across the deck (labelcheck.py)
+        if wrong:
+            raise BadReference(*wrong)
+        # the fingerprint: each photo's rounding, and its far index corner's shift from the
+        # template its near corner gave (the outline's error at this camera's scale)
+        t.print = DeckPrint.learn([rounding(img, q, (CW, CH)) for img, q, _ in samples],
+                                  [index_shift(t, img, both_corners(q)[1], c) for img, q, c in samples],
+                                  t.card_size[0])
+        return t
+
+    def misread(self, bgr, quad, card):
+        """Why the reference photo of `card` is not that card, or None: each index corner compared
+        with every other card's template (its own was learned from this photo), its rank part must
+        be most like `card`'s rank in the other suits, its suit part most like `card`'s suit on the
+        other cards (those of its colour: the colour was checked). Most like a rank or suit by the
+        median over its cards: one mislabelled photo's template (a 5 labelled 6c) is one vote
+        among its rank's, not the best match of every other 5."""
+        seen = []
+        for q in both_corners(quad):
+            gray = _match_gray(corner(bgr, q, self.box, SEARCH))
+            s = self.cut + S
+            rs = _best_over_shifts(gray[:s + S], self.part_shapes[0], self.rank_m)
+            us = _best_over_shifts(gray[s - S:], self.part_shapes[1], self.suit_m)
+            seen.append(_most_like(rs, self.cards, card, 0) + _most_like(us, self.cards, card, 1))
+        if seen[0] == seen[1] == card:
+            return None
+        if seen[0] != seen[1]:
+            return f"shows {seen[0]} at one index corner and {seen[1]} at the other"
+        return f"shows {seen[0]}, not {card}"
+
+    def inconsistent(self):
+        """Cards whose learned index disagrees with the deck: a suit glyph is the same on every
+        card of the suit, a rank glyph the same in every suit. A template learned from a wrong
+        outline (a white area inside the card) matches neither."""
+        shapes = self.part_shapes
+        pad = lambda x: np.pad(x, 3, mode="edge")     # noqa: E731  (slack for the outline)
+        bad = []
+        for i, c in enumerate(self.cards):
+            r, u = self.rank_m[:, i].reshape(shapes[0]), self.suit_m[:, i].reshape(shapes[1])
+            rs = _best_over_shifts(pad(r), shapes[0], self.rank_m)
+            us = _best_over_shifts(pad(u), shapes[1], self.suit_m)
+            same_rank = [rs[j] for j, d in enumerate(self.cards) if d[0] == c[0] and d != c]
+            same_suit = [us[j] for j, d in enumerate(self.cards) if d[1] == c[1] and d != c]
+            # a suit glyph is more like its own suit's than the other suit of its colour's: two
+            # photos labelled with their suits swapped (2s and 2c) pass every other test
+            twin = [us[j] for j, d in enumerate(self.cards) if d[1] == TWIN[c[1]]]
+            if max(same_rank) < 0.75 or float(np.median(same_suit)) < max(
+                    0.75, float(np.median(twin))):
+                bad.append(c)
+        return bad
+
+    def save(self, folder):
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "deck.json"), "w") as f:
+            json.dump({"format": FORMAT, "card_size": list(self.card_size), "box": list(self.box),
+                       "split": self.split, "print": self.print.to_json()}, f)
+        for c, p in self.patches.items():
+            f = self.faces[c]
+            # 16 bits: at 8 the faint edges of a face fell to zero (the self-score was 0.94)
+            for name, img in ((f"index_{c}.png", np.uint8(np.clip(p * 200, 0, 255))),
+                              (f"face_{c}.png", np.uint16(np.clip((f - f.min()) / max(
+                                  float(np.ptp(f)), 1e-9) * 65535, 0, 65535)))):
+                if not cv2.imwrite(os.path.join(folder, name), img):      # a full card, a read-only one
+                    raise OSError(f"cannot write {os.path.join(folder, name)}")
+        if not cv2.imwrite(os.path.join(folder, "contact.png"), contact_sheet(self.patches)):
+            raise OSError(f"cannot write {os.path.join(folder, 'contact.png')}")   # for the eye: labels
+
+    @classmethod
+    def load(cls, folder):
+        path = os.path.join(folder, "deck.json")
+        try:
+            with open(path) as f:
+                meta = json.load(f)
+        except OSError:
+            raise ValueError(f"{folder}: no deck.json (templates from an older version, or none: "
+                             f"capture them with shoe-calibrate camera templates)") from None
+        except ValueError:
+            raise ValueError(f"{path}: damaged (not JSON: cut short or edited?): capture the "
+                             f"templates again") from None
+        card_size, box, split = _deck_meta(path, meta)
+        patches, faces = {}, {}
+        shape = (box[3] - box[1], box[2] - box[0])
+        for c in CARDS:
+            g = cv2.imread(os.path.join(folder, f"index_{c}.png"), cv2.IMREAD_GRAYSCALE)
+            f = cv2.imread(os.path.join(folder, f"face_{c}.png"), cv2.IMREAD_UNCHANGED)
+            if g is None:
+                raise ValueError(f"{folder}: missing template index_{c}.png")
+            if g.shape != shape:     # every index is the learned box's size (none resized by hand)
+                raise ValueError(f"{folder}: template index_{c}.png is {g.shape[1]} x {g.shape[0]} "
+                                 f"pixels, the index box {shape[1]} x {shape[0]}: capture the "
+                                 f"templates again")
+            if f is None or f.shape != (FACE_H, FACE_W) or f.dtype != np.uint16:
+                raise ValueError(f"{folder}: missing or damaged template face_{c}.png")
+            patches[c] = g.astype(np.float32) / 200
+            faces[c] = _unit(f.astype(np.float32)[None])[0].reshape(f.shape)
+        try:
+            deck_print = DeckPrint.from_json(meta["print"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{path}: no valid deck fingerprint ('print'): capture the templates "
+                             f"again") from None
+        return cls(card_size, box, split, patches, faces, deck_print)
+
+
+def _deck_meta(path, meta):
+    """(card_size, box, split) of a deck.json, checked: a file edited by hand (NaN, a string, a
+    split outside the index) is said naming its key, not found as a crash in the camera thread."""
+    def bad(key, want):
+        return ValueError(f"{path}: {key}: expected {want}, got {json.dumps(meta.get(key))[:40]} "
+                          f"(edited by hand? capture the templates again)")
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected an object with format, card_size, box, split, print "
+                         f"(edited by hand? capture the templates again)")
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT} (from an "
+                         f"older version: capture them again with shoe-calibrate camera templates)")
+
+    def numbers(key, n, kind):
+        v = meta.get(key)
+        if not (isinstance(v, list) and len(v) == n and all(
+                isinstance(x, kind) and not isinstance(x, bool) and np.isfinite(x) for x in v)):
+            raise bad(key, f"{n} {'whole ' if kind is int else ''}numbers")
+        return v
+    w, h = numbers("card_size", 2, (int, float))
+    if not (16 <= w <= 4000 and 16 <= h <= 4000):
+        raise bad("card_size", "a card's width and height in pixels (16 to 4000)")
+    box = numbers("box", 4, int)
+    if not (0 <= box[0] < box[2] <= CW and 0 <= box[1] < box[3] <= CH):
+        raise bad("box", f"x0 < x1 <= {CW}, y0 < y1 <= {CH} on the canonical card")
+    split = meta.get("split")
+    # the rank above the split and the suit below, each at least a few pixels when compared
+    if not (isinstance(split, int) and not isinstance(split, bool)
+            and box[1] + 4 / MATCH <= split <= box[3] - 4 / MATCH):
+        raise bad("split", f"a whole number between the index box's top and bottom "
+                           f"({box[1]} and {box[3]})")
+    return (float(w), float(h)), tuple(box), split
+
+
+def index_shift(t, bgr, quad, card, gray=None):
+    """How far `card`'s learned rank and suit lie from where they show at the tl corner of `quad`:
+    the largest of their x and y shifts, in canonical pixels (the deck fingerprint). `gray`: the
+    corner's patch as the reader compared it, when it has it (the same warp, not done twice), or
+    (patch, cards, rank scores, suit scores) as read_corner keeps it (the products not done twice)."""
+    rsc = usc = None
+    if isinstance(gray, tuple):
+        gray, cards, rs, us = gray
+        if card in cards:
+            j = cards.index(card)
+            rsc, usc = rs[:, j], us[:, j]
+    if gray is None:
+        gray = _match_gray(corner(bgr, quad, t.box, SEARCH))
+    s, i = t.cut + S, t.cards.index(card)
+    r = _peak(gray[:s + S], t.part_shapes[0], t.rank_m[:, i], rsc)
+    u = _peak(gray[s - S:], t.part_shapes[1], t.suit_m[:, i], usc)
+    return max(abs(v) for v in r + u) / MATCH
+
+
+def _most_like(scores, cards, card, j):
+    """The rank (j 0) or suit (j 1) whose cards, other than `card`, score highest by their
+    median; suits only of `card`'s colour."""
+    by = {}
+    for v, d in zip(scores.tolist(), cards):
+        if d != card and (j == 0 or INK[d[1]] == INK[card[1]]):
+            by.setdefault(d[j], []).append(v)
+    return max(by, key=lambda k: float(np.median(by[k])))
+
