@@ -8,7 +8,7 @@ import numpy as np
 
 from controller.cards import INDEX
 from drivers.camera.driver import Zones
-from drivers.camera.find import card_size_of
+from drivers.camera.outline import card_size_of
 from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
 from drivers.camera.index import CH, CW
 from drivers.camera.templates import BadReference

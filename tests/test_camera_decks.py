@@ -218,7 +218,8 @@ def test_a_card_under_a_gloss_or_a_shadow_on_a_light_table_is_found_where_it_lie
     edge: the outline was not found, or found 6 pixels and more off (Responsive, the index at the
     card's edge: refused). Found within 3 pixels of where the card lies in 8 of these 12 photos
     (2 before); the rest are refused, never misread (bench/bench_webcam.py)."""
-    from drivers.camera.find import _order, find_cards
+    from drivers.camera.find import find_cards
+    from drivers.camera.outline import _order
     rng = np.random.default_rng(2)
     found = 0
     for i in range(12):

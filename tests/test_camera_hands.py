@@ -10,7 +10,7 @@ import pytest
 
 from controller.cards import CARDS
 from drivers.camera import camera_model as cm
-from drivers.camera.find import whiteness
+from drivers.camera.outline import whiteness
 from drivers.camera.hands import fit_outline_corner, refine_corner
 from drivers.camera.recognize import VisualRecognizer
 from drivers.camera.index import _best_over_shifts, _unit

@@ -7,7 +7,7 @@ is moved onto the card's own edges before its index is read (docs/camera.md)."""
 import cv2
 import numpy as np
 
-from .find import _median, _norm, find_corners, refine, whiteness
+from .outline import _median, _norm, find_corners, refine, whiteness
 
 _HALF = np.array([2, 3, 0, 1])
 # where along the top side (past the index) and the left side (short of it) edges are sampled

@@ -9,7 +9,7 @@ import numpy as np
 
 from controller.cards import CARDS
 from .deckprint import DeckPrint, rounding
-from .find import card_size_of
+from .outline import card_size_of
 from .hands import both_corners
 from .index import (
     CH, CW, FACE_H, FACE_W, INK, MATCH, REGION, S, SEARCH, TWIN, _best_over_shifts, _ink,
