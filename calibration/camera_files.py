@@ -10,7 +10,8 @@ from .shoe_tools import ToolError
 
 
 def template_file(name):
-    return name == "deck.json" or (name.startswith(("index_", "face_")) and name.endswith(".png"))
+    return name in ("deck.json", "contact.png") or (name.startswith(("index_", "face_"))
+                                                    and name.endswith(".png"))
 
 
 @contextlib.contextmanager

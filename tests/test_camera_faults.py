@@ -108,6 +108,9 @@ def copy_of(saved, tmp_path):
     (lambda m: {**m, "split": 0}, "split: expected a whole number between the index box's top"),
     (lambda m: {**m, "box": [3, 9, 35]}, "box: expected 4 whole numbers"),
     (lambda m: {**m, "box": [30, 9, 3, 88]}, "box: expected x0 < x1 <= 240"),
+    (lambda m: {**m, "extra": 1}, "unknown key 'extra'"),
+    (lambda m: {**m, "print": {**m["print"], "shift_tol": -1}}, "no valid deck fingerprint ('print')"),
+    (lambda m: {**m, "print": {**m["print"], "rounding": "4"}}, "no valid deck fingerprint ('print')"),
 ])
 def test_a_deck_json_edited_by_hand_is_refused_naming_its_key(saved, tmp_path, capsys, edit, text):
     t = copy_of(saved, tmp_path)
@@ -413,3 +416,43 @@ def test_zones_beyond_the_frames_the_camera_sends_are_a_fault():
     d.close()
     assert [e.state for e in got] == ["connected", "fault", "disconnected"], got
     assert got[1].detail["reason"] == "zones.seat_2: a point lies outside the 640x480 frame"
+
+
+def test_a_readers_recovery_does_not_clear_the_zones_fault():
+    """A cold trial: zones beyond the frame and a reader that raised, then read again: the camera
+    said "ok" though the zones still lay outside the frame. The zones' fault is said again."""
+    dec = Crashing()
+
+    def frames():
+        yield np.full((480, 640, 3), 200, np.uint8)
+        dec.called[0].wait(10)
+        yield np.full((480, 640, 3), 60, np.uint8)
+        dec.called[1].wait(10)
+    events = queue.Queue()
+    zones = {**ZONES, "seat_2": [[300, 10], [700, 10], [700, 120], [300, 120]]}
+    d = CameraDriver(GeneratorSource(frames()), Zones(zones), "barcode", decoder=dec, codebook={})
+    d.start(events.put)
+    got = []
+    while not got or got[-1].state != "disconnected":
+        got.append(events.get(timeout=10))
+    d.close()
+    assert [e.state for e in got] == ["connected", "fault", "fault", "fault", "disconnected"], got
+    assert "outside the 640x480 frame" in got[1].detail["reason"]
+    assert "the card reader failed" in got[2].detail["reason"]
+    assert got[3].detail["reason"] == got[1].detail["reason"]
+
+
+def test_templates_can_be_captured_again_into_the_folder_the_tool_wrote(tmp_path):
+    """A cold trial: the second capture into the same --out was refused for the contact sheet the
+    first one wrote ("holds other files than templates (contact.png)")."""
+    import pytest
+    from calibration import camera_tools as ct
+    from calibration.shoe_tools import ToolError
+    out = tmp_path / "templates"
+    out.mkdir()
+    for name in ("deck.json", "contact.png", "index_As.png", "face_As.png"):
+        (out / name).write_bytes(b"x")
+    ct.out_folder(str(out))
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ToolError, match=r"holds other files than templates \(notes.txt\)"):
+        ct.out_folder(str(out))

@@ -160,7 +160,7 @@ class CameraDriver:
         emit(DeviceState("camera", "connected"))
 
         def run():
-            fault = size = None
+            fault = size = outside = None
             while not self._stop.is_set():
                 n, frame = self.capture.latest(timeout=0.5)
                 if frame is None:
@@ -176,8 +176,12 @@ class CameraDriver:
                     size = frame.shape[:2]
                     try:
                         Zones(self.zones.polygons, frame_size=(size[1], size[0]))
+                        if outside is not None and fault is None:
+                            emit(DeviceState("camera", "ok", {"reason": "the zones lie in the frame"}))
+                        outside = None
                     except ValueError as e:
-                        emit(DeviceState("camera", "fault", {"reason": str(e)}))
+                        outside = str(e)
+                        emit(DeviceState("camera", "fault", {"reason": outside}))
                 try:
                     self.process(frame, emit)
                 except Exception as e:     # noqa: BLE001 (any fault of the reader is the camera's fault)
@@ -190,8 +194,10 @@ class CameraDriver:
                         emit(DeviceState("camera", "fault", {"reason": why}))
                         fault = why
                     continue
-                if fault is not None:       # a frame read again: the fault has cleared
-                    emit(DeviceState("camera", "ok", {"reason": "frames read again"}))
+                if fault is not None:       # a frame read again: the reader's fault has cleared,
+                    # not the zones' (they still lie beyond the frame: that fault is said again)
+                    emit(DeviceState("camera", "fault", {"reason": outside}) if outside else
+                         DeviceState("camera", "ok", {"reason": "frames read again"}))
                     fault = None
         self._thread = threading.Thread(target=run, name="camera", daemon=True)
         self._thread.start()

@@ -214,6 +214,17 @@ def _deck_meta(path, meta):
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT} (from an "
                          f"older version: capture them again with shoe-calibrate camera templates)")
+    unknown = sorted(set(meta) - {"format", "card_size", "box", "split", "print"})
+    if unknown:
+        raise ValueError(f"{path}: unknown key {unknown[0]!r} (edited by hand? capture the templates "
+                         f"again)")
+    p = meta.get("print")
+    if not (isinstance(p, dict) and set(p) == {"rounding", "rounding_tol", "shift_tol"} and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in p.values())
+            and p["rounding_tol"] > 0 and p["shift_tol"] > 0):
+        raise ValueError(f"{path}: no valid deck fingerprint ('print'): expected rounding, rounding_tol "
+                         f"> 0 and shift_tol > 0 as numbers, got {json.dumps(p)[:80]} (edited by hand? "
+                         f"capture the templates again)")
 
     def numbers(key, n, kind):
         v = meta.get(key)
