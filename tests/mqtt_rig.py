@@ -122,9 +122,10 @@ class Client:
         self.granted = []
         self.c.on_subscribe = lambda c, u, mid, codes, p: self.granted.extend(codes)
         self.c.on_message = self._msg
-        self.c.on_connect = lambda c, u, f, rc, p: c.subscribe(
-            [(t, 1) for t in (topics or [f"{self.base}/events", f"{self.base}/replies",
-                                          f"{self.base}/status"])])
+        subs = [(t, 1) for t in (topics or [f"{self.base}/events", f"{self.base}/replies",
+                                             f"{self.base}/status"])]
+        self.subs = len(subs)
+        self.c.on_connect = lambda c, u, f, rc, p: c.subscribe(subs)
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = 3600
         self.c.connect("127.0.0.1", port, clean_start=False, properties=props)
@@ -153,10 +154,14 @@ class Client:
         cmd = dict(cmd)
         cmd.setdefault("id", uuid.uuid4().hex[:12])
         self.sent.append(cmd["id"])
+        end = time.monotonic() + timeout
+        # the replies' subscription granted first: paho sends a publish right behind CONNECT, and a
+        # table answering before the SUBSCRIBE (a loaded machine) sent its reply to no one
+        while wait and len(self.granted) < self.subs and time.monotonic() < end:
+            time.sleep(0.01)
         self.c.publish(f"{self.base}/commands", json.dumps(cmd), qos=1)
         if not wait:
             return cmd["id"]
-        end = time.monotonic() + timeout
         while cmd["id"] not in self.replies:
             if time.monotonic() > end:
                 raise TimeoutError(f"no reply to {cmd}")
