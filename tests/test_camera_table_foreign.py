@@ -47,3 +47,18 @@ def test_the_decks_own_cards_in_the_same_scenes_are_read(rec):
         right += sum(c in cards.values() for c in got)
         wrong += sum(c not in cards.values() for c in got)
     assert wrong == 0 and right >= 6         # of 14, one frame each (7 as measured)
+
+
+def test_a_card_cut_by_the_frames_edge_is_no_card():
+    """bench_camera's sweep frame where a turned cardsJS 3s reaches 6 pixels beyond the frame
+    (one corner cut off): its outline was found, and Responsive's templates (the same artwork)
+    read it (docs/camera.md). No outline found may leave the frame."""
+    from drivers.camera.find import find_cards
+    from drivers.camera.synth import default_zones
+    zones = default_zones()
+    rng = np.random.default_rng(1000 * cm.SURFACES.index("blue_felt") + cm.CONDITIONS.index("rotation"))
+    cards = {z: CARDS[int(rng.integers(52))] for z in zones}
+    frame, _ = cm.table_frame("cardsjs", cards, zones, "blue_felt", "rotation", rng)
+    quads = find_cards(frame, (125, 175))
+    assert len(quads) >= 5
+    assert all(q.min() >= -2 and q[:, 0].max() <= 1281 and q[:, 1].max() <= 721 for q in quads)

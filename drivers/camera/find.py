@@ -186,6 +186,11 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     quads = [_refine_in(full, q) for q in quads]
     if size:
         quads = [_sized(full, q, size) for q in quads]
+    # a card cut by the image's edge is not a card, however its outline was found (one cut-off
+    # corner is allowed a card under a shadow band: it let a turned card reaching 6 pixels
+    # beyond the frame pass another deck's templates, docs/camera.md)
+    h, w = full.shape[:2]
+    quads = [q for q in quads if q.min() >= -2 and q[:, 0].max() <= w + 1 and q[:, 1].max() <= h + 1]
     return (quads, blobs) if with_blobs else quads
 
 
