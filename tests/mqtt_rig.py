@@ -120,7 +120,13 @@ class Client:
         if user:
             self.c.username_pw_set(*user)
         self.granted = []
-        self.c.on_subscribe = lambda c, u, mid, codes, p: self.granted.extend(codes)
+        self.subscribed = threading.Event()      # every topic's SUBACK in
+
+        def on_subscribe(c, u, mid, codes, p):
+            self.granted.extend(codes)
+            if len(self.granted) >= self.subs:
+                self.subscribed.set()
+        self.c.on_subscribe = on_subscribe
         self.c.on_message = self._msg
         subs = [(t, 1) for t in (topics or [f"{self.base}/events", f"{self.base}/replies",
                                              f"{self.base}/status"])]
@@ -157,8 +163,8 @@ class Client:
         end = time.monotonic() + timeout
         # the replies' subscription granted first: paho sends a publish right behind CONNECT, and a
         # table answering before the SUBSCRIBE (a loaded machine) sent its reply to no one
-        while wait and len(self.granted) < self.subs and time.monotonic() < end:
-            time.sleep(0.01)
+        if wait:
+            self.subscribed.wait(timeout)
         self.c.publish(f"{self.base}/commands", json.dumps(cmd), qos=1)
         if not wait:
             return cmd["id"]

@@ -103,12 +103,7 @@ def camera(frame, rng, cond="clean", webcam=False):
     f = np.clip(_events(f, rng, cond, xx, yy), 0, 255).astype(np.uint8)
     f = cv2.GaussianBlur(f, (0, 0), rng.uniform(1.2, 1.8) if cond == "defocus" else rng.uniform(0.4, 0.9))
     if cond == "motion":
-        n = int(rng.integers(4, 8))
-        k = np.zeros((n, n), np.float32)
-        k[n // 2, :] = 1 / n
-        k = cv2.warpAffine(k, cv2.getRotationMatrix2D(((n - 1) / 2, (n - 1) / 2), rng.uniform(0, 180), 1),
-                           (n, n))
-        f = cv2.filter2D(f, -1, k / max(k.sum(), 1e-6))
+        f = webcam_model.motion_blur(f, rng)
     noise = rng.uniform(6, 10) if cond == "noise" else rng.uniform(1.5, 3.5)
     f = np.clip(f.astype(np.float32) + rng.normal(0, noise, f.shape), 0, 255).astype(np.uint8)
     q = int(rng.integers(60, 71)) if cond == "jpeg" else int(rng.integers(60, 91))

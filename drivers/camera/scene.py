@@ -116,6 +116,17 @@ class SceneReader:
         def copy(card, q):      # read already here; a second copy elsewhere (a multi-deck shoe) is a card
             return any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.5 * w
                        for c, p in out)
+
+        def read_whole(whole):  # a card built on its own located corners: as any whole card
+            shapes.append(whole)
+            card, _, foreign = self._read_quad(bgr, whole)
+            if not card:
+                again.append((whole, len(judged) if foreign else None))
+            if card or foreign:
+                judged.append((whole, not foreign, card or foreign))
+            if card and not copy(card, whole):
+                out.append((card, whole))
+                kinds.append("whole")
         gray = corner_gray(bgr) if blobs and gray is None else gray
         centres = [q.mean(axis=0) for q in quads]
         covered, retry = [], []
@@ -131,15 +142,7 @@ class SceneReader:
                 whole = whole_card(gray, q, self.t.card_size) if located and all(
                     blank[i] for i in near) else None
                 if whole is not None:
-                    shapes.append(whole)
-                    card, _, foreign = self._read_quad(bgr, whole)
-                    if not card:
-                        again.append((whole, len(judged) if foreign else None))
-                    if card or foreign:
-                        judged.append((whole, not foreign, card or foreign))
-                    if card and not copy(card, whole):
-                        out.append((card, whole))
-                        kinds.append("whole")
+                    read_whole(whole)
                 continue
             grays = {}
             card, conf = self.read_corner(bgr, q, strict=True, keep=grays)
@@ -150,15 +153,7 @@ class SceneReader:
                 # and the deck check, as any whole card
                 whole = whole_card(gray, q, self.t.card_size) if located else None
                 if whole is not None:
-                    shapes.append(whole)
-                    card, _, foreign = self._read_quad(bgr, whole)
-                    if not card:
-                        again.append((whole, len(judged) if foreign else None))
-                    if card or foreign:
-                        judged.append((whole, not foreign, card or foreign))
-                    if card and not copy(card, whole):
-                        out.append((card, whole))
-                        kinds.append("whole")
+                    read_whole(whole)
                 continue
             if copy(card, q):
                 continue

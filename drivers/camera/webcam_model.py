@@ -13,6 +13,15 @@ import numpy as np
 WEBCAM_FAULTS = ("low_res", "overexposed", "tungsten", "wide_lens")
 
 
+def motion_blur(f, rng):
+    """A card still moving, or a long exposure: a 4-7 pixel linear streak at any angle."""
+    n = int(rng.integers(4, 8))
+    k = np.zeros((n, n), np.float32)
+    k[n // 2, :] = 1 / n
+    k = cv2.warpAffine(k, cv2.getRotationMatrix2D(((n - 1) / 2, (n - 1) / 2), rng.uniform(0, 180), 1), (n, n))
+    return cv2.filter2D(f, -1, k / max(k.sum(), 1e-6))
+
+
 def printed(face, rng):
     """A printed card, not its file: cream or off-white stock (blue lowest), ink a dark grey and
     a dull red rather than the file's pure black and red (ink is never a perfect absorber), and
@@ -158,12 +167,7 @@ def photograph(frame, rng, cond, events):
     f = events(f, rng, cond, xx, yy)
     f = cv2.GaussianBlur(f, (0, 0), rng.uniform(1.2, 1.8) if cond == "defocus" else rng.uniform(0.8, 1.4))
     if cond == "motion":
-        n = int(rng.integers(4, 8))
-        k = np.zeros((n, n), np.float32)
-        k[n // 2, :] = 1 / n
-        k = cv2.warpAffine(k, cv2.getRotationMatrix2D(((n - 1) / 2, (n - 1) / 2), rng.uniform(0, 180), 1),
-                           (n, n))
-        f = cv2.filter2D(f, -1, k / max(k.sum(), 1e-6))
+        f = motion_blur(f, rng)
     # auto exposure: the whole scene's mean brought to a target; overexposed: metered +0.6-1 EV
     target = rng.uniform(175, 210) if cond == "overexposed" else rng.uniform(115, 150)
     f *= np.float32(target / max(float(f[::4, ::4].mean()), 1.0))
