@@ -486,6 +486,11 @@ def _cut(t):
     (t / "index_7h.png").write_bytes(data[:len(data) // 2])
 
 
+def _cut_signed(t):
+    _cut(t)
+    write_manifest(str(t))
+
+
 def _manifest_line(t):
     m = (t / "manifest.sha256").read_text().splitlines()
     (t / "manifest.sha256").write_text("\n".join(m[:5] + ["# edited"] + m[5:]) + "\n")
@@ -525,6 +530,7 @@ def _bomb(t):
 
 @pytest.mark.parametrize("harm, text", [
     (_cut, "index_7h.png does not match manifest.sha256 (swapped, edited or cut short by hand?)"),
+    (_cut_signed, "template index_7h.png is damaged (cut short?)"),
     (_manifest_line, "manifest.sha256:6: expected '<sha256>  <template file>'"),
     (_manifest_sum, "face_2c.png does not match manifest.sha256"),
     (lambda t: (t / "manifest.sha256").unlink(), "no manifest.sha256 (removed by hand?)"),

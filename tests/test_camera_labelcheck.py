@@ -88,8 +88,12 @@ def test_the_capture_refuses_it_and_writes_a_contact_sheet_for_a_correct_set(dec
         Templates.capture([(img, q, f(c)) for img, q, c in samples])
     assert "Q and K" in str(e.value) and "Qs" in e.value.cards
     t.save(str(tmp_path))
-    sheet = cv2.imread(str(tmp_path / "contact.png"), cv2.IMREAD_GRAYSCALE)
+    sheet = cv2.imread(str(tmp_path / "contact.png"), cv2.IMREAD_UNCHANGED)
     assert sheet is not None and sheet.shape[1] > 13 * t.patches["As"].shape[1]
+    # in colour (the cold trial: gray): the hearts' row (the first under the spades') shows red ink
+    rows = np.array_split(sheet.astype(int), 4)
+    red = [int(((r[..., 2] - np.maximum(r[..., 0], r[..., 1])) > 60).sum()) for r in rows]
+    assert sheet.ndim == 3 and red[1] > 100 and red[2] > 100 and red[0] < 10 and red[3] < 10, red
     assert Templates.load(str(tmp_path)).cards == t.cards
 
 

@@ -179,6 +179,9 @@ def ink_mislabels(hue):
         return off, (f"the reference images of {_names(off)} do not show their ink's colour (red "
                      f"hearts and diamonds, black spades and clubs): is the camera sending colour, "
                      f"its saturation up, the light white?")
+    if all(hue[c] is None for c in off):      # neither colour: the light or the focus, not a label
+        return off, (f"the reference images of {_names(off)} show no clear ink colour: is the light "
+                     f"white, the card flat and sharp? take them again")
     said = []
     for u in "shdc":
         mine = [c for c in off if c[1] == u]
