@@ -83,6 +83,11 @@ def cmd_camera(a):
         if ct.too_dark(img):
             print("warning: the image is very dark; recognition needs more light")
         print(ct.draw_zones(img, zones, a.out, a.calibration))
+        if a.card:      # the card's size at the table: check-config holds the templates to it
+            w, h, n = ct.measure_card(img, zones, a.image)
+            save(a.calibration, {"card": {"width": w, "height": h}}, "camera zones --card")
+            print(f"card {w} x {h} pixels ({n} card(s) in the zones), written to [card] of "
+                  f"{a.calibration}")
         return 0
     if a.action == "templates":
         if a.source and a.labels:
@@ -211,6 +216,8 @@ def add_parser(sub):
     c.add_argument("--image", required=True)
     c.add_argument("--calibration", default="calibration.toml")
     c.add_argument("--out", default="zones.png")
+    c.add_argument("--card", action="store_true",
+                   help="the image shows cards laid in zones: measure their size, write it to [card]")
     c = cs.add_parser("templates")
     c.add_argument("--labels", help="CSV image,rank,suit of still photos")
     c.add_argument("--source", help="live frames: a camera, a video file or a folder of frames")

@@ -10,7 +10,7 @@ from .shoe_tools import ToolError
 
 
 def template_file(name):
-    return name in ("deck.json", "contact.png") or (name.startswith(("index_", "face_"))
+    return name in ("deck.json", "contact.png", "manifest.sha256") or (name.startswith(("index_", "face_"))
                                                     and name.endswith(".png"))
 
 

@@ -16,6 +16,7 @@ from drivers.camera.templates import BadReference
 CANON = (CW, CH)
 
 from .camera_files import label_rows, quiet_stderr, template_file, write_templates  # noqa: F401
+from .charts import bar_chart  # noqa: F401  (the sweep's and the read test's chart)
 from .files import make_folder
 from .shoe_tools import ToolError
 
@@ -79,6 +80,19 @@ def draw_zones(image, polygons, out, where="zones"):
     if not ok:
         raise ToolError(f"--out {out}: cannot write the PNG")
     return out
+
+
+def measure_card(image, polygons, where):
+    """(width, height, n): the median size in pixels of the cards lying in the zones of a table
+    photo (a card's centre inside a zone), for the calibration's [card]; a ToolError when none."""
+    inside = [np.float32(p) for p in polygons.values()]
+    quads = [q for q in find_cards(image) if any(
+        cv2.pointPolygonTest(p, tuple(float(v) for v in q.mean(axis=0)), False) >= 0 for p in inside)]
+    if not quads:
+        raise ToolError(f"{where}: no card found in the zones: lay a card (face up, flat) in a zone "
+                        f"for --card")
+    w, h = card_size_of(quads)
+    return round(w), round(h), len(quads)
 
 
 def too_dark(image):
@@ -189,7 +203,7 @@ def templates_from_labels(csv_path, out_dir):
     """Templates from labelled still photos: CSV columns image,rank,suit, one card per photo,
     image paths relative to the CSV."""
     base = os.path.dirname(os.path.abspath(csv_path))
-    samples, where = [], {}
+    samples, where, photos = [], {}, {}
     rows = label_rows(csv_path)
     cards = []
     for n, row in enumerate(rows, 2):       # every label first: before 52 photos are read
@@ -203,6 +217,11 @@ def templates_from_labels(csv_path, out_dir):
             raise ToolError(f"{csv_path}:{n}: {card} is listed twice (lines {where[card]} and {n}): "
                             f"one photo per card")
         where[card] = n
+        photo = os.path.normpath(row["image"].strip())
+        if photo in photos:     # one photo for two cards: it passes as each, and reads as both
+            raise ToolError(f"{csv_path}:{n}: {row['image']} is listed twice (lines {photos[photo]} "
+                            f"and {n}, labelled {cards[photos[photo] - 2]} and {card}): one photo per card")
+        photos[photo] = n
         cards.append(card)
     for row, card in zip(rows, cards):
         img = read_image(os.path.join(base, row["image"]))
@@ -240,7 +259,9 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
         armed = False
         samples.append((crop, quads[0], order[len(samples)]))
     if len(samples) < len(order):
-        raise ToolError(f"captured {len(samples)} of {len(order)} cards: the source ended first")
+        why = getattr(source, "end_reason", None)       # a folder's files skipped or not read
+        raise ToolError(f"captured {len(samples)} of {len(order)} cards: the source ended first"
+                        + (f" ({why})" if why else ""))
     return _save_templates(samples, out_dir)
 
 
@@ -320,53 +341,3 @@ def accuracy_table(r):
     lines.append(f"read as the daemon reads (cards of the templates' size): {r['daemon']} of "
                  f"{r['photos']} correct")
     return "\n".join(lines)
-
-
-def bar_chart(values, labels, title, path, xlabel="", ylabel="", width=720, height=420):
-    """A PNG bar chart drawn with OpenCV (no plotting library on the Pi): a title, a y axis with
-    ticks, each bar's value above it, the categories and the x axis named under them."""
-    img = np.full((height, width, 3), 255, np.uint8)
-    black, grey, font = (0, 0, 0), (200, 200, 200), cv2.FONT_HERSHEY_SIMPLEX
-    left, right, top, bottom = 60, 15, 60, 65
-    cv2.putText(img, title, (left, 22), font, 0.6, black, 1, cv2.LINE_AA)
-    peak = max([v for v in values if v is not None] or [0])
-    step = _nice_step(peak / 5 if peak > 0 else 0.2)
-    ymax = step * (peak // step + 1)       # head room for the top bar's value
-    plot_h = height - top - bottom
-
-    def y_of(v):
-        return int(height - bottom - plot_h * v / ymax)
-    k = 0
-    while k * step <= ymax + 1e-9:            # grid lines and tick labels on the y axis
-        y = y_of(k * step)
-        cv2.line(img, (left, y), (width - right, y), grey, 1)
-        cv2.putText(img, _fmt(k * step), (5, y + 4), font, 0.4, black, 1, cv2.LINE_AA)
-        k += 1
-    cv2.line(img, (left, top), (left, height - bottom), black, 1)
-    cv2.line(img, (left, height - bottom), (width - right, height - bottom), black, 1)
-    n = max(len(values), 1)
-    bw = (width - left - right) // n
-    for i, (v, lab) in enumerate(zip(values, labels)):
-        x = left + i * bw
-        cv2.rectangle(img, (x + 3, y_of(v)), (x + bw - 3, height - bottom), (180, 110, 40), -1)
-        cv2.putText(img, _fmt(v), (x + 4, y_of(v) - 4), font, 0.38, black, 1, cv2.LINE_AA)
-        cv2.putText(img, str(lab), (x + 4, height - bottom + 16), font, 0.38, black, 1, cv2.LINE_AA)
-    if xlabel:
-        cv2.putText(img, xlabel, (left, height - 15), font, 0.45, black, 1, cv2.LINE_AA)
-    if ylabel:
-        cv2.putText(img, ylabel, (5, top - 14), font, 0.4, black, 1, cv2.LINE_AA)
-    if not cv2.imwrite(str(path), img):
-        raise ToolError(f"{path}: cannot write the PNG")
-    return path
-
-
-def _nice_step(raw):
-    for e in range(-3, 7):
-        for m in (1, 2, 2.5, 5):
-            if m * 10 ** e >= raw:
-                return m * 10 ** e
-    return raw
-
-
-def _fmt(v):
-    return f"{v:.0f}" if float(v).is_integer() or abs(v) >= 10 else f"{v:.2g}"

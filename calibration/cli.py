@@ -168,7 +168,7 @@ def _verify(a, passes=1):
 
 
 def _check_decks(a, passes, drv):
-    from .camera_tools import bar_chart
+    from .charts import bar_chart
     from .files import report, report_base
     from .shoe_tools import collect, verify
     from drivers.events import CardRead

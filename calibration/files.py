@@ -147,6 +147,12 @@ def check(path):
             Zones(data["zones"])
         except ValueError as e:
             raise ToolError(f"{path}: {e}") from None
+    if "card" in data:
+        from drivers.camera.driver import measured_card
+        try:
+            measured_card(data["card"])
+        except ValueError as e:
+            raise ToolError(f"{path}: {e}") from None
     return data
 
 

@@ -59,6 +59,12 @@ def _calibration(cfg, errors):
             Zones(cal.get("zones") or {}, frame_size=size if size and all(size) else None)
         except (ValueError, TypeError) as e:
             errors.append(f"{where}: {e}")
+        if "card" in cal:
+            from drivers.camera.driver import measured_card
+            try:
+                measured_card(cal["card"])
+            except ValueError as e:
+                errors.append(f"{where}: {e}")
 
 
 def _templates(cfg, errors):
@@ -71,24 +77,32 @@ def _templates(cfg, errors):
     except (ValueError, OSError) as e:
         errors.append(f"camera.templates: {e}")
         return
-    zones = _zones_of(cfg["table"]["calibration"])
-    if zones:
-        from drivers.camera.driver import card_fit_error
-        why = card_fit_error(t.card_size, zones)
-        if why:
-            errors.append(f"camera.templates: {why}")
+    zones, card = _zones_of(cfg["table"]["calibration"])
+    from drivers.camera.driver import card_fit_error, card_size_error
+    why = (zones and card_fit_error(t.card_size, zones)) or (card and card_size_error(t.card_size, card))
+    if why:
+        errors.append(f"camera.templates: {why}")
 
 
 def _zones_of(path):
-    """The calibration's zones when they are right ({} otherwise: _calibration said why)."""
-    from drivers.camera.driver import Zones
+    """The calibration's zones and its measured card ([card]: (width, height)) when they are
+    right ({} and None otherwise: _calibration said why)."""
+    from drivers.camera.driver import Zones, measured_card
     try:
         with open(path, "rb") as f:
-            zones = tomllib.load(f).get("zones") or {}
-        Zones(zones)
-        return zones
+            cal = tomllib.load(f)
     except (OSError, TypeError, ValueError, tomllib.TOMLDecodeError):
-        return {}
+        return {}, None
+    zones = cal.get("zones") or {}
+    try:
+        Zones(zones)
+    except (TypeError, ValueError):
+        zones = {}
+    try:
+        card = measured_card(cal["card"]) if "card" in cal else None
+    except ValueError:
+        card = None
+    return zones, card
 
 
 def _broker(b, errors, section="broker"):
@@ -207,6 +221,13 @@ def config_warnings(cfg):
     if c["enabled"] and not c["tls_cert"] and _public(c["bind"]):
         out.append(f"console.bind: {c['bind']} serves the console beyond this machine without TLS "
                    f"(passwords and session cookies in clear): set tls_cert and tls_key")
+    cam = cfg["camera"]
+    if cam["enabled"] and cam["mode"] == "visual" and cfg["table"]["calibration"] and \
+            _zones_of(cfg["table"]["calibration"])[1] is None:
+        out.append(f"camera.templates: {cfg['table']['calibration']} has no [card] (the card's size "
+                   f"measured in the table camera's frame): templates captured at another camera "
+                   f"height that still fit the zones are not caught here, and read nothing; "
+                   f"measure it: shoe-calibrate camera zones --card --image PHOTO (a card in a zone)")
     b = cfg["broker"]
     if b["password"]:
         out.append("broker.password: a password in the configuration file; prefer password_file")

@@ -303,8 +303,11 @@ def test_label_files_and_template_folders_that_cannot_work_are_one_line(tmp_path
     tmpl = ["camera", "templates", "--out", str(tmp_path / "new"), "--labels"]
     (tmp_path / "l.csv").write_bytes("image,rank,suit\nok\u00e9.jpg,A,s\n".encode("cp1252"))
     one_line(tmpl + [str(tmp_path / "l.csv")], capsys, 'not UTF-8 text (save it as "CSV UTF-8")')
-    (tmp_path / "l.csv").write_text("image,rank,suit\nok.jpg,A,s\nok.jpg,3,h\nok.jpg,a,S\n")
+    (tmp_path / "l.csv").write_text("image,rank,suit\nok.jpg,A,s\nok2.jpg,3,h\nok3.jpg,a,S\n")
     one_line(tmpl + [str(tmp_path / "l.csv")], capsys, "l.csv:4: As is listed twice (lines 2 and 4)")
+    (tmp_path / "l.csv").write_text("image,rank,suit\nok.jpg,A,s\nok2.jpg,3,h\n./ok.jpg,4,h\n")
+    one_line(tmpl + [str(tmp_path / "l.csv")], capsys, "l.csv:4: ./ok.jpg is listed twice (lines 2 "
+             "and 4, labelled As and 4h): one photo per card")
     assert not (tmp_path / "new").exists() or not os.listdir(tmp_path / "new")
     (tmp_path / "bom.csv").write_text("image,rank,suit\nok.jpg,A,s\n", encoding="utf-8-sig")
     one_line(tmpl + [str(tmp_path / "bom.csv")], capsys, "expected one card in the photo, found 0")
@@ -317,7 +320,7 @@ def test_label_files_and_template_folders_that_cannot_work_are_one_line(tmp_path
     (old / "deck.json").write_text(json.dumps({**meta, "format": 3}))
     for argv in (["camera", "recognize", "--templates", str(old), str(tmp_path / "ok.jpg")],
                  ["camera", "accuracy", "--templates", str(old), "--labels", str(tmp_path / "bom.csv")]):
-        one_line(argv, capsys, "template format 3, expected 4 (from an older version: capture them again")
+        one_line(argv, capsys, "template format 3, expected 5 (from an older version: capture them again")
     (old / "deck.json").write_text(json.dumps(meta))
     os.unlink(old / "index_Kc.png")
     one_line(["camera", "recognize", "--templates", str(old), str(tmp_path / "ok.jpg")], capsys,

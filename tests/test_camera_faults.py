@@ -74,6 +74,23 @@ def test_a_junk_file_in_a_folder_of_frames_is_named_and_skipped(tmp_path):
     assert "02.png" in e.detail["reason"], e
 
 
+def test_a_folder_source_names_the_files_it_does_not_read(tmp_path, caplog):
+    """The cold trial: notes.txt and a .tif in a folder of frames were passed over unsaid."""
+    cv2.imwrite(str(tmp_path / "01.png"), np.full((10, 10, 3), 1, np.uint8))
+    (tmp_path / "notes.txt").write_text("exposure 150")
+    cv2.imwrite(str(tmp_path / "02.tif"), np.full((10, 10, 3), 2, np.uint8))
+    with caplog.at_level("WARNING"):
+        s = open_source(str(tmp_path))
+    assert "not read (not .png, .jpg, .jpeg, .bmp): 02.tif, notes.txt" in caplog.text
+    assert s.read()[0] and not s.read()[0]
+    assert s.end_reason == ("the video source ended (not read, not .png, .jpg, .jpeg, .bmp: "
+                            "02.tif, notes.txt)")
+    (tmp_path / "01.png").unlink()
+    from drivers.camera.video import VideoError
+    with pytest.raises(VideoError, match=r"no images \(only 02.tif, notes.txt: images are .png"):
+        open_source(str(tmp_path))
+
+
 # -- templates: deck.json and the files beside it --------------------------------------------------
 
 import json  # noqa: E402
@@ -83,6 +100,7 @@ import shutil  # noqa: E402
 import pytest  # noqa: E402
 
 from calibration.cli import main  # noqa: E402
+from drivers.camera.template_files import write_manifest  # noqa: E402
 from drivers.camera.templates import Templates  # noqa: E402
 
 
@@ -174,6 +192,9 @@ def test_templates_whose_card_fits_no_zone_are_an_error(saved, tmp_path):
     t = copy_of(saved, tmp_path)
     meta = json.loads((t / "deck.json").read_text())
     (t / "deck.json").write_text(json.dumps({**meta, "card_size": [296, 415]}))
+    errs = config_errors(table_config(tmp_path, t, SEATS))
+    assert len(errs) == 1 and "deck.json does not match manifest.sha256" in errs[0], errs
+    write_manifest(str(t))          # as templates from another camera height would be
     errs = config_errors(table_config(tmp_path, t, SEATS))
     assert len(errs) == 1 and errs[0].startswith(
         "camera.templates: the templates' card (296 x 415 pixels) fits in no zone (the largest "
@@ -456,3 +477,123 @@ def test_templates_can_be_captured_again_into_the_folder_the_tool_wrote(tmp_path
     (out / "notes.txt").write_text("mine")
     with pytest.raises(ToolError, match=r"holds other files than templates \(notes.txt\)"):
         ct.out_folder(str(out))
+
+
+# -- a hostile technician's templates folder: one line naming the file, nothing changed --------------
+
+def _cut(t):
+    data = (t / "index_7h.png").read_bytes()
+    (t / "index_7h.png").write_bytes(data[:len(data) // 2])
+
+
+def _cut_signed(t):
+    _cut(t)
+    write_manifest(str(t))
+
+
+def _manifest_line(t):
+    m = (t / "manifest.sha256").read_text().splitlines()
+    (t / "manifest.sha256").write_text("\n".join(m[:5] + ["# edited"] + m[5:]) + "\n")
+
+
+def _manifest_sum(t):
+    m = (t / "manifest.sha256").read_text()
+    i = m.index("  face_2c.png") - 1
+    (t / "manifest.sha256").write_text(m[:i] + ("0" if m[i] != "0" else "1") + m[i + 1:])
+
+
+def _huge(t):
+    with open(t / "face_Ad.png", "wb") as f:      # sparse: 64 MB that take no disk
+        f.truncate(64 << 20)
+
+
+def _loop(t):
+    (t / "index_9c.png").unlink()
+    os.symlink("index_9c.png", t / "index_9c.png")
+
+
+def _fifo(t):
+    (t / "index_2s.png").unlink()
+    os.mkfifo(t / "index_2s.png")
+
+
+def _bomb(t):
+    """A PNG header stating 100,000 x 100,000 pixels, the manifest written again to match."""
+    import struct
+    import zlib
+    ihdr = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 0, 0, 0, 0)
+    png = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr
+           + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr)))
+    (t / "face_3d.png").write_bytes(png)
+    write_manifest(str(t))
+
+
+@pytest.mark.parametrize("harm, text", [
+    (_cut, "index_7h.png does not match manifest.sha256 (swapped, edited or cut short by hand?)"),
+    (_cut_signed, "template index_7h.png is damaged (cut short?)"),
+    (_manifest_line, "manifest.sha256:6: expected '<sha256>  <template file>'"),
+    (_manifest_sum, "face_2c.png does not match manifest.sha256"),
+    (lambda t: (t / "manifest.sha256").unlink(), "no manifest.sha256 (removed by hand?)"),
+    (_huge, "face_Ad.png: 67108864 bytes, no template file is so large"),
+    (_loop, "index_9c.png: Too many levels of symbolic links"),
+    (_fifo, "index_2s.png: not a regular file"),
+    (_bomb, "template face_3d.png is damaged (not a 120 x 168 16-bit gray PNG)"),
+])
+def test_a_templates_folder_harmed_by_hand_is_one_line_naming_the_file(saved, tmp_path, capsys,
+                                                                       harm, text):
+    t = copy_of(saved, tmp_path)
+    harm(t)
+    before = {p.name: (p.lstat().st_size, p.lstat().st_mtime_ns) for p in t.iterdir()}
+    with pytest.raises(ValueError) as e:
+        Templates.load(str(t))
+    assert text in str(e.value) and "\n" not in str(e.value), str(e.value)
+    one_line(["camera", "recognize", "--templates", str(t), str(tmp_path / "none.png")], capsys, text)
+    errs = config_errors(table_config(tmp_path, t, SEATS))
+    assert len(errs) == 1 and errs[0].startswith("camera.templates: ") and text in errs[0], errs
+    assert {p.name: (p.lstat().st_size, p.lstat().st_mtime_ns) for p in t.iterdir()} == before
+
+
+def test_an_empty_a_missing_and_a_looping_templates_folder_are_named(tmp_path):
+    (tmp_path / "empty").mkdir()
+    os.symlink("loop", tmp_path / "loop")
+    for folder, text in (("empty", "an empty folder, no templates in it"),
+                         ("gone", "no such folder"),
+                         ("loop", "Too many levels of symbolic links")):
+        errs = config_errors(table_config(tmp_path, tmp_path / folder, SEATS))
+        assert errs == [f"camera.templates: {tmp_path / folder}: {text}" + (
+            " (capture them with shoe-calibrate camera templates)" if folder == "empty" else
+            " (capture the templates with shoe-calibrate camera templates)" if folder == "gone" else "")], errs
+
+
+# -- templates from another camera height that still fit the zones (issue 17's cold trial) ----------
+
+def test_templates_unlike_the_card_measured_at_the_table_are_an_error(saved, tmp_path, capsys):
+    """Templates of 123-pixel cards fit a zone drawn for 296-pixel cards: check-config said ok
+    and the daemon read nothing. `camera zones --card` measures the card at the table; check-config
+    holds the templates to it, and says so when the calibration has no measurement."""
+    from dealer_station.cli import main as ds
+    from drivers.camera import camera_model as cm
+    rng = np.random.default_rng(3)
+    frame = cm.surface(cm.SURFACES[0], 640, 480, rng)
+    face = cm.load_deck("cardsjs")["7h"]
+    cm.lay(frame, face, cm.pose(rng, "clean", (320, 240), 250, face.shape[0] / face.shape[1]))
+    cv2.imwrite(str(tmp_path / "table.png"), cm.camera(frame, rng))
+    big = {"seat_1": [[150, 50], [490, 50], [490, 430], [150, 430]]}
+    cfg = table_config(tmp_path, saved, big)
+    capsys.readouterr()
+    assert ds(["check-config", str(cfg)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: camera.templates: " in out and "has no [card]" in out and "zones --card" in out
+    assert main(["camera", "zones", "--card", "--image", str(tmp_path / "table.png"), "--calibration",
+                 str(tmp_path / "cal.toml"), "--out", str(tmp_path / "z.png")]) == 0
+    assert "(1 card(s) in the zones), written to [card]" in capsys.readouterr().out
+    errs = config_errors(cfg)
+    assert len(errs) == 1 and errs[0].startswith("camera.templates: the templates' card (123 x 173 "
+                                                 "pixels) is 0.5"), errs
+    assert "times the size of the card measured at the table (23" in errs[0], errs
+    zones = "[zones]\n" + "".join(f"{n} = {p}\n" for n, p in big.items())
+    (tmp_path / "cal.toml").write_text(zones + "[card]\nwidth = 125\nheight = 175\n")
+    assert config_errors(cfg) == []            # the table's card the templates' size
+    (tmp_path / "cal.toml").write_text(zones + "[card]\nwidth = -3\nheight = 175\n")
+    assert config_errors(cfg) == [f"table.calibration: {tmp_path / 'cal.toml'}: card.width: -3: "
+                                  f"expected 16 to 4000 pixels"]

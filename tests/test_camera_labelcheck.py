@@ -88,6 +88,110 @@ def test_the_capture_refuses_it_and_writes_a_contact_sheet_for_a_correct_set(dec
         Templates.capture([(img, q, f(c)) for img, q, c in samples])
     assert "Q and K" in str(e.value) and "Qs" in e.value.cards
     t.save(str(tmp_path))
-    sheet = cv2.imread(str(tmp_path / "contact.png"), cv2.IMREAD_GRAYSCALE)
+    sheet = cv2.imread(str(tmp_path / "contact.png"), cv2.IMREAD_UNCHANGED)
     assert sheet is not None and sheet.shape[1] > 13 * t.patches["As"].shape[1]
+    # in colour (the cold trial: gray): the hearts' row (the first under the spades') shows red ink
+    rows = np.array_split(sheet.astype(int), 4)
+    red = [int(((r[..., 2] - np.maximum(r[..., 0], r[..., 1])) > 60).sum()) for r in rows]
+    assert sheet.ndim == 3 and red[1] > 100 and red[2] > 100 and red[0] < 10 and red[3] < 10, red
     assert Templates.load(str(tmp_path)).cards == t.cards
+
+
+# -- each message names what is wrong (the cold trial: a J-Q swap was "are Q and K swapped?", a
+# suit rotation across colours blamed the camera, a photo listed twice "a wrong outline?") -------
+
+COURTS = {
+    "J and Q swapped": (lambda c: {"J": "Q", "Q": "J"}.get(c[0], c[0]) + c[1], "are J and Q swapped?"),
+    "J and K swapped": (lambda c: {"J": "K", "K": "J"}.get(c[0], c[0]) + c[1], "are J and K swapped?"),
+    "courts rotated": (lambda c: {"J": "Q", "Q": "K", "K": "J"}.get(c[0], c[0]) + c[1],
+                       "are the court labels J, Q, K rotated?"),
+}
+
+
+@pytest.mark.parametrize("case", list(COURTS))
+def test_a_court_mislabel_is_named_for_what_it_is(deck, case):
+    name, samples, t = deck
+    f, says = COURTS[case]
+    cards, message = consistent_mislabels(*relabel(samples, t, f))
+    assert message.endswith(says), (name, message)
+    assert "Q and K" not in message, (name, message)
+
+
+def test_suits_rotated_across_colours_are_labels_and_a_grey_camera_is_the_camera(deck):
+    name, samples, t = deck
+    turn = {"s": "h", "h": "c", "c": "d", "d": "s"}
+    with pytest.raises(BadReference) as e:
+        Templates.capture([(img, q, c[0] + turn[c[1]]) for img, q, c in samples])
+    assert "rotated across the colours" in str(e.value) and "camera" not in str(e.value), str(e.value)
+    assert "labelled hearts (Ah, 2h, 3h, 4h ...) show black ink" in str(e.value), str(e.value)
+    grey = [(cv2.cvtColor(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR), q, c)
+            for img, q, c in samples]
+    with pytest.raises(BadReference) as e:
+        Templates.capture(grey)
+    assert "is the camera sending colour" in str(e.value), str(e.value)
+
+
+def test_one_photo_for_two_labels_is_named_so(deck):
+    name, samples, t = deck
+    photo = {c: (img, q) for img, q, c in samples}
+    with pytest.raises(BadReference) as e:
+        Templates.capture([(*photo["5s"], c) if c == "6s" else (img, q, c) for img, q, c in samples])
+    assert e.value.cards == ["5s", "6s"] and "are the same photo" in str(e.value), str(e.value)
+    # another photo of the 5s labelled 6s: what it shows, not "a wrong outline?"
+    other = photos_of(name, "5s", seed=11)
+    with pytest.raises(BadReference) as e:
+        Templates.capture([(*other, "6s") if c == "6s" else (img, q, c) for img, q, c in samples])
+    assert "6s" in e.value.cards and "shows 5s" in str(e.value) and "outline" not in str(e.value), \
+        str(e.value)
+
+
+def photos_of(deck, card, seed):
+    """Another photo of `card` (image, quad): the card at another pose and surface."""
+    rng = np.random.default_rng(seed)
+    for k in range(len(cm.SURFACES)):
+        frame = cm.surface(cm.SURFACES[k], 400, 320, rng)
+        face = cm.load_deck(deck)[card]
+        cm.lay(frame, face, cm.pose(rng, "clean", (200, 160), 125, face.shape[0] / face.shape[1]))
+        frame = cm.camera(frame, rng)
+        quads = find_cards(frame)
+        if len(quads) == 1:
+            return frame, quads[0]
+    raise AssertionError("no photo")
+
+
+# -- templates edited by hand are refused at load (check-config and the driver load them so) -------
+
+def swap(folder, a, b, kinds=("index", "face")):
+    for k in kinds:
+        pa, pb = folder / f"{k}_{a}.png", folder / f"{k}_{b}.png"
+        data = pa.read_bytes()
+        pa.write_bytes(pb.read_bytes())
+        pb.write_bytes(data)
+
+
+def test_template_files_swapped_by_hand_are_refused_at_load(deck, tmp_path):
+    import time
+    from drivers.camera.template_files import write_manifest
+    name, samples, t = deck
+    t.save(str(tmp_path))
+    t0 = time.perf_counter()
+    assert Templates.load(str(tmp_path)).cards == t.cards
+    print(f"{name}: load {time.perf_counter() - t0:.3f} s")
+    swap(tmp_path, "Qs", "Ks")
+    with pytest.raises(ValueError, match=r"index_Qs.png, index_Ks.png, face_Qs.png, face_Ks.png do "
+                                         r"not match manifest.sha256 \(swapped"):
+        Templates.load(str(tmp_path))
+    write_manifest(str(tmp_path))       # the manifest written again by hand: what they show
+    with pytest.raises(ValueError, match="index_Qs.png shows a K's rank, index_Ks.png shows a Q's rank"):
+        Templates.load(str(tmp_path))
+    swap(tmp_path, "Qs", "Ks")
+    swap(tmp_path, "5h", "5d", ("index",))
+    write_manifest(str(tmp_path))
+    with pytest.raises(ValueError, match="index_5h.png shows a diamond, index_5d.png shows a heart"):
+        Templates.load(str(tmp_path))
+    swap(tmp_path, "5h", "5d", ("index",))
+    for u in "shdc":                    # the Qs and Ks renamed in every suit: the letters' shapes
+        swap(tmp_path, "Q" + u, "K" + u)
+    write_manifest(str(tmp_path))
+    with pytest.raises(ValueError, match="the templates labelled Q .* show a K's letter.*are Q and K swapped"):
+        Templates.load(str(tmp_path))

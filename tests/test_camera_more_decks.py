@@ -104,7 +104,7 @@ def test_templates_of_the_earlier_format_are_refused_with_a_clear_message(kennar
     shutil.copytree(kennard, old)
     meta = json.loads((old / "deck.json").read_text())
     (old / "deck.json").write_text(json.dumps({**meta, "format": 3}))
-    with pytest.raises(ValueError, match="format 3, expected 4.*capture them again"):
+    with pytest.raises(ValueError, match="format 3, expected 5.*capture them again"):
         Templates.load(str(old))
     del meta["print"]
     (old / "deck.json").write_text(json.dumps(meta))

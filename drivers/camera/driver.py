@@ -77,6 +77,37 @@ def card_fit_error(card_size, polygons):
             f"resolution than the table's; capture them with the table camera")
 
 
+FIND_AREA = (0.6, 1.45)      # the finder's outlines, in times the templates' card area (find.py)
+
+
+def measured_card(card, where="card"):
+    """(width, height) of a calibration's [card] table (the card's size measured in the table
+    camera's frame: `shoe-calibrate camera zones --card`), or a ValueError naming the key."""
+    if not isinstance(card, dict) or set(card) != {"width", "height"}:
+        raise ValueError(f"{where}: expected width and height, a card's size in pixels in the "
+                         f"camera's frame (shoe-calibrate camera zones --card measures it)")
+    for k in ("width", "height"):
+        v = card[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 16 <= v <= 4000:
+            raise ValueError(f"{where}.{k}: {v!r}: expected 16 to 4000 pixels")
+    return float(card["width"]), float(card["height"])
+
+
+def card_size_error(card_size, measured):
+    """Why templates of `card_size` cannot read the cards measured at the table (`measured`, the
+    calibration's [card]), or None: the finder looks only for outlines of FIND_AREA times the
+    templates' card area. Templates from a camera further away or zoomed out (a smaller card)
+    fitted every zone and read nothing."""
+    ratio = (measured[0] * measured[1]) / (card_size[0] * card_size[1])
+    if FIND_AREA[0] <= ratio <= FIND_AREA[1]:
+        return None
+    return (f"the templates' card ({card_size[0]:.0f} x {card_size[1]:.0f} pixels) is "
+            f"{1 / ratio ** 0.5:.2f} times the size of the card measured at the table "
+            f"({measured[0]:.0f} x {measured[1]:.0f}, the calibration's [card]): captured at another "
+            f"camera height or zoom, they would read nothing; capture them with the table camera "
+            f"at its height")
+
+
 class CameraDriver:
     """start(emit), close(). mode 'barcode' (decoder + codebook) or 'visual' (a recognizer)."""
 

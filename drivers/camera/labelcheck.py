@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
+from .index import _product, _windows
 
 CW, CH = 240, 336                 # the canonical card (visual.CW, CH)
 VALUE = {r: i + 1 for i, r in enumerate("A23456789T")}
@@ -132,23 +133,109 @@ def _suit_check(shapes):
     return None
 
 
-def _court_check(patches, cut):
-    """A Q's letter has a hole (its bowl), a J's and a K's none: the photos labelled Q must show
-    the deepest (by their median; the deeper at least HOLE). A J has less ink than a K."""
-    depth = {r: {c: hole_depth(patches[c][:cut]) for c in _cards(r)} for r in "JQK"}
-    med = {r: _median(list(d.values())) for r, d in depth.items()}
-    for r in "KJ":
-        if med[r] > max(med["Q"], HOLE):
-            shown = [c for c, v in depth[r].items() if v > med["Q"]]
-            return _cards("Q") + _cards(r), (
-                f"the photos labelled {r} ({_names(shown)}) show a letter with a hole (a Q's) and "
-                f"those labelled Q less of one: are Q and {r} swapped?")
-    # a J is the court letter with the least ink: one stroke and a hook, a K three strokes
-    ink = {r: _median([float((patches[c][:cut] < 0.6).mean()) for c in _cards(r)]) for r in "JK"}
-    if ink["J"] > ink["K"]:
-        return _cards("J") + _cards("K"), ("the letters of the photos labelled J hold more ink than "
-                                           "those labelled K: are J and K swapped?")
+_LETTER = {"Q": "a Q's letter (with a hole)", "J": "a J's letter (the least ink)",
+           "K": "a K's letter (more ink than a J's, no hole)"}
+
+
+def court_check(patches, cut):
+    """(cards, message) when the court labels do not fit their letters, or None. A Q's letter has
+    a hole (its bowl), a J's and a K's none: the labelled rank whose photos show the deepest (by
+    their median; at least HOLE, and deeper than the Q's) is the Q; of the other two the one with
+    less ink is the J. The message names what each moved label shows (a J-Q swap is not called
+    a Q-K one)."""
+    depth = {r: _median([hole_depth(patches[c][:cut]) for c in _cards(r)]) for r in "JQK"}
+    ink = {r: _median([float((patches[c][:cut] < 0.6).mean()) for c in _cards(r)]) for r in "JQK"}
+    q = max(depth, key=depth.get)
+    if q != "Q" and depth[q] > max(depth["Q"], HOLE):
+        j, k = sorted((r for r in "JQK" if r != q), key=ink.get)
+        shows = {q: "Q", j: "J", k: "K"}
+    else:               # the hole where its label says: J and K told apart by their ink
+        shows = {"Q": "Q", "J": "K", "K": "J"} if ink["J"] > ink["K"] else {}
+    moved = [r for r in "JQK" if shows.get(r, r) != r]
+    if not moved:
+        return None
+    said = "; ".join(f"the photos labelled {r} ({_names(_cards(r))}) show {_LETTER[shows[r]]}"
+                     for r in moved)
+    ask = (f"are {moved[0]} and {moved[1]} swapped?" if len(moved) == 2 else
+           "are the court labels J, Q, K rotated?")
+    return [c for r in moved for c in _cards(r)], f"{said}: {ask}"
+
+
+_RANK = {"T": "10"}
+_COLOUR = {"s": "black", "c": "black", "h": "red", "d": "red"}
+
+
+def ink_mislabels(hue):
+    """(cards, message) when the photos' ink is not their labels' colour ({card: 'red', 'black'
+    or None}), or None. A camera without colour turns red ink black, never black ink red: a
+    photo labelled spades or clubs showing red ink is a label (a suit rotation across colours),
+    and so are a few red cards showing black; every red card black and no black one red is the
+    camera's colour."""
+    off = [c for c in CARDS if hue[c] != _COLOUR[c[1]]]
+    if not off:
+        return None
+    red_black = [c for c in off if c[1] in "hd"]
+    if len(red_black) == len(off) and len(off) >= 20:
+        return off, (f"the reference images of {_names(off)} do not show their ink's colour (red "
+                     f"hearts and diamonds, black spades and clubs): is the camera sending colour, "
+                     f"its saturation up, the light white?")
+    if all(hue[c] is None for c in off):      # neither colour: the light or the focus, not a label
+        return off, (f"the reference images of {_names(off)} show no clear ink colour: is the light "
+                     f"white, the card flat and sharp? take them again")
+    said = []
+    for u in "shdc":
+        mine = [c for c in off if c[1] == u]
+        if not mine:
+            continue
+        shown = [hue[c] or "no clear" for c in mine]
+        k = max(set(shown), key=shown.count)
+        said.append(f"the photo{'s' * (len(mine) > 1)} labelled {_SUIT[u]} ({_names(mine[:4])}"
+                    f"{' ...' if len(mine) > 4 else ''}) show{'s' * (len(mine) == 1)} {k} ink")
+    many = sum(c[1] in "sc" for c in off) >= 6 and len(red_black) >= 6
+    ask = ("are the suits' labels rotated across the colours?" if many else
+           "photos of other cards, or labels with the wrong suit?")
+    return off, "; ".join(said) + ": " + ask
+
+
+def same_photo(samples):
+    """The two cards whose reference images are one and the same photo, or None: a photo listed
+    (or copied) for two cards passes as each, and was said to be "a wrong outline"."""
+    import hashlib
+    seen = {}
+    for img, _, c in samples:
+        h = hashlib.sha1(np.ascontiguousarray(img).tobytes()).digest()
+        if h in seen and seen[h] != c:
+            return [seen[h], c]
+        seen.setdefault(h, c)
     return None
+
+
+def mixed_up(t, margin=0.02):
+    """{card: what its learned index shows instead} where a card's rank part is more like another
+    rank's (by the median over that rank's other suits) or its suit part more like another
+    suit's, by more than `margin`: two cards' files swapped or renamed by hand, or a photo of
+    another card. Each part compared at every shift of up to 3 pixels (the outline's error), all
+    cards in one matrix product (0.2 s a deck)."""
+    scores = []
+    for m, shape in ((t.rank_m, t.part_shapes[0]), (t.suit_m, t.part_shapes[1])):
+        wins, spreads = zip(*(_windows(np.pad(m[:, i].reshape(shape), 3, mode="edge"), shape)
+                              for i in range(len(t.cards))))
+        sc = _product((np.concatenate(wins), np.concatenate(spreads)), m)
+        scores.append(sc.reshape(len(t.cards), len(wins[0]), -1).max(axis=1))
+    out = {}
+    for j, sc in enumerate(scores):
+        keys = sorted({c[j] for c in t.cards})
+        groups = np.array([[i for i, c in enumerate(t.cards) if c[j] == k] for k in keys])
+        sc = sc.astype(np.float64)
+        np.fill_diagonal(sc, np.nan)            # a card is not its own neighbour
+        med = np.nanmedian(sc[:, groups], axis=2)       # card x rank (or suit)
+        for i, c in enumerate(t.cards):
+            own, best = med[i, keys.index(c[j])], int(np.argmax(med[i]))
+            if keys[best] != c[j] and med[i, best] - own > margin:
+                k = keys[best]
+                what = f"a {_RANK.get(k, k)}'s rank" if j == 0 else f"a {_SUIT[k][:-1]}"
+                out[c] = f"{out[c]} and {what}" if c in out else what
+    return out
 
 
 def consistent_mislabels(samples, templates):
@@ -161,20 +248,24 @@ def consistent_mislabels(samples, templates):
         p = pips(canonical(img, q), templates.box)
         counts[c], shapes[c] = len(p), (p if c[0] in "23456789T" else [])
     return (_count_check(counts) or _suit_check(shapes)
-            or _court_check(templates.patches, templates.split - templates.box[1]))
+            or court_check(templates.patches, templates.split - templates.box[1]))
 
 
-def contact_sheet(patches):
+def contact_sheet(patches, colour=None):
     """One image of the 52 learned indexes, each under its label (a row per suit, a column per
-    rank), for the technician to look over: a label wrong across the deck shows at a glance."""
+    rank), for the technician to look over: a label wrong across the deck shows at a glance.
+    `colour`: {card: its index corner in BGR, the learned box} from the photos, shown in place
+    of the gray patches (red and black ink checked by eye)."""
     ranks, suits = "A23456789TJQK", "shdc"
     h, w = next(iter(patches.values())).shape
     cell_w, cell_h, top = max(w, 40) + 8, h + 26, 20
-    sheet = np.full((len(suits) * cell_h + 4, len(ranks) * cell_w + 4), 255, np.uint8)
+    sheet = np.full((len(suits) * cell_h + 4, len(ranks) * cell_w + 4, 3), 255, np.uint8)
     for i, u in enumerate(suits):
         for j, r in enumerate(ranks):
             c, x, y = r + u, 4 + j * cell_w, 4 + i * cell_h
-            cv2.putText(sheet, c, (x, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, 0, 1, cv2.LINE_AA)
-            if c in patches:
-                sheet[y + top:y + top + h, x:x + w] = np.uint8(np.clip(patches[c] * 200, 0, 255))
+            cv2.putText(sheet, c, (x, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
+            if colour and c in colour:
+                sheet[y + top:y + top + h, x:x + w] = cv2.resize(colour[c], (w, h), interpolation=cv2.INTER_AREA)
+            elif c in patches:
+                sheet[y + top:y + top + h, x:x + w] = np.uint8(np.clip(patches[c] * 200, 0, 255))[..., None]
     return sheet

@@ -14,10 +14,10 @@ from .hands import both_corners
 from .index import (
     CH, CW, FACE_H, FACE_W, INK, MATCH, REGION, S, SEARCH, TWIN, _best_over_shifts, _ink,
     _match_gray, _peak, _unit, corner, face, index_patch, learn_box)
-from .labelcheck import consistent_mislabels, contact_sheet
+from .labelcheck import (
+    consistent_mislabels, contact_sheet, court_check, ink_mislabels, mixed_up, same_photo)
+from .template_files import FORMAT, load_parts, write_manifest
 
-FORMAT = 4                        # 3: with the whole face of each card (the deck check); 4: the deck's
-                                  # fingerprint (deckprint.py)
 
 
 class BadReference(ValueError):
@@ -36,6 +36,7 @@ class Templates:
     def __init__(self, card_size, box, split, patches, faces, deck_print=None):
         self.card_size, self.box, self.split, self.patches = card_size, tuple(box), split, patches
         self.faces = faces
+        self.colour = None             # {card: its index in colour}: for contact.png, at capture
         self.print = deck_print        # DeckPrint; None only while capture() learns it
         self.cut = round((split - self.box[1]) * MATCH)
         # split into rank and suit, compared separately: a 6 of spades never passes for a 6 of
@@ -55,6 +56,10 @@ class Templates:
         missing = [c for c in CARDS if c not in seen]
         if missing:
             raise ValueError(f"templates missing for {', '.join(missing)}")
+        same = same_photo(samples)
+        if same:
+            raise BadReference(same, f"the reference images of {' and '.join(same)} are the same "
+                               f"photo (one file listed or copied for two cards): one photo per card")
         region = (0, 0) + REGION
         box, split = learn_box([corner(img, q, region, 0) for img, q, _ in samples])
         patches, failed = {}, []
@@ -66,13 +71,9 @@ class Templates:
         if blank:       # no ink at all where the index is: not a colour question
             raise BadReference(blank, f"no index found in the corner of the reference images of "
                                f"{', '.join(blank)} (a blank card, or a white sheet taken for the card?)")
-        hue = {card: ink[2] for card, ink in inks.items()}
-        off = [c for c in CARDS if hue[c] != INK[c[1]]]
-        if off:
-            raise BadReference(off, f"the reference images of {', '.join(off)} do not show "
-                               f"{'their ink' if len(off) > 1 else 'its ink'}'s colour (red hearts "
-                               f"and diamonds, black spades and clubs): is the camera sending "
-                               f"colour, its saturation up, the light white?")
+        wrong = ink_mislabels({card: ink[2] for card, ink in inks.items()})
+        if wrong:
+            raise BadReference(*wrong)
         for img, q, card in samples:
             if card in patches:
                 continue
@@ -88,17 +89,25 @@ class Templates:
         for img, q, card in samples:
             faces.setdefault(card, face(img, q))
         t = cls(card_size_of([q for _, q, _ in samples]), box, split, patches, faces)
+        t.colour = {c: corner(img, q, box, 0) for img, q, c in samples}
         bad = t.inconsistent()
-        if bad:
-            raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
-                               f"the other cards' (a wrong outline?): take them again")
         # each corner read against the rest of the deck: a photo of another card than its label,
         # or a card whose corners show two cards (A at one, K at the other), passed every test
-        # above, and its template read the wrong card
-        why = {c: w for img, q, c in samples if (w := t.misread(img, q, c))}
+        # above, and its template read the wrong card. Said first for a card unlike its
+        # neighbours too: "a wrong outline?" was said of a photo of another card
+        why = {c: w for img, q, c in samples if (not bad or c in bad) and (w := t.misread(img, q, c))}
         if why:
             raise BadReference(list(why), "; ".join(f"the reference image of {c} {w}" for c, w in why.items())
                                + ": take it again with the card its label names", why)
+        if bad:
+            raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
+                               f"the other cards' (a wrong outline?): take them again")
+        # what load() checks of the learned set, said here of the photos
+        shows = mixed_up(t)
+        if shows:
+            raise BadReference(list(shows), "; ".join(f"the reference image of {c} shows {w}"
+                                                      for c, w in shows.items())
+                               + ": take it again with the card its label names")
         wrong = consistent_mislabels(samples, t)    # labels wrong alike across the deck (labelcheck.py)
         if wrong:
             raise BadReference(*wrong)
@@ -151,6 +160,7 @@ class Templates:
         return bad
 
     def save(self, folder):
+        """deck.json, the PNGs and contact.png, then manifest.sha256 over them (template_files.py)."""
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "deck.json"), "w") as f:
             json.dump({"format": FORMAT, "card_size": list(self.card_size), "box": list(self.box),
@@ -163,88 +173,34 @@ class Templates:
                                   float(np.ptp(f)), 1e-9) * 65535, 0, 65535)))):
                 if not cv2.imwrite(os.path.join(folder, name), img):      # a full card, a read-only one
                     raise OSError(f"cannot write {os.path.join(folder, name)}")
-        if not cv2.imwrite(os.path.join(folder, "contact.png"), contact_sheet(self.patches)):
-            raise OSError(f"cannot write {os.path.join(folder, 'contact.png')}")   # for the eye: labels
+        # for the eye: labels, and red or black ink (the photos' colours, when captured here)
+        if not cv2.imwrite(os.path.join(folder, "contact.png"), contact_sheet(self.patches, self.colour)):
+            raise OSError(f"cannot write {os.path.join(folder, 'contact.png')}")
+        write_manifest(folder)
 
     @classmethod
     def load(cls, folder):
-        path = os.path.join(folder, "deck.json")
+        """The templates in `folder`, checked: every file against the manifest, deck.json's keys,
+        and each card's index against the rest of the deck (a set edited by hand must not read
+        the wrong card)."""
+        card_size, box, split, patches, faces, fp = load_parts(folder)
         try:
-            with open(path) as f:
-                meta = json.load(f)
-        except OSError:
-            raise ValueError(f"{folder}: no deck.json (templates from an older version, or none: "
-                             f"capture them with shoe-calibrate camera templates)") from None
-        except ValueError:
-            raise ValueError(f"{path}: damaged (not JSON: cut short or edited?): capture the "
-                             f"templates again") from None
-        card_size, box, split = _deck_meta(path, meta)
-        patches, faces = {}, {}
-        shape = (box[3] - box[1], box[2] - box[0])
-        for c in CARDS:
-            g = cv2.imread(os.path.join(folder, f"index_{c}.png"), cv2.IMREAD_GRAYSCALE)
-            f = cv2.imread(os.path.join(folder, f"face_{c}.png"), cv2.IMREAD_UNCHANGED)
-            if g is None:
-                raise ValueError(f"{folder}: missing template index_{c}.png")
-            if g.shape != shape:     # every index is the learned box's size (none resized by hand)
-                raise ValueError(f"{folder}: template index_{c}.png is {g.shape[1]} x {g.shape[0]} "
-                                 f"pixels, the index box {shape[1]} x {shape[0]}: capture the "
-                                 f"templates again")
-            if f is None or f.shape != (FACE_H, FACE_W) or f.dtype != np.uint16:
-                raise ValueError(f"{folder}: missing or damaged template face_{c}.png")
-            patches[c] = g.astype(np.float32) / 200
-            faces[c] = _unit(f.astype(np.float32)[None])[0].reshape(f.shape)
-        try:
-            deck_print = DeckPrint.from_json(meta["print"])
+            deck_print = DeckPrint.from_json(fp)
         except (KeyError, TypeError, ValueError):
-            raise ValueError(f"{path}: no valid deck fingerprint ('print'): capture the templates "
-                             f"again") from None
-        return cls(card_size, box, split, patches, faces, deck_print)
-
-
-def _deck_meta(path, meta):
-    """(card_size, box, split) of a deck.json, checked: a file edited by hand (NaN, a string, a
-    split outside the index) is said naming its key, not found as a crash in the camera thread."""
-    def bad(key, want):
-        return ValueError(f"{path}: {key}: expected {want}, got {json.dumps(meta.get(key))[:40]} "
-                          f"(edited by hand? capture the templates again)")
-    if not isinstance(meta, dict):
-        raise ValueError(f"{path}: expected an object with format, card_size, box, split, print "
-                         f"(edited by hand? capture the templates again)")
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: template format {meta.get('format')}, expected {FORMAT} (from an "
-                         f"older version: capture them again with shoe-calibrate camera templates)")
-    unknown = sorted(set(meta) - {"format", "card_size", "box", "split", "print"})
-    if unknown:
-        raise ValueError(f"{path}: unknown key {unknown[0]!r} (edited by hand? capture the templates "
-                         f"again)")
-    p = meta.get("print")
-    if not (isinstance(p, dict) and set(p) == {"rounding", "rounding_tol", "shift_tol"} and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in p.values())
-            and p["rounding_tol"] > 0 and p["shift_tol"] > 0):
-        raise ValueError(f"{path}: no valid deck fingerprint ('print'): expected rounding, rounding_tol "
-                         f"> 0 and shift_tol > 0 as numbers, got {json.dumps(p)[:80]} (edited by hand? "
-                         f"capture the templates again)")
-
-    def numbers(key, n, kind):
-        v = meta.get(key)
-        if not (isinstance(v, list) and len(v) == n and all(
-                isinstance(x, kind) and not isinstance(x, bool) and np.isfinite(x) for x in v)):
-            raise bad(key, f"{n} {'whole ' if kind is int else ''}numbers")
-        return v
-    w, h = numbers("card_size", 2, (int, float))
-    if not (16 <= w <= 4000 and 16 <= h <= 4000):
-        raise bad("card_size", "a card's width and height in pixels (16 to 4000)")
-    box = numbers("box", 4, int)
-    if not (0 <= box[0] < box[2] <= CW and 0 <= box[1] < box[3] <= CH):
-        raise bad("box", f"x0 < x1 <= {CW}, y0 < y1 <= {CH} on the canonical card")
-    split = meta.get("split")
-    # the rank above the split and the suit below, each at least a few pixels when compared
-    if not (isinstance(split, int) and not isinstance(split, bool)
-            and box[1] + 4 / MATCH <= split <= box[3] - 4 / MATCH):
-        raise bad("split", f"a whole number between the index box's top and bottom "
-                           f"({box[1]} and {box[3]})")
-    return (float(w), float(h)), tuple(box), split
+            raise ValueError(f"{os.path.join(folder, 'deck.json')}: no valid deck fingerprint "
+                             f"('print'): capture the templates again") from None
+        t = cls(card_size, box, split, {c: g.astype(np.float32) / 200 for c, g in patches.items()},
+                {c: _unit(f.astype(np.float32)[None])[0].reshape(f.shape) for c, f in faces.items()},
+                deck_print)
+        shows = mixed_up(t)
+        if shows:
+            raise ValueError(f"{folder}: {', '.join(f'index_{c}.png shows {w}' for c, w in shows.items())}"
+                             f" (files renamed or swapped by hand?): capture the templates again")
+        wrong = court_check(t.patches, t.split - t.box[1])
+        if wrong:
+            raise ValueError(f"{folder}: {wrong[1].replace('photos', 'templates')} (files renamed "
+                             f"by hand?): capture the templates again")
+        return t
 
 
 def index_shift(t, bgr, quad, card, gray=None):

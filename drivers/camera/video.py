@@ -54,12 +54,22 @@ class VideoError(RuntimeError):
 class FolderSource:
     def __init__(self, folder, loop=False):
         exts = (".png", ".jpg", ".jpeg", ".bmp")
-        self.files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.lower().endswith(exts))
+        names = sorted(os.listdir(folder))
+        self.files = [os.path.join(folder, f) for f in names if f.lower().endswith(exts)]
+        # the rest (notes.txt, a .tif, a subfolder) is never read: named, not passed over silently
+        self.ignored = [f for f in names if not f.lower().endswith(exts)]
         if not self.files:
-            raise VideoError(f"{folder}: no images")
+            raise VideoError(f"{folder}: no images" + (f" (only {self._names(self.ignored)}: images "
+                                                        f"are .png, .jpg, .jpeg, .bmp)" if self.ignored else ""))
+        if self.ignored:
+            log.warning("%s: not read (not .png, .jpg, .jpeg, .bmp): %s", folder, self._names(self.ignored))
         self.i = 0
         self.loop = loop
         self.skipped = []                 # files that were no image, by name
+
+    @staticmethod
+    def _names(names):
+        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
     def read(self):
         """The next image. A file that is no image (a text file, a cut PNG) is skipped and named,
@@ -82,10 +92,13 @@ class FolderSource:
 
     @property
     def end_reason(self):
-        if not self.skipped:
-            return None
-        return (f"the video source ended ({len(self.skipped)} file(s) skipped as not images: "
-                f"{', '.join(os.path.basename(p) for p in self.skipped[:5])})")
+        said = []
+        if self.skipped:
+            said.append(f"{len(self.skipped)} file(s) skipped as not images: "
+                        f"{', '.join(os.path.basename(p) for p in self.skipped[:5])}")
+        if self.ignored:
+            said.append(f"not read, not .png, .jpg, .jpeg, .bmp: {self._names(self.ignored)}")
+        return f"the video source ended ({'; '.join(said)})" if said else None
 
     def release(self):
         pass
