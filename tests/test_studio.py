@@ -168,19 +168,21 @@ def _jetstream(port, subject, user=("admin", "adminpw")):
 
 
 @needs
-def test_a_bridge_whose_commands_subscription_died_on_the_tier_gets_commands_after_reconnecting(
-        tmp_path):
+def test_bridge_check_restarts_a_bridge_whose_commands_subscription_died_on_the_tier(tmp_path):
     """The whole-tier outage's intermittent stall (a table's command unanswered for good, sent
     again 55 times, its betting system's session renewed 3 times: docs/scale.md): the bridge's
     `commands` subscription on the central tier, a JetStream consumer kept with the bridge's
     persistent session, delivered nothing after the tier's restart. Here that consumer is deleted
-    outright; a bridge with a persistent session (cleansession false) reconnects to a session
-    still bound to it and never gets a command again; one whose central session is new at each
-    connection (cleansession true) subscribes anew, and the commands come through."""
+    outright, its connection left up: `bridge-check` (bridge_check.check) finds the probe does
+    not come through and takes the bridge's connection over on the tier; Mosquitto connects
+    again, and as its central session is new at each connection (cleansession true) it
+    subscribes anew: the commands come through. (A persistent session would be re-bound to the
+    dead consumer at every reconnection, for good.)"""
     import queue
 
     import paho.mqtt.client as mqtt
 
+    from dealer_station.bridge_check import check
     from dealer_station.sim.broker import Broker
     from dealer_station.sim.central import CentralCluster
     from dealer_station.sim.central_client import central_client
@@ -192,8 +194,11 @@ def test_a_bridge_whose_commands_subscription_died_on_the_tier_gets_commands_aft
     tier.start()
     uplink = Uplink(tier.mqtt_ports)
     edge = Broker(str(tmp_path / "edge"))
-    cfg, errors = cfg_with(central=[f"127.0.0.1:{p}" for p in uplink.ports], password="pw7",
-                           ca_file=tls["ca"], restart_min_s=1, restart_max_s=2)
+    cfg, errors = check_config({
+        "table": {"id": "t7", "profile": "punto_banco"}, "shoe": {"protocol": "none"},
+        "broker": {"port": edge.port},
+        "bridge": {**GOOD, "central": [f"127.0.0.1:{p}" for p in uplink.ports], "password": "pw7",
+                   "ca_file": tls["ca"], "restart_min_s": 1, "restart_max_s": 2}})
     assert errors == []
     with open(edge.conf, "a") as f:
         f.write(bridge_conf(cfg))
@@ -218,17 +223,19 @@ def test_a_bridge_whose_commands_subscription_died_on_the_tier_gets_commands_aft
         table.connect("127.0.0.1", edge.port)
         table.loop_start()
         assert delivered("before")
+        assert check(cfg) == "ok"
         listed = _jetstream(tier.ports[0]["client"], "$JS.API.CONSUMER.LIST.$MQTT_msgs")
         dead = [c["name"] for c in listed["consumers"]
                 if c["config"].get("filter_subject", "").endswith(".t7.commands")]
         assert len(dead) == 1, listed
         assert _jetstream(tier.ports[0]["client"],
                           f"$JS.API.CONSUMER.DELETE.$MQTT_msgs.{dead[0]}")["success"]
-        uplink.cut()                     # the bridge's connection ends, as the tier's restart ends it
-        uplink.restore()
         while not got.empty():
             got.get()
+        assert delivered("dead", sends=3) is None       # connected, and nothing comes through
+        assert check(cfg) == "restarted"
         assert delivered("after"), "the bridge reconnected to a session whose commands are dead"
+        assert check(cfg) == "ok"
     finally:
         table.loop_stop()
         bs.disconnect()
