@@ -119,6 +119,19 @@ def test_bridge_conf_command(tmp_path):
     tomllib.loads(toml.read_text())
 
 
+def test_bridge_check_command_refuses_a_table_without_a_bridge_or_a_bad_config(tmp_path):
+    """Bad input: a clear error (exit 2), no probe sent."""
+    toml = tmp_path / "table.toml"
+    toml.write_text(f'[table]\nid = "t7"\nprofile = "punto_banco"\n[shoe]\nprotocol = "none"\n'
+                    f'[paths]\njournal = "{tmp_path}/j.sqlite"\n[metrics]\nenabled = false\n')
+    cmd = [sys.executable, "-m", "dealer_station.cli", "bridge-check", "--config", str(toml)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 2 and "bridge.enabled: false" in r.stderr, r.stderr
+    toml.write_text(toml.read_text() + "[bridge]\nenabled = true\nkeepalive = 5\n")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 2 and "bridge.keepalive: unknown key" in r.stderr, r.stderr
+
+
 needs = pytest.mark.skipif(not (shutil.which("nats-server") or os.path.exists("/usr/sbin/nats-server"))
                            or not os.path.exists("/usr/sbin/mosquitto"),
                            reason="nats-server and mosquitto come from ./scripts/setup")
