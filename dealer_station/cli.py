@@ -188,6 +188,8 @@ def parser():
     chk.set_defaults(func=_check_config)
     from .bridge import add_parser as add_bridge_parser
     add_bridge_parser(sub)
+    from .bridge_check import add_parser as add_bridge_check_parser
+    add_bridge_check_parser(sub)
     return p
 
 

@@ -32,7 +32,8 @@ def test_bridge_conf_from_the_tables_config():
     text = bridge_conf(cfg)
     lines = text.splitlines()
     for want in ("address c1.studio:8883 c2.studio:8883 c3.studio:8883",
-                 "bridge_protocol_version mqttv311", "try_private false", "cleansession false",
+                 "bridge_protocol_version mqttv311", "try_private false", "cleansession true",
+                 "local_cleansession false",
                  "max_queued_messages 500000", f"max_queued_bytes {256 * 2 ** 20}",
                  "remote_username t7", "remote_password s3cret", "bridge_insecure false",
                  "bridge_cafile /etc/dealer-station/central-ca.pem",
@@ -118,6 +119,19 @@ def test_bridge_conf_command(tmp_path):
     tomllib.loads(toml.read_text())
 
 
+def test_bridge_check_command_refuses_a_table_without_a_bridge_or_a_bad_config(tmp_path):
+    """Bad input: a clear error (exit 2), no probe sent."""
+    toml = tmp_path / "table.toml"
+    toml.write_text(f'[table]\nid = "t7"\nprofile = "punto_banco"\n[shoe]\nprotocol = "none"\n'
+                    f'[paths]\njournal = "{tmp_path}/j.sqlite"\n[metrics]\nenabled = false\n')
+    cmd = [sys.executable, "-m", "dealer_station.cli", "bridge-check", "--config", str(toml)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 2 and "bridge.enabled: false" in r.stderr, r.stderr
+    toml.write_text(toml.read_text() + "[bridge]\nenabled = true\nkeepalive = 5\n")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 2 and "bridge.keepalive: unknown key" in r.stderr, r.stderr
+
+
 needs = pytest.mark.skipif(not (shutil.which("nats-server") or os.path.exists("/usr/sbin/nats-server"))
                            or not os.path.exists("/usr/sbin/mosquitto"),
                            reason="nats-server and mosquitto come from ./scripts/setup")
@@ -150,6 +164,98 @@ def test_studio_loses_nothing_through_a_node_kill_an_uplink_cut_and_the_whole_ti
         # the bytes signed at the table, unchanged through the bridge and the central tier
         assert v["signature_errors"] == 0 and v["ledger_signature_errors"] == 0, why
     assert r["ok"], json.dumps(r)
+
+
+def _jetstream(port, subject, user=("admin", "adminpw")):
+    """One request to JetStream's API over the NATS protocol (a node's plain client port)."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        f = s.makefile("rb")
+        f.readline()                                   # the server's INFO
+        s.sendall(b'CONNECT {"user":"%s","pass":"%s","verbose":false}\r\nSUB _INBOX.t 1\r\n'
+                  b"PUB %s _INBOX.t 0\r\n\r\n" % (user[0].encode(), user[1].encode(),
+                                                   subject.encode()))
+        while not (line := f.readline()).startswith(b"MSG"):
+            assert not line.startswith(b"-ERR"), line
+        return json.loads(f.read(int(line.split()[-1])))
+
+
+@needs
+def test_bridge_check_restarts_a_bridge_whose_commands_subscription_died_on_the_tier(tmp_path):
+    """The whole-tier outage's intermittent stall (a table's command unanswered for good, sent
+    again 55 times, its betting system's session renewed 3 times: docs/scale.md): the bridge's
+    `commands` subscription on the central tier, a JetStream consumer kept with the bridge's
+    persistent session, delivered nothing after the tier's restart. Here that consumer is deleted
+    outright, its connection left up: `bridge-check` (bridge_check.check) finds the probe does
+    not come through and takes the bridge's connection over on the tier; Mosquitto connects
+    again, and as its central session is new at each connection (cleansession true) it
+    subscribes anew: the commands come through. (A persistent session would be re-bound to the
+    dead consumer at every reconnection, for good.)"""
+    import queue
+
+    import paho.mqtt.client as mqtt
+
+    from dealer_station.bridge_check import check
+    from dealer_station.sim.broker import Broker
+    from dealer_station.sim.central import CentralCluster
+    from dealer_station.sim.central_client import central_client
+    from dealer_station.sim.tls import make_ca
+    from dealer_station.sim.uplink import Uplink
+    tls = make_ca(str(tmp_path / "tls"))
+    tier = CentralCluster(str(tmp_path), tls, {"t7": "pw7"}, consumer=("bs", "bspw"),
+                          admin=("admin", "adminpw"))
+    tier.start()
+    uplink = Uplink(tier.mqtt_ports)
+    edge = Broker(str(tmp_path / "edge"))
+    cfg, errors = check_config({
+        "table": {"id": "t7", "profile": "punto_banco"}, "shoe": {"protocol": "none"},
+        "broker": {"port": edge.port},
+        "bridge": {**GOOD, "central": [f"127.0.0.1:{p}" for p in uplink.ports], "password": "pw7",
+                   "ca_file": tls["ca"], "restart_min_s": 1, "restart_max_s": 2}})
+    assert errors == []
+    with open(edge.conf, "a") as f:
+        f.write(bridge_conf(cfg))
+    edge.start()
+    got = queue.Queue()
+    table = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="table")
+    table.on_connect = lambda cl, u, f, rc, p: cl.subscribe("dealer-station/v1/t7/commands", 1)
+    table.on_message = lambda cl, u, m: got.put(m.payload)
+    bs = central_client("bs", {"nodes": [("127.0.0.1", p) for p in tier.mqtt_ports],
+                               "ca": tls["ca"], "username": "bs", "password": "bspw"})
+
+    def delivered(tag, sends=40):
+        """As a betting system does: the command sent again until it arrives (or `sends`)."""
+        for i in range(sends):
+            bs.publish("dealer-station/v1/t7/commands", f"{tag}-{i}", qos=1)
+            try:
+                return got.get(timeout=1.5)
+            except queue.Empty:
+                pass
+        return None
+    try:
+        table.connect("127.0.0.1", edge.port)
+        table.loop_start()
+        assert delivered("before")
+        assert check(cfg) == "ok"
+        listed = _jetstream(tier.ports[0]["client"], "$JS.API.CONSUMER.LIST.$MQTT_msgs")
+        dead = [c["name"] for c in listed["consumers"]
+                if c["config"].get("filter_subject", "").endswith(".t7.commands")]
+        assert len(dead) == 1, listed
+        assert _jetstream(tier.ports[0]["client"],
+                          f"$JS.API.CONSUMER.DELETE.$MQTT_msgs.{dead[0]}")["success"]
+        while not got.empty():
+            got.get()
+        assert delivered("dead", sends=3) is None       # connected, and nothing comes through
+        assert check(cfg) == "restarted"
+        assert delivered("after"), "the bridge reconnected to a session whose commands are dead"
+        assert check(cfg) == "ok"
+    finally:
+        table.loop_stop()
+        bs.disconnect()
+        bs.loop_stop()
+        edge.stop()
+        uplink.close()
+        tier.stop()
 
 
 def test_the_ledger_applies_each_tables_events_verified_in_order(tmp_path):

@@ -24,8 +24,10 @@ def subject(topic):
 
 class CentralCluster:
     def __init__(self, workdir, tls, tables, consumer=("betting-system", "bs-secret"), nodes=3,
-                 prefix="dealer-station/v1"):
-        """tls: {"ca", "cert", "key"} paths; tables: {table id: password}."""
+                 prefix="dealer-station/v1", admin=None):
+        """tls: {"ca", "cert", "key"} paths; tables: {table id: password}. admin: (user,
+        password) of a plain NATS user allowed everything, on the nodes' client ports (a test's
+        way to JetStream's API); none by default."""
         if not os.path.exists(NATS):
             raise RuntimeError("nats-server is not installed (./scripts/setup installs it)")
         self.dir = os.path.join(workdir, "central")
@@ -35,6 +37,7 @@ class CentralCluster:
         self.procs = [None] * nodes
         self.prefix = prefix
         self.tables = tables
+        self.admin = admin
         self._configure()
 
     def _configure(self):
@@ -49,6 +52,8 @@ class CentralCluster:
             users.append('{user: "%s", password: "%s", allowed_connection_types: ["MQTT"], '
                          'permissions: {publish: ["%s.%s.>"], subscribe: ["%s.%s.commands", "$MQTT.sub.>"]}}'
                          % (t, pw, p, t, p, t))
+        if self.admin:
+            users.append('{user: "%s", password: "%s"}' % self.admin)
         user, pw = consumer
         users.append('{user: "%s", password: "%s", allowed_connection_types: ["MQTT"], '
                      'permissions: {publish: ["%s.*.commands"], subscribe: ["%s.>", "$MQTT.sub.>"]}}'
