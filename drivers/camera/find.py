@@ -58,6 +58,17 @@ def _masks(bgr, card_size):
                 and st[i, 0] + st[i, 2] < hw - 1 and st[i, 1] + st[i, 3] < ht - 1]
         if keep:
             yield "edges", np.isin(lab, keep).astype(np.uint8) * 255
+        # A court card's picture cuts that region apart, and a shadow's band or a gloss's
+        # streak across the card joins its outline to the table's edges at the image's edge:
+        # the sharp outline's inside filled (every region the border does not reach) and thin
+        # spurs opened off. A streak's piece still joined is cut off below (_add_pieces).
+        inside = [i for i in range(1, n) if i not in set(np.concatenate(
+            [lab[0], lab[-1], lab[:, 0], lab[:, -1]]).tolist())]
+        if inside:
+            filled = cv2.bitwise_or(edges, np.isin(lab, inside).astype(np.uint8) * 255)
+            k = max(3, int(card_size[0] / 12)) | 1
+            yield "holes", cv2.morphologyEx(filled, cv2.MORPH_OPEN,
+                                            cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
     peak, = _percentiles(hat[::2, ::2], (99.5,))
     for f in (0.6, 0.4):
         if peak * f > 10:
@@ -152,11 +163,16 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                     quad = approx if off < 0.04 * area or off <= _misfit(quad, c, area) else quad
                 # the score: large (the least eroded outline) and filling its rectangle (not
                 # merged with a shadow or a spur of the table)
-                score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
+                # (the filled outline takes in the edge's own width: used where nothing else is)
+                score = area * (area / (rw * rh)) ** 4 * {"edges": 0.95, "holes": 0.8}.get(kind, 1)
                 if card_size:       # and of the card's proportions (a top-hat that lost a strip
                     # of a tilted card along one side filled its narrower rectangle better)
                     score *= max(0.0, 1 - abs(aspect * card_size[0] / card_size[1] - 1)) ** 4
                 found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw, c, outer.get(i)))
+            elif kind == "holes":
+                # the filled outline with a streak's or a shadow edge's blob still on it
+                if i < cuts and expect < area < 3 * expect:
+                    _add_pieces(contours, outer, raw, c, card_size)
             elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
                 # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
