@@ -146,6 +146,10 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 if expect < area < 3 * expect:
                     _add_pieces(contours, outer, raw, c, card_size)
                 continue
+            if kind == "holes" and i < cuts and expect < area < 3 * expect:
+                # the filled outline with a streak's or a shadow edge's bumps still on it (its
+                # box too big to be the card's): also its pieces with the bumps cut off
+                _add_pieces(contours, outer, raw, c, card_size)
             (cx, cy), (rw, rh), _ = rect = cv2.minAreaRect(c)
             if not rw or not rh:
                 continue
@@ -170,9 +174,7 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                     score *= max(0.0, 1 - abs(aspect * card_size[0] / card_size[1] - 1)) ** 4
                 found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw, c, outer.get(i)))
             elif kind == "holes":
-                # the filled outline with a streak's or a shadow edge's blob still on it
-                if i < cuts and expect < area < 3 * expect:
-                    _add_pieces(contours, outer, raw, c, card_size)
+                continue
             elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
                 # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
