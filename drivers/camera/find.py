@@ -60,19 +60,29 @@ def _masks(bgr, card_size):
             yield "edges", np.isin(lab, keep).astype(np.uint8) * 255
         # A court card's picture cuts that region apart, and a shadow's band or a gloss's
         # streak across the card joins its outline to the table's edges at the image's edge:
-        # the sharp outline's inside filled (every region the border does not reach) and thin
-        # spurs opened off. A streak's piece still joined is cut off below (_add_pieces).
-        inside = [i for i in range(1, n) if i not in set(np.concatenate(
-            [lab[0], lab[-1], lab[:, 0], lab[:, -1]]).tolist())]
-        if inside:
-            filled = cv2.bitwise_or(edges, np.isin(lab, inside).astype(np.uint8) * 255)
-            k = max(3, int(card_size[0] / 12)) | 1
-            yield "holes", cv2.morphologyEx(filled, cv2.MORPH_OPEN,
-                                            cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+        # the sharp outline's inside filled. A sensor's noise on a white table makes edges all
+        # over it: the same from the whiteness smoothed more.
+        yield "holes", _filled(lab, n, edges, card_size)
+        smooth = cv2.GaussianBlur(whiteness(bgr), (0, 0), 1.5)
+        edges = cv2.morphologyEx(cv2.Canny(smooth, 20, 45), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+        n, lab = cv2.connectedComponents(cv2.bitwise_not(edges), connectivity=4)
+        yield "holes", _filled(lab, n, edges, card_size)
     peak, = _percentiles(hat[::2, ::2], (99.5,))
     for f in (0.6, 0.4):
         if peak * f > 10:
             yield "tophat", cv2.threshold(hat, peak * f, 255, cv2.THRESH_BINARY)[1]
+
+
+def _filled(lab, n, edges, card_size):
+    """The edges with every region of `lab` (the `n` regions between them) the image's border
+    does not reach filled, thin spurs opened off (a streak's piece still joined is cut off in
+    find_cards: _add_pieces)."""
+    outside = np.zeros(n, bool)
+    outside[np.concatenate([lab[0], lab[-1], lab[:, 0], lab[:, -1]])] = True
+    outside[0] = True
+    filled = cv2.bitwise_or(edges, (~outside)[lab].astype(np.uint8) * 255)
+    k = max(3, int(card_size[0] / 12)) | 1
+    return cv2.morphologyEx(filled, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
 
 
 def _percentiles(u8, qs):
