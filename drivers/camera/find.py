@@ -184,7 +184,7 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                     score *= max(0.0, 1 - abs(aspect * card_size[0] / card_size[1] - 1)) ** 4
                 found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw, c, outer.get(i)))
             elif kind == "holes":
-                continue
+                continue        # a hand's blob comes from the other masks (as before)
             elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
                 # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
