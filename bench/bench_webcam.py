@@ -28,12 +28,15 @@ def write_photos(folder, deck, seed, items):
     """items: [(card, table, cond)] -> labels.csv of webcam photos."""
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(seed)
-    rows = []
+    rows, truth = [], {}
     for i, (c, table, cond) in enumerate(items):
-        img, _ = cm.webcam_photo(deck, c, table, rng, cond)
+        img, quad = cm.webcam_photo(deck, c, table, rng, cond)
         name = f"{i:04d}_{c}.jpg"
         cv2.imwrite(os.path.join(folder, name), img, [cv2.IMWRITE_JPEG_QUALITY, 90])
         rows.append({"image": name, "rank": c[0], "suit": c[1], "deck": deck, "condition": f"{table}/{cond}"})
+        truth[name] = np.asarray(quad, float).round(2).tolist()
+    with open(os.path.join(folder, "truth.json"), "w") as f:     # where the card is: diag_webcam.py
+        json.dump(truth, f)
     path = os.path.join(folder, "labels.csv")
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["image", "rank", "suit", "deck", "condition"])

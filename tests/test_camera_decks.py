@@ -216,8 +216,9 @@ def test_a_card_under_a_gloss_or_a_shadow_on_a_light_table_is_found_where_it_lie
     """A lamp's gloss across a white or light-grey table joins the card to a bright streak
     reaching the photo's edge, and a shadow band cuts a corner off the card or hides one side's
     edge: the outline was not found, or found 6 pixels and more off (Responsive, the index at the
-    card's edge: refused). Found within 3 pixels of where the card lies in 8 of these 12 photos
-    (2 before); the rest are refused, never misread (bench/bench_webcam.py)."""
+    card's edge: refused). Found within 3 pixels of where the card lies in 12 of these 12 photos
+    (2, then 8 before the card's filled sharp outline); the rest are refused, never misread
+    (bench/bench_webcam.py)."""
     from drivers.camera.find import find_cards
     from drivers.camera.outline import _order
     rng = np.random.default_rng(2)
@@ -229,4 +230,24 @@ def test_a_card_under_a_gloss_or_a_shadow_on_a_light_table_is_found_where_it_lie
         size = (float(np.linalg.norm(tq[0] - tq[1])), float(np.linalg.norm(tq[0] - tq[3])))
         quads = find_cards(img, size)
         found += len(quads) == 1 and float(np.abs(quads[0] - tq).max()) < 3
-    assert found >= 7, found
+    assert found >= 11, found
+
+
+def test_a_court_card_under_a_shadow_band_or_a_gloss_or_on_a_noisy_white_table_is_found():
+    """A court card's picture cuts the paper inside its sharp outline apart, a shadow band's or
+    a streak's edge joins that outline to the photo's edge, and a noisy sensor's edges cover a
+    white table: the outline's inside filled (from the whiteness smoothed too) finds it. Before,
+    1 of these 12 photos was found (bench_webcam.py --per-cell 4, seed 0: 20 of the 39 refusals
+    of cardsJS, svg-cards and Kennard had no outline or one 16 pixels and more off; 3 now)."""
+    from drivers.camera.find import find_cards
+    from drivers.camera.outline import _order
+    rng = np.random.default_rng(5)
+    found = 0
+    for i in range(12):
+        table, cond = (("white", "noise"), ("grey", "shadow"), ("light_grey", "gloss"))[i % 3]
+        img, true = cm.webcam_photo("cardsjs", "Qc", table, rng, cond)
+        tq = _order(np.float32(true))
+        size = (float(np.linalg.norm(tq[0] - tq[1])), float(np.linalg.norm(tq[0] - tq[3])))
+        quads = find_cards(img, size)
+        found += len(quads) == 1 and float(np.abs(quads[0] - tq).max()) < 3
+    assert found >= 11, found

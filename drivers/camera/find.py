@@ -58,10 +58,31 @@ def _masks(bgr, card_size):
                 and st[i, 0] + st[i, 2] < hw - 1 and st[i, 1] + st[i, 3] < ht - 1]
         if keep:
             yield "edges", np.isin(lab, keep).astype(np.uint8) * 255
+        # A court card's picture cuts that region apart, and a shadow's band or a gloss's
+        # streak across the card joins its outline to the table's edges at the image's edge:
+        # the sharp outline's inside filled. A sensor's noise on a white table makes edges all
+        # over it: the same from the whiteness smoothed more.
+        yield "holes", _filled(lab, n, edges, card_size)
+        smooth = cv2.GaussianBlur(whiteness(bgr), (0, 0), 1.5)
+        edges = cv2.morphologyEx(cv2.Canny(smooth, 20, 45), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+        n, lab = cv2.connectedComponents(cv2.bitwise_not(edges), connectivity=4)
+        yield "holes", _filled(lab, n, edges, card_size)
     peak, = _percentiles(hat[::2, ::2], (99.5,))
     for f in (0.6, 0.4):
         if peak * f > 10:
             yield "tophat", cv2.threshold(hat, peak * f, 255, cv2.THRESH_BINARY)[1]
+
+
+def _filled(lab, n, edges, card_size):
+    """The edges with every region of `lab` (the `n` regions between them) the image's border
+    does not reach filled, thin spurs opened off (a streak's piece still joined is cut off in
+    find_cards: _add_pieces)."""
+    outside = np.zeros(n, bool)
+    outside[np.concatenate([lab[0], lab[-1], lab[:, 0], lab[:, -1]])] = True
+    outside[0] = True
+    filled = cv2.bitwise_or(edges, (~outside)[lab].astype(np.uint8) * 255)
+    k = max(3, int(card_size[0] / 12)) | 1
+    return cv2.morphologyEx(filled, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
 
 
 def _percentiles(u8, qs):
@@ -135,6 +156,10 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 if expect < area < 3 * expect:
                     _add_pieces(contours, outer, raw, c, card_size)
                 continue
+            if kind == "holes" and i < cuts and expect < area < 3 * expect:
+                # the filled outline with a streak's or a shadow edge's bumps still on it (its
+                # box too big to be the card's): also its pieces with the bumps cut off
+                _add_pieces(contours, outer, raw, c, card_size)
             (cx, cy), (rw, rh), _ = rect = cv2.minAreaRect(c)
             if not rw or not rh:
                 continue
@@ -152,11 +177,14 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                     quad = approx if off < 0.04 * area or off <= _misfit(quad, c, area) else quad
                 # the score: large (the least eroded outline) and filling its rectangle (not
                 # merged with a shadow or a spur of the table)
-                score = area * (area / (rw * rh)) ** 4 * (0.95 if kind == "edges" else 1)
+                # (the filled outline takes in the edge's own width: used where nothing else is)
+                score = area * (area / (rw * rh)) ** 4 * {"edges": 0.95, "holes": 0.8}.get(kind, 1)
                 if card_size:       # and of the card's proportions (a top-hat that lost a strip
                     # of a tilted card along one side filled its narrower rectangle better)
                     score *= max(0.0, 1 - abs(aspect * card_size[0] / card_size[1] - 1)) ** 4
                 found.append((kind == "edges", -score, np.float32(quad).reshape(4, 2), raw, c, outer.get(i)))
+            elif kind == "holes":
+                continue        # a hand's blob comes from the other masks (as before)
             elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
                 # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
