@@ -183,6 +183,7 @@ def main(argv=None):
     ap.add_argument("--cpu", type=int, help="the core to run on (the lowest by default)")
     ap.add_argument("--seed", type=int, default=0, help="templates' seed (the scenes' follow it)")
     ap.add_argument("--hands-only", action="store_true", help="hands, not the rotated single cards")
+    ap.add_argument("--rotation-only", action="store_true", help="the rotated single cards, not hands")
     ap.add_argument("--foreign", action="store_true",
                     help="every deck's scenes read with every other deck's templates (all reads wrong)")
     ap.add_argument("--pairs", help="with --foreign, only these SCENES:TEMPLATES decks (comma separated)")
@@ -203,7 +204,7 @@ def main(argv=None):
     for i, deck in enumerate(args.decks.split(",")):
         t0 = time.perf_counter()
         rec = VisualRecognizer(cm.reference_templates(deck, seed=args.seed + i, width=args.width))
-        r = {"hands": hands(rec, deck, args.cards, args.width, 7 + args.seed)}
+        r = {} if args.rotation_only else {"hands": hands(rec, deck, args.cards, args.width, 7 + args.seed)}
         if not args.hands_only:
             r["rotation"] = rotation(rec, deck, args.cards, args.width, 11 + args.seed)
         r["seconds"] = round(time.perf_counter() - t0)
