@@ -16,7 +16,8 @@ from controller.cards import CARDS
 from .index import CH, CW, FACE_H, FACE_W, MATCH
 
 FORMAT = 5                        # 3: the whole face of each card (the deck check); 4: the deck's
-                                  # fingerprint (deckprint.py); 5: manifest.sha256
+                                  # fingerprint (deckprint.py); 5: manifest.sha256, and faces
+                                  # sampled on pixel edges (index.face; older faces sit half a pixel off)
 MANIFEST = "manifest.sha256"
 MAX_FILE = 4 << 20                # bytes: the largest template file is a few tens of kilobytes
 NAMES = (["deck.json", "contact.png"] + [f"index_{c}.png" for c in CARDS]
