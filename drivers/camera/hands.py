@@ -130,15 +130,45 @@ def whole_card(gray, quad, card_size):
     touches another is whole in a merged blob: read at both corners, as any whole card. None
     when the far corner's edges are not found or the card is not of the measured size."""
     far = refine_corner(gray, np.roll(quad, 2, axis=0), card_size)
-    if far is None:
+    br = far[0] if far is not None else _far_corner(gray, quad, card_size)
+    if br is None:
         return None
-    tl, br = quad[0], far[0]
+    tl = quad[0]
     right = (quad[1] - tl) / card_size[0]
     down = (quad[3] - tl) / card_size[1]
     w, h = float((br - tl) @ right), float((br - tl) @ down)
     if not (0.9 < w / card_size[0] < 1.1 and 0.9 < h / card_size[1] < 1.1):
         return None
     return refine(gray, np.float32([tl, tl + w * right, br, tl + h * down]))
+
+
+def _far_corner(gray, quad, card_size, need=6, agree=1.5, fall=2.5):
+    """The far index corner (the quad's br) when its own two edges do not fit a line each (a top
+    card's far corner over the card below's picture: a frame line or a glyph pulls the places):
+    the card's sides there kept parallel to the located near corner's, each moved along its
+    normal by the steepest falls' common offset, when `need` of them agree within `agree`
+    pixels. A fainter fall counts (`fall`; paper over paper falls 3-5): the places must agree,
+    which noise on a bare face does not. None otherwise."""
+    q = np.roll(quad, 2, axis=0)
+    r = max(4.0, 0.08 * card_size[0])
+    offs = np.arange(-r, r + 0.01, 0.5, dtype=np.float32)
+    at = q[0].copy()
+    for a, b, ts in ((q[0], q[1], _TOP_TS), (q[3], q[0], _LEFT_TS)):
+        d = (b - a) / max(float(_norm(b - a)), 1e-6)
+        n = np.float32([d[1], -d[0]])
+        pts = (a[None] + ts[:, None] * (b - a)[None])[:, None] + offs[None, :, None] * n[None, None]
+        prof = cv2.remap(gray, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REPLICATE)
+        drop = prof[:, :-1] - prof[:, 1:]
+        k = np.argmax(drop, axis=1)
+        o = ((offs[k] + offs[k + 1]) / 2)[drop[np.arange(len(k)), k] > fall]
+        if len(o) < need:
+            return None
+        o = o[np.abs(o - _median(o)) <= agree]
+        if len(o) < need:
+            return None
+        at += float(o.mean()) * n
+    return at
 
 
 def fit_outline_corner(gray, card_size):
