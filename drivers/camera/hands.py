@@ -122,14 +122,17 @@ def _cross(lines):
     return p1 + t * d1
 
 
-def whole_card(gray, quad, card_size):
+def whole_card(gray, quad, card_size, parallel=False):
     """The whole card of a located index corner (the quad's tl) when its opposite corner shows
     too: that corner located on its own two edges (refine_corner from the quad turned half
     round), the card's size then measured, not assumed (cards differ by a few percent, and a
     far corner laid at the median size is too far off to read). A card turned so that it
     touches another is whole in a merged blob: read at both corners, as any whole card. None
-    when the far corner's edges are not found or the card is not of the measured size."""
-    far = refine_corner(gray, np.roll(quad, 2, axis=0), card_size)
+    when the far corner's edges are not found or the card is not of the measured size.
+    `parallel`: the far corner by _far_corner alone (its sides parallel to the near corner's:
+    a side's line fitted freely was pulled 6 px onto the picture frame of the card below when
+    the picture lay along a third of it)."""
+    far = None if parallel else refine_corner(gray, np.roll(quad, 2, axis=0), card_size)
     br = far[0] if far is not None else _far_corner(gray, quad, card_size)
     if br is None:
         return None
@@ -139,7 +142,9 @@ def whole_card(gray, quad, card_size):
     w, h = float((br - tl) @ right), float((br - tl) @ down)
     if not (0.9 < w / card_size[0] < 1.1 and 0.9 < h / card_size[1] < 1.1):
         return None
-    return refine(gray, np.float32([tl, tl + w * right, br, tl + h * down]))
+    card = np.float32([tl, tl + w * right, br, tl + h * down])
+    # (not refined again with parallel: refine's free fit is what pulled the side)
+    return card if parallel else refine(gray, card)
 
 
 def _far_corner(gray, quad, card_size, need=6, agree=1.5, fall=2.5):
