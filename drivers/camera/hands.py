@@ -83,10 +83,16 @@ def refine_corner(gray, quad, card_size):
     return np.float32([tl, tl + w * right, tl + w * right + h * down, tl + h * down])
 
 
+_TURN_MAX = 0.2     # sin of the largest turn of an edge from the laid side (12 degrees): hands are
+                    # dealt a few degrees turned, laid corners a few more
+# every pair of up to 24 places (i < j), for _edge's consensus line
+_PAIRS = [np.triu_indices(m, 1) for m in range(25)]
+
+
 def _edge(g, base, n, d, offs, need=6):
     """A straight edge near the points `base`: along the outward normal `n`, the steepest fall
-    from the card's white outward at each; a line fitted twice (the second time without the
-    places a glyph or a shadow pulled off). (point, direction along `d`) or None."""
+    from the card's white outward at each; the line most of them lie on (a glyph or a shadow
+    pulls some off), fitted to those. (point, direction along `d`) or None."""
     pts = base[:, None] + offs[None, :, None] * n[None, None]
     prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
                      borderMode=cv2.BORDER_REPLICATE)
@@ -96,13 +102,27 @@ def _edge(g, base, n, d, offs, need=6):
     sel = (base + ((offs[k] + offs[k + 1]) / 2)[:, None] * n[None])[strong]
     if len(sel) < need:
         return None
-    # the first fit robust (Huber): a least-squares line pulled by one glyph or shadow place 7-9
-    # pixels off left the true edge's places beyond the cut, too few remained, and a top card's
-    # far corner went unlocated in some frames and not in others (its hand refused with it)
-    for dist in (cv2.DIST_HUBER, cv2.DIST_L2):
-        vx, vy, px, py = cv2.fitLine(sel, dist, 0, 0.01, 0.01).ravel()
+    # the places most of which one line within a pixel passes (every pair of places tried, the
+    # line within _TURN_MAX of the side's direction), then least squares over them: a first
+    # least-squares fit through all was pulled by a glyph or picture edge 7-9 px off near one
+    # end, cut the true edge's places and left too few (a top card's far corner unlocated in
+    # some frames: its hand refused with it), or turned onto the outliers (a corner 14 px off)
+    i, j = _PAIRS[len(sel)]
+    v = sel[j] - sel[i]
+    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-6)
+    ok = np.abs(v @ np.float32([n[0], n[1]])) < _TURN_MAX           # near the side's direction
+    if not ok.any():
+        return None
+    i, v = i[ok], v[ok]
+    dist = np.abs((sel[None, :, 0] - sel[i][:, None, 0]) * v[:, None, 1]
+                  - (sel[None, :, 1] - sel[i][:, None, 1]) * v[:, None, 0])
+    sel = sel[dist[int(np.argmax((dist < 1.0).sum(axis=1)))] < 1.0]
+    if len(sel) < need:
+        return None
+    for _ in range(2):
+        vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
         res = np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx)
-        keep = res < max(1.5, _median(res) * 2)      # np.median's answer, 10x cheaper
+        keep = res < 1.5
         if keep.sum() < need:
             return None
         sel = sel[keep]
