@@ -108,7 +108,8 @@ def _edge(g, base, n, d, offs, need=6):
     # end, cut the true edge's places and left too few (a top card's far corner unlocated in
     # some frames: its hand refused with it), or turned onto the outliers (a corner 14 px off)
     vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
-    if np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx).max() < 1.0 and abs(vx * n[0] + vy * n[1]) < _TURN_MAX:
+    if np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx).max() < 1.0 \
+            and abs(vx * n[0] + vy * n[1]) < _TURN_MAX:
         v = np.float32([vx, vy])                            # every place on one line: the usual case
         return np.float32([px, py]), v if v @ d > 0 else -v
     i, j = _PAIRS[len(sel)]
