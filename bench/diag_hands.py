@@ -8,7 +8,11 @@ bench_hands' scenes not read in a frame, the first step that failed. Diagnosis o
   colour    located, but the ink's colour undecided
   score     located, best rank or suit below STRICT (0.88)
   margin    located, the margin to the next rank or suit below 0.05
-  dup/other located and it reads, but another card took it / lost elsewhere
+  strip     located and it reads, its top and left strips' face under CORNER_FACE_MIN
+  dup/other located and it reads, but another card took it / lost elsewhere (the hand's
+            top card refused: 'top?' marks a hand whose top card was not read in the frame)
+--bench: the scenes of bench_hands.py (the same seeds, five noisy frames, the tracker): only
+the cards not reported within five frames, classified on the first frame.
 Also reads the true corner itself: 'true:' the same classes when the true quad is read."""
 import argparse
 import collections
@@ -23,9 +27,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera import index as V  # noqa: E402
-from drivers.camera.find import find_cards, find_corners, whiteness  # noqa: E402
+from drivers.camera.deckprint import CORNER_FACE_MIN, corner_face_score  # noqa: E402
+from drivers.camera.find import find_cards  # noqa: E402
 from drivers.camera.hands import both_corners, fit_outline_corner, refine_corner  # noqa: E402
+from drivers.camera.outline import find_corners, whiteness  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
+from drivers.camera.tracker import ZoneTracker  # noqa: E402
+
+import bench_hands  # noqa: E402  (its scenes, for --bench)
 
 
 def corner_detail(rec, bgr, quad):
@@ -76,10 +85,46 @@ def classify(rec, bgr, card, tq, blobs, quads, gray):
         return "off"
     k, got, conf, marg = corner_detail(rec, bgr, best)
     if rec.read_corner(bgr, best, strict=True)[0] == card:
-        return "dup/other"          # the reader's own rule (the margin against the likeness)
+        # the reader's own rule (the margin against the likeness) reads it: lost after that
+        if corner_face_score(V.face(bgr, best), rec.t.faces[card]) < CORNER_FACE_MIN:
+            return "strip"          # the covered card's deck check: its top and left strips
+        return "dup/other"
     if k == "ok" and got != card:
         return "WRONGREAD"
     return k
+
+
+def scenes(a, rec):
+    """(surface, truth [(card, quad, top, hand)], first frame, cards reported) per scene: one frame
+    each, or with --bench bench_hands' own scenes (five noisy frames, the tracker)."""
+    rng = np.random.default_rng(7 + a.seed)
+    for k in range(a.scenes):
+        surf = cm.SURFACES[k % len(cm.SURFACES)]
+        frame = cm.surface(surf, 1280, 720, rng)
+        deal = [CARDS[int(i)] for i in rng.choice(52, 12, replace=False)]
+        truth = []
+        places = bench_hands._hand_places(a.width) if a.bench else [250 + 390 * j for j in range(3)]
+        for j, x in enumerate(places):
+            n = int(rng.integers(2, 5))
+            cs, deal = deal[:n], deal[n:]
+            qs = cm.hand(frame, a.deck, cs, (x, 360), a.width, rng.uniform(0, 360), rng)
+            truth += [(c, q, i == n - 1, j) for i, (c, q) in enumerate(zip(cs, qs))]
+        img = cm.camera(frame, rng)
+        if a.only and k not in a.only:
+            if a.bench:
+                for _ in range(5):
+                    bench_hands.noisy(img, rng)     # the same random draws as the bench's
+            continue
+        if not a.bench:
+            yield surf, truth, img, {c for c, _ in rec.read_image(img)}
+            continue
+        tracker, reported, frames = ZoneTracker(3, 8), set(), []
+        for _ in range(5):
+            frames.append(bench_hands.noisy(img, rng))
+            for ev, c in tracker.update("table", [c for c, _ in rec.read_image(frames[-1])]):
+                if ev == "seen":
+                    reported.add(c)
+        yield surf, truth, frames, reported
 
 
 def main():
@@ -88,42 +133,45 @@ def main():
     ap.add_argument("--scenes", type=int, default=20)
     ap.add_argument("--width", type=int, default=125)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bench", action="store_true", help="bench_hands' scenes, read within five frames")
+    ap.add_argument("--only", type=lambda v: {int(x) for x in v.split(",")},
+                    help="read only these scenes (comma separated numbers), the others only drawn")
+    ap.add_argument("--save", help="a folder: each missed card's first frame and truth (.npz)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     rec = VisualRecognizer(cm.reference_templates(a.deck, seed=a.seed, width=a.width))
-    rng = np.random.default_rng(7 + a.seed)
     causes = collections.Counter()
     true_causes = collections.Counter()
     by_surface = collections.Counter()
     total = read = 0
-    margins = []
-    for k in range(a.scenes):
-        surf = cm.SURFACES[k % len(cm.SURFACES)]
-        frame = cm.surface(surf, 1280, 720, rng)
-        deal = [CARDS[int(i)] for i in rng.choice(52, 12, replace=False)]
-        truth = []
-        for j in range(3):
-            n = int(rng.integers(2, 5))
-            cs, deal = deal[:n], deal[n:]
-            qs = cm.hand(frame, a.deck, cs, (250 + 390 * j, 360), a.width, rng.uniform(0, 360), rng)
-            truth += [(c, q, i == n - 1) for i, (c, q) in enumerate(zip(cs, qs))]
-        img = cm.camera(frame, rng)
-        got = {c for c, _ in rec.read_image(img)}
+    for k, (surf, truth, frames, got) in enumerate(scenes(a, rec)):
+        img = frames[0] if a.bench else frames
         quads, blobs = find_cards(img, rec.t.card_size, with_blobs=True)
         gray = cv2.GaussianBlur(whiteness(img), (3, 3), 0).astype(np.float32)
-        for c, q, top in truth:
+        first = {c for c, _ in rec.read_image(img)} if a.bench else got
+        for c, q, top, h in truth:
             total += 1
             if c in got:
                 read += 1
                 continue
             why = classify(rec, img, c, q, blobs, quads, gray)
+            if not top and not any(t and hh == h and cc in first for cc, _, t, hh in truth):
+                why += " top?"
             tk = corner_detail(rec, img, np.float32(q))
             causes[("top " if top else "cov ") + why] += 1
             true_causes[tk[0]] += 1
             by_surface[surf] += 1
+            if a.save:
+                os.makedirs(a.save, exist_ok=True)
+                np.savez_compressed(os.path.join(a.save, f"{k:03d}_{c}.npz"), img=img,
+                                    frames=np.stack(frames) if a.bench else img[None], quad=np.float32(q),
+                                    card=c, top=top, truth=np.float32([t[1] for t in truth]),
+                                    cards=[t[0] for t in truth])
             if a.verbose:
-                print(k, surf, c, "top" if top else "cov", why, "true:", tk[0], tk[1], round(tk[2], 3), round(tk[3], 3))
-    print(f"{a.deck} w={a.width}: read {read}/{total} in one frame ({100 * read / total:.1f}%)")
+                print(k, surf, c, "top" if top else "cov", why, "true:", tk[0], tk[1], round(tk[2], 3),
+                      round(tk[3], 3), flush=True)
+    how = "within five frames" if a.bench else "in one frame"
+    print(f"{a.deck} w={a.width}: read {read}/{total} {how} ({100 * read / total:.1f}%)")
     print("  missed by cause:", dict(causes.most_common()))
     print("  the true corner would read:", dict(true_causes.most_common()))
     print("  missed by surface:", dict(by_surface.most_common()))

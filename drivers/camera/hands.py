@@ -83,10 +83,16 @@ def refine_corner(gray, quad, card_size):
     return np.float32([tl, tl + w * right, tl + w * right + h * down, tl + h * down])
 
 
+_TURN_MAX = 0.2     # sin of the largest turn of an edge from the laid side (12 degrees): hands are
+                    # dealt a few degrees turned, laid corners a few more
+# every pair of up to 24 places (i < j), for _edge's consensus line
+_PAIRS = [np.triu_indices(m, 1) for m in range(25)]
+
+
 def _edge(g, base, n, d, offs, need=6):
     """A straight edge near the points `base`: along the outward normal `n`, the steepest fall
-    from the card's white outward at each; a line fitted twice (the second time without the
-    places a glyph or a shadow pulled off). (point, direction along `d`) or None."""
+    from the card's white outward at each; the line most of them lie on (a glyph or a shadow
+    pulls some off), fitted to those. (point, direction along `d`) or None."""
     pts = base[:, None] + offs[None, :, None] * n[None, None]
     prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
                      borderMode=cv2.BORDER_REPLICATE)
@@ -96,10 +102,32 @@ def _edge(g, base, n, d, offs, need=6):
     sel = (base + ((offs[k] + offs[k + 1]) / 2)[:, None] * n[None])[strong]
     if len(sel) < need:
         return None
+    # the places most of which one line within a pixel passes (every pair of places tried, the
+    # line within _TURN_MAX of the side's direction), then least squares over them: a first
+    # least-squares fit through all was pulled by a glyph or picture edge 7-9 px off near one
+    # end, cut the true edge's places and left too few (a top card's far corner unlocated in
+    # some frames: its hand refused with it), or turned onto the outliers (a corner 14 px off)
+    vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
+    if np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx).max() < 1.0 \
+            and abs(vx * n[0] + vy * n[1]) < _TURN_MAX:
+        v = np.float32([vx, vy])                            # every place on one line: the usual case
+        return np.float32([px, py]), v if v @ d > 0 else -v
+    i, j = _PAIRS[len(sel)]
+    v = sel[j] - sel[i]
+    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-6)
+    ok = np.abs(v @ np.float32([n[0], n[1]])) < _TURN_MAX           # near the side's direction
+    if not ok.any():
+        return None
+    i, v = i[ok], v[ok]
+    dist = np.abs((sel[None, :, 0] - sel[i][:, None, 0]) * v[:, None, 1]
+                  - (sel[None, :, 1] - sel[i][:, None, 1]) * v[:, None, 0])
+    sel = sel[dist[int(np.argmax((dist < 1.0).sum(axis=1)))] < 1.0]
+    if len(sel) < need:
+        return None
     for _ in range(2):
         vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
         res = np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx)
-        keep = res < max(1.5, _median(res) * 2)      # np.median's answer, 10x cheaper
+        keep = res < 1.5
         if keep.sum() < need:
             return None
         sel = sel[keep]
@@ -119,23 +147,58 @@ def _cross(lines):
     return p1 + t * d1
 
 
-def whole_card(gray, quad, card_size):
+def whole_card(gray, quad, card_size, parallel=False):
     """The whole card of a located index corner (the quad's tl) when its opposite corner shows
     too: that corner located on its own two edges (refine_corner from the quad turned half
     round), the card's size then measured, not assumed (cards differ by a few percent, and a
     far corner laid at the median size is too far off to read). A card turned so that it
     touches another is whole in a merged blob: read at both corners, as any whole card. None
-    when the far corner's edges are not found or the card is not of the measured size."""
-    far = refine_corner(gray, np.roll(quad, 2, axis=0), card_size)
-    if far is None:
+    when the far corner's edges are not found or the card is not of the measured size.
+    `parallel`: the far corner by _far_corner alone (its sides parallel to the near corner's:
+    a side's line fitted freely was pulled 6 px onto the picture frame of the card below when
+    the picture lay along a third of it)."""
+    far = None if parallel else refine_corner(gray, np.roll(quad, 2, axis=0), card_size)
+    br = far[0] if far is not None else _far_corner(gray, quad, card_size)
+    if br is None:
         return None
-    tl, br = quad[0], far[0]
+    tl = quad[0]
     right = (quad[1] - tl) / card_size[0]
     down = (quad[3] - tl) / card_size[1]
     w, h = float((br - tl) @ right), float((br - tl) @ down)
     if not (0.9 < w / card_size[0] < 1.1 and 0.9 < h / card_size[1] < 1.1):
         return None
-    return refine(gray, np.float32([tl, tl + w * right, br, tl + h * down]))
+    card = np.float32([tl, tl + w * right, br, tl + h * down])
+    # (not refined again with parallel: refine's free fit is what pulled the side)
+    return card if parallel else refine(gray, card)
+
+
+def _far_corner(gray, quad, card_size, need=6, agree=1.5, fall=2.5):
+    """The far index corner (the quad's br) when its own two edges do not fit a line each (a top
+    card's far corner over the card below's picture: a frame line or a glyph pulls the places):
+    the card's sides there kept parallel to the located near corner's, each moved along its
+    normal by the steepest falls' common offset, when `need` of them agree within `agree`
+    pixels. A fainter fall counts (`fall`; paper over paper falls 3-5): the places must agree,
+    which noise on a bare face does not. None otherwise."""
+    q = np.roll(quad, 2, axis=0)
+    r = max(4.0, 0.08 * card_size[0])
+    offs = np.arange(-r, r + 0.01, 0.5, dtype=np.float32)
+    at = q[0].copy()
+    for a, b, ts in ((q[0], q[1], _TOP_TS), (q[3], q[0], _LEFT_TS)):
+        d = (b - a) / max(float(_norm(b - a)), 1e-6)
+        n = np.float32([d[1], -d[0]])
+        pts = (a[None] + ts[:, None] * (b - a)[None])[:, None] + offs[None, :, None] * n[None, None]
+        prof = cv2.remap(gray, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REPLICATE)
+        drop = prof[:, :-1] - prof[:, 1:]
+        k = np.argmax(drop, axis=1)
+        o = ((offs[k] + offs[k + 1]) / 2)[drop[np.arange(len(k)), k] > fall]
+        if len(o) < need:
+            return None
+        o = o[np.abs(o - _median(o)) <= agree]
+        if len(o) < need:
+            return None
+        at += float(o.mean()) * n
+    return at
 
 
 def fit_outline_corner(gray, card_size):

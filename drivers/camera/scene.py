@@ -170,6 +170,13 @@ class SceneReader:
                 ok = self._of_deck(bgr, q, card, grays)
                 if not ok and whole is not None and self._read_quad(bgr, whole)[0] == card:
                     ok, q = True, whole
+                if not ok and located:
+                    # its far corner on sides parallel to this one's (a free fit was pulled onto
+                    # the picture of the card below), then as any whole card
+                    alt = whole_card(gray, q, self.t.card_size, parallel=True)
+                    if alt is not None and (whole is None or np.abs(alt - whole).max() > 1.5) \
+                            and self._read_quad(bgr, alt)[0] == card:
+                        ok, q = True, alt
                 if not ok and whole is not None:
                     again.append((whole, len(judged)))
                 judged.append((q, ok, card))
