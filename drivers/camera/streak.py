@@ -61,9 +61,16 @@ def kernel(quad, box, streak):
     turn, scale and perspective taken into account."""
     m = cv2.getPerspectiveTransform(np.float32([[0, 0], [CW, 0], [CW, CH], [0, CH]]), np.float32(quad))
     centre = cv2.perspectiveTransform(np.float32([[[(box[0] + box[2]) / 2, (box[1] + box[3]) / 2]]]), m)[0, 0]
-    ends = centre + 0.5 * np.float32([[streak[0], streak[1]], [-streak[0], -streak[1]]])
+    v = np.float32(streak) if np.ndim(streak) else np.float32([0, 0])
+    ends = centre + 0.5 * np.float32([v, -v])
     a, b = cv2.perspectiveTransform(ends[None], np.linalg.inv(m))[0] * MATCH
     d = a - b
+    if np.ndim(streak) == 0:        # a defocus: a round blur of `streak` pixels' sigma
+        p = cv2.perspectiveTransform(np.float32([[centre + (1, 0), centre - (1, 0)]]), np.linalg.inv(m))[0]
+        sigma = float(streak) * 0.5 * MATCH * float(np.linalg.norm(p[0] - p[1]))
+        r = int(math.ceil(3 * sigma))
+        g = cv2.getGaussianKernel(2 * r + 1, sigma).astype(np.float32)
+        return g @ g.T
     r = int(math.ceil(max(abs(d[0]), abs(d[1])) / 2)) + 1
     k = np.zeros((2 * r + 1, 2 * r + 1), np.float32)
     n = max(int(4 * np.hypot(*d)), 2)

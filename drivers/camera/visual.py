@@ -54,6 +54,7 @@ def _like(m, shape, i, j):
 
 
 WAY_STREAK = 0.7
+DEFOCUS = 1.2
 
 
 class VisualRecognizer(SceneReader):
@@ -191,9 +192,11 @@ class VisualRecognizer(SceneReader):
     def _read_streaked(self, bgr, quad, grays):
         """The card both index corners read against the learned indexes blurred by the card's
         streak (their patches kept in `grays` for the deck check), or None."""
-        streak = motion.estimate(bgr, quad)
-        a, b = (self.read_corner(bgr, q, keep=grays, streak=streak)[0] for q in both_corners(quad))
-        return a if a and a == b else None
+        for streak in (motion.estimate(bgr, quad), DEFOCUS):
+            a, b = (self.read_corner(bgr, q, keep=grays, streak=streak)[0] for q in both_corners(quad))
+            if a and a == b:
+                return a
+        return None
 
     def _of_deck(self, bgr, quad, card, grays, f=None, hidden=()):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
