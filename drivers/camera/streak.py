@@ -16,7 +16,7 @@ import numpy as np
 
 from .index import CH, CW, MATCH, _unit
 
-TILE, STEP = 48, 16                            # the card's face read in tiles, their spectra averaged
+TILE, STEP = 48, 24                            # the card's face read in tiles, their spectra averaged
 INSIDE = 0.9                                   # of the card's width and height: its face, not the table
 LENGTHS = np.arange(3.0, 10.01, 0.5)           # pixels: the streaks looked for (the model's 4-7 and some)
 ANGLES = np.radians(np.arange(0, 180, 3))

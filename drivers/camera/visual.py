@@ -54,7 +54,10 @@ def _like(m, shape, i, j):
 
 
 WAY_STREAK = 0.7
-DEFOCUS = 1.2
+DEFOCUS = 1.2           # pixels: the round blur tried last (the sharpest photo's edge less a defocused one's)
+# the blurred reads only for an outline whose plain read found an index-like corner: the others
+# (another object, a table's pattern) cost nothing more
+BLURRED_MIN = 0.55
 
 
 class VisualRecognizer(SceneReader):
@@ -86,6 +89,9 @@ class VisualRecognizer(SceneReader):
         self._small = {colour: np.stack([cv2.resize(templates.patches[c], None, fx=MATCH, fy=MATCH,
                                                     interpolation=cv2.INTER_AREA) for c in cards])
                        for colour, (cards, *_) in self._by_colour.items()}
+        w = templates.card_size[0]
+        k = motion.kernel(np.float32([[0, 0], [w, 0], [w, w * CH / CW], [0, w * CH / CW]]), templates.box, DEFOCUS)
+        self._defocused = {colour: motion.blurred(small, templates.cut, k) for colour, small in self._small.items()}
         self.threshold = threshold
         self.margin = margin
 
@@ -106,7 +112,10 @@ class VisualRecognizer(SceneReader):
         cards, rank_m, suit_m, rank_like, suit_like = self._by_colour[colour]
         other_colour = "black" if colour == "red" else "red"
         other = self._by_colour[other_colour][2]
-        if streak is not None:
+        if streak is DEFOCUS:           # the card's size is the learned one's: blurred once
+            rank_m, suit_m = self._defocused[colour]
+            other = self._defocused[other_colour][1]
+        elif streak is not None:
             k = motion.kernel(quad, self.t.box, streak)
             rank_m, suit_m = motion.blurred(self._small[colour], self.t.cut, k)
             other = motion.blurred(self._small[other_colour], self.t.cut, k)[1]
@@ -175,23 +184,26 @@ class VisualRecognizer(SceneReader):
             return None, 0.0, False
         f = None
         if need_both and not (a and b):
+            card = None
             if short:
                 f = face(bgr, quad)
-                a = b = self._suit_by_face(f, a, b, short)
-            if not a:
+                card = self._suit_by_face(f, a, b, short)
+            if not card and max(ca, cb) >= BLURRED_MIN:
                 # a card photographed moving: both corners again against the learned indexes
                 # blurred by its own streak (streak.py), only now (the plain read is the cost
                 # of every frame)
-                a = self._read_streaked(bgr, quad, grays)
-                if not a:
-                    return None, min(ca, cb), False
+                card = self._read_streaked(bgr, quad, grays)
+            if not card:
+                return None, min(ca, cb), False
+            a = b = card
         if need_both and not self._of_deck(bgr, quad, a, grays, f):
             return None, 0.0, a
         return a or b, max(ca, cb) if (a or b) else 0.0, False
 
     def _read_streaked(self, bgr, quad, grays):
         """The card both index corners read against the learned indexes blurred by the card's
-        streak (their patches kept in `grays` for the deck check), or None."""
+        streak, then by a round blur (a card out of focus) (their patches kept in `grays` for
+        the deck check), or None."""
         for streak in (motion.estimate(bgr, quad), DEFOCUS):
             a, b = (self.read_corner(bgr, q, keep=grays, streak=streak)[0] for q in both_corners(quad))
             if a and a == b:
