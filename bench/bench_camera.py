@@ -141,8 +141,10 @@ def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS):
     others = {k: CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=VisualRecognizer(v))
               for k, v in tmpl.items() if k != deck}
     for si, table in enumerate(cm.SURFACES):
-        for ci, cond in enumerate(conditions):
-            rng = np.random.default_rng(1000 * si + ci)
+        for cond in conditions:
+            # seeded by the condition's place in CONDITIONS: a sweep of some conditions draws the
+            # same frames as the whole sweep
+            rng = np.random.default_rng(1000 * si + cm.CONDITIONS.index(cond))
             read = wrong = 0
             for k in range(trials):
                 cards = {z: CARDS[int(rng.integers(52))] for z in ZONES}
@@ -195,6 +197,10 @@ def main():
                     help="scenes per deck, surface and condition (8 cards each)")
     ap.add_argument("--speed-runs", type=int, default=5, help="runs of 60 frames for the visual speed")
     ap.add_argument("--speed-only", action="store_true", help="the visual speed alone")
+    ap.add_argument("--conditions", default=",".join(cm.CONDITIONS),
+                    help="the deck sweep's conditions (comma-separated; with --decks: the sweep alone)")
+    ap.add_argument("--decks", default=None,
+                    help="the deck sweep alone, on these decks (comma-separated), no barcode, speed or hands")
     ap.add_argument("--json", action="store_true")
     args, _ = ap.parse_known_args()
     if hasattr(os, "sched_setaffinity"):
@@ -203,6 +209,22 @@ def main():
     if args.speed_only:
         e = visual_speed(cm.reference_templates("cardsjs", seed=0), "cardsjs", args.speed_runs)
         print(json.dumps({"bench": "camera", "visual_every_zone": e}))
+        return
+    conditions = tuple(args.conditions.split(","))
+    unknown = [c for c in conditions if c not in cm.CONDITIONS]
+    if unknown:
+        ap.error(f"unknown condition {', '.join(unknown)}; known: {', '.join(cm.CONDITIONS)}")
+    if args.decks:
+        decks = args.decks.split(",")
+        tmpl = {deck: cm.reference_templates(deck, seed=i) for i, deck in enumerate(cm.DECKS)}
+        for deck in decks:
+            sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials, conditions)
+            by = {}
+            for key, x in sweep.items():
+                b = by.setdefault(key.split("/")[1], [0, 0, 0])
+                b[0], b[1], b[2] = b[0] + x["read"], b[1] + x["cards"], b[2] + x["wrong"]
+            print(json.dumps({"deck": deck, "foreign_reads": foreign, "conditions": {
+                k: {"read": r, "cards": n, "wrong": w} for k, (r, n, w) in by.items()}}), flush=True)
         return
     t = templates()
     report = {"bench": "camera", "frame": "1280x720", "zones": len(ZONES)}
@@ -215,7 +237,7 @@ def main():
     tmpl = {deck: cm.reference_templates(deck, seed=i) for i, deck in enumerate(cm.DECKS)}
     report["visual"] = {"every_zone": visual_speed(tmpl["cardsjs"], "cardsjs", args.speed_runs), "decks": {}}
     for deck in cm.DECKS:
-        sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials)
+        sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials, conditions)
         report["visual"]["decks"][deck] = {"sweep": sweep, "foreign_reads": foreign,
                                            "hands": hands(tmpl, deck, 4 * args.deck_trials)}
     if args.json:

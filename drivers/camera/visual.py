@@ -4,12 +4,14 @@ photo (or live frame) per card of the studio's own deck. A card is read from its
 each compared with all 52 learned indexes; refused when a match is weak or ambiguous, when the
 ink's colour is unclear, or when two readable corners disagree. A corner of another deck's design
 matches none of them well: such cards are refused."""
+import cv2
 import numpy as np
 
+from . import streak as motion
 from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, rounding, visible_face_score
 from .hands import both_corners
 from .index import (
-    CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, NEAR, S, SEARCH, STRICT, _best_over_shifts, _ink,
+    CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, _best_over_shifts, _ink,
     _match_gray, _product, _scores, _windows, corner, face, face_score)
 from .scene import SceneReader, VISIBLE, _shows
 from .templates import index_shift
@@ -32,16 +34,30 @@ def _likeness(m, shape):
     return np.maximum(out, out.T)
 
 
-def _clear(v1, v2, margin, like=None):
+def _clear(v1, v2, margin, like=None, way=0.5):
     """The best match beats the next by `margin`; or, for a corner that reads alone (`like`: how
-    alike the two templates are), by at least half the way from the next's template to its own
-    and NEAR: a Responsive spade and club score 0.95 against each other at 125 pixels, so a
+    alike the two templates are), by at least half the way (`way`) from the next's template to
+    its own and NEAR: a Responsive spade and club score 0.95 against each other at 125 pixels, so a
     spade read 0.994 beats the club's 0.948 by less than 0.05 though it is 0.9 of the way there
     (docs/camera.md: no wrong candidate of a located corner scored above 0.81)."""
     if v1 - v2 >= margin:
         return True
-    return like is not None and v1 - v2 >= NEAR and (v1 - v2) / max(1 - float(like), 1e-3) >= 0.5
+    return like is not None and v1 - v2 >= NEAR and (v1 - v2) / max(1 - float(like), 1e-3) >= way
 
+
+def _like(m, shape, i, j):
+    """How alike templates i and j (columns of `m`, of `shape`) are: _likeness for one pair."""
+    pad = lambda k: np.pad(m[:, k].reshape(shape), S, mode="edge")    # noqa: E731
+    return max(float(_best_over_shifts(pad(i), shape, m[:, [j]])[0]),
+               float(_best_over_shifts(pad(j), shape, m[:, [i]])[0]))
+
+
+
+WAY_STREAK = 0.7
+DEFOCUS = 1.2           # pixels: the round blur tried last (the sharpest photo's edge less a defocused one's)
+# the blurred reads only for an outline whose plain read found an index-like corner: the others
+# (another object, a table's pattern) cost nothing more
+BLURRED_MIN = 0.55
 
 
 class VisualRecognizer(SceneReader):
@@ -68,14 +84,24 @@ class VisualRecognizer(SceneReader):
         # in one reduction (a dict filled card by card was a sixth of read_corner)
         self._groups = {colour: tuple(_groups([c[j] for c in cards]) for j in (0, 1))
                         for colour, (cards, *_) in self._by_colour.items()}
+        # per colour, the learned indexes whole at the comparison's size: blurred by a moving
+        # card's streak when its plain read failed (streak.py)
+        self._small = {colour: np.stack([cv2.resize(templates.patches[c], None, fx=MATCH, fy=MATCH,
+                                                    interpolation=cv2.INTER_AREA) for c in cards])
+                       for colour, (cards, *_) in self._by_colour.items()}
+        w = templates.card_size[0]
+        k = motion.kernel(np.float32([[0, 0], [w, 0], [w, w * CH / CW], [0, w * CH / CW]]), templates.box, DEFOCUS)
+        self._defocused = {colour: motion.blurred(small, templates.cut, k) for colour, small in self._small.items()}
         self.threshold = threshold
         self.margin = margin
 
-    def read_corner(self, bgr, quad, strict=False, keep=None, short=None):
+    def read_corner(self, bgr, quad, strict=False, keep=None, short=None, streak=None):
         """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
         corner that alone will decide (a covered card): a higher score (STRICT). A corner
         refused only because its suit's margin fell short adds (card, the runner-up suit's
-        card) to the list `short` when one is given (read_quad lets the face decide)."""
+        card) to the list `short` when one is given (read_quad lets the face decide). `streak`:
+        the card's motion streak (image pixels, streak.estimate): compared with the learned
+        indexes blurred by it, by the same threshold and margins."""
         # the colour from the full-size patch (thin strokes shrunk lose their colour), the
         # comparison at half size (fast)
         patch = corner(bgr, quad, self.t.box, SEARCH)
@@ -84,6 +110,15 @@ class VisualRecognizer(SceneReader):
             return None, 0.0
         gray = _match_gray(patch)
         cards, rank_m, suit_m, rank_like, suit_like = self._by_colour[colour]
+        other_colour = "black" if colour == "red" else "red"
+        other = self._by_colour[other_colour][2]
+        if streak is DEFOCUS:           # the card's size is the learned one's: blurred once
+            rank_m, suit_m = self._defocused[colour]
+            other = self._defocused[other_colour][1]
+        elif streak is not None:
+            k = motion.kernel(quad, self.t.box, streak)
+            rank_m, suit_m = motion.blurred(self._small[colour], self.t.cut, k)
+            other = motion.blurred(self._small[other_colour], self.t.cut, k)[1]
         s = self.t.cut + S
         top, bottom = gray[:s + S], gray[s - S:]
         rsc = _scores(top, self.t.part_shapes[0], rank_m)
@@ -106,15 +141,25 @@ class VisualRecognizer(SceneReader):
         # down, a monochrome or IR mode) or a four-colour deck a diamond is "black", and among
         # spades and clubs alone it read as a spade. (Not by the margin: a spade and a heart are
         # alike at this size, and a margin over both colours refused half the good reads.)
-        other = self._by_colour["black" if colour == "red" else "red"][2]
         like_r = like_s = None
-        if strict and conf >= threshold and (r1 - r2 < margin or s1 - s2 < margin):
+        way = 0.5
+        if (strict or streak is not None) and conf >= threshold and (r1 - r2 < margin or s1 - s2 < margin):
             # how alike the two best templates are (_clear), by their cards' places
             best = lambda sc, key, j: max((float(sc[i]), i) for i, c in enumerate(cards)   # noqa: E731
                                           if c[j] == key)[1]
-            like_r = rank_like[best(rs, k1, 0), best(rs, k2, 0)]
-            like_s = suit_like[best(ss, j1, 1), best(ss, j2, 1)]
-        if conf < threshold or not (_clear(r1, r2, margin, like_r) and _clear(s1, s2, margin, like_s)):
+            if streak is None:
+                like_r = rank_like[best(rs, k1, 0), best(rs, k2, 0)]
+                like_s = suit_like[best(ss, j1, 1), best(ss, j2, 1)]
+            else:
+                # blurred by the same streak, every two indexes are more alike: the margin
+                # measured against how alike the two blurred ones are, 0.7 of the way (on
+                # 219 blurred corners of two decks, read with the estimated streak: no wrong
+                # card of the deck passed at 0.5 either; another deck's corners read as
+                # another card 7 times in 90 at 0.7, its face and fingerprint then refuse)
+                way = WAY_STREAK
+                like_r = _like(rank_m, self.t.part_shapes[0], best(rs, k1, 0), best(rs, k2, 0))
+                like_s = _like(suit_m, self.t.part_shapes[1], best(ss, j1, 1), best(ss, j2, 1))
+        if conf < threshold or not (_clear(r1, r2, margin, like_r, way) and _clear(s1, s2, margin, like_s, way)):
             if short is not None and conf >= threshold and r1 - r2 >= margin and s1 > s2 \
                     and float(_product(windows, other).max()) < s1:
                 short.append((k1 + j1, k1 + j2))
@@ -139,15 +184,31 @@ class VisualRecognizer(SceneReader):
             return None, 0.0, False
         f = None
         if need_both and not (a and b):
-            if not short:
+            card = None
+            if short:
+                f = face(bgr, quad)
+                card = self._suit_by_face(f, a, b, short)
+            if not card and max(ca, cb) >= BLURRED_MIN:
+                # a card photographed moving: both corners again against the learned indexes
+                # blurred by its own streak (streak.py), only now (the plain read is the cost
+                # of every frame)
+                card = self._read_streaked(bgr, quad, grays)
+            if not card:
                 return None, min(ca, cb), False
-            f = face(bgr, quad)
-            a = b = self._suit_by_face(f, a, b, short)
-            if not a:
-                return None, min(ca, cb), False
+            a = b = card
         if need_both and not self._of_deck(bgr, quad, a, grays, f):
             return None, 0.0, a
         return a or b, max(ca, cb) if (a or b) else 0.0, False
+
+    def _read_streaked(self, bgr, quad, grays):
+        """The card both index corners read against the learned indexes blurred by the card's
+        streak, then by a round blur (a card out of focus) (their patches kept in `grays` for
+        the deck check), or None."""
+        for streak in (motion.estimate(bgr, quad), DEFOCUS):
+            a, b = (self.read_corner(bgr, q, keep=grays, streak=streak)[0] for q in both_corners(quad))
+            if a and a == b:
+                return a
+        return None
 
     def _of_deck(self, bgr, quad, card, grays, f=None, hidden=()):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
