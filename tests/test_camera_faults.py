@@ -517,6 +517,11 @@ def _fifo(t):
     os.mkfifo(t / "index_2s.png")
 
 
+def _dir(t):
+    (t / "index_Qs.png").unlink()
+    (t / "index_Qs.png").mkdir()
+
+
 def _bomb(t):
     """A PNG header stating 100,000 x 100,000 pixels, the manifest written again to match."""
     import struct
@@ -537,6 +542,7 @@ def _bomb(t):
     (_huge, "face_Ad.png: 67108864 bytes, no template file is so large"),
     (_loop, "index_9c.png: Too many levels of symbolic links"),
     (_fifo, "index_2s.png: not a regular file"),
+    (_dir, "index_Qs.png: a directory, expected a file"),
     (_bomb, "template face_3d.png is damaged (not a 120 x 168 16-bit gray PNG)"),
 ])
 def test_a_templates_folder_harmed_by_hand_is_one_line_naming_the_file(saved, tmp_path, capsys,
@@ -544,8 +550,10 @@ def test_a_templates_folder_harmed_by_hand_is_one_line_naming_the_file(saved, tm
     t = copy_of(saved, tmp_path)
     harm(t)
     before = {p.name: (p.lstat().st_size, p.lstat().st_mtime_ns) for p in t.iterdir()}
+    fds = len(os.listdir("/proc/self/fd"))
     with pytest.raises(ValueError) as e:
         Templates.load(str(t))
+    assert len(os.listdir("/proc/self/fd")) == fds          # no file left open
     assert text in str(e.value) and "\n" not in str(e.value), str(e.value)
     one_line(["camera", "recognize", "--templates", str(t), str(tmp_path / "none.png")], capsys, text)
     errs = config_errors(table_config(tmp_path, t, SEATS))

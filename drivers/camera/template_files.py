@@ -44,13 +44,17 @@ def _read(folder, name):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:     # missing, a symlink loop, no permission
         raise ValueError(f"{path}: {e.strerror}: {AGAIN}") from None
-    with os.fdopen(fd, "rb") as f:
+    try:        # checked on the bare fd: os.fdopen raises on a directory (and leaked the fd)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{path}: not a regular file: {AGAIN}")
+            what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise ValueError(f"{path}: {what}, expected a file: {AGAIN}")
         if st.st_size > MAX_FILE:
             raise ValueError(f"{path}: {st.st_size} bytes, no template file is so large: {AGAIN}")
-        return f.read(MAX_FILE + 1)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_FILE + 1)
+    finally:
+        os.close(fd)
 
 
 def read_files(folder):
