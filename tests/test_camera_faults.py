@@ -596,12 +596,31 @@ def test_templates_unlike_the_card_measured_at_the_table_are_an_error(saved, tmp
                  str(tmp_path / "cal.toml"), "--out", str(tmp_path / "z.png")]) == 0
     assert "(1 card(s) in the zones), written to [card]" in capsys.readouterr().out
     errs = config_errors(cfg)
-    assert len(errs) == 1 and errs[0].startswith("camera.templates: the templates' card (123 x 173 "
-                                                 "pixels) is 0.5"), errs
-    assert "times the size of the card measured at the table (23" in errs[0], errs
+    assert len(errs) == 1 and errs[0].startswith("camera.templates: the card measured at the table "
+                                                 "(23"), errs
+    assert "has 3.6" in errs[0] and "times the area of the templates' card (123 x 173), the camera " \
+        "looks for 0.6 to 1.45 times" in errs[0], errs
     zones = "[zones]\n" + "".join(f"{n} = {p}\n" for n, p in big.items())
     (tmp_path / "cal.toml").write_text(zones + "[card]\nwidth = 125\nheight = 175\n")
     assert config_errors(cfg) == []            # the table's card the templates' size
     (tmp_path / "cal.toml").write_text(zones + "[card]\nwidth = -3\nheight = 175\n")
     assert config_errors(cfg) == [f"table.calibration: {tmp_path / 'cal.toml'}: card.width: -3: "
-                                  f"expected 16 to 4000 pixels"]
+                                  f"expected a whole number of pixels, 16 to 4000"]
+
+
+@pytest.mark.parametrize("card, text", [
+    ("width = 125\nheight = 175\ndepth = 3", "card.depth: unknown key (expected width and height)"),
+    ("width = 178\nheight = 127", "card: width 178, height 127: not a card upright"),
+    ("width = 127.5\nheight = 178", "card.width: 127.5: expected a whole number of pixels"),
+    ("height = 178", "card.width: missing"),
+    ("width = 2000\nheight = 3000", "card.height: a 2000 x 3000 card is larger than the 1280 x 720 frame"),
+    ("width = 300\nheight = 420", "card: a 300 x 420 card fits in no zone"),
+])
+def test_a_wrong_card_in_the_calibration_is_named_not_the_templates(saved, tmp_path, card, text):
+    """The cold trial: [card] with an unknown key, landscape, a fraction, larger than the frame:
+    accepted, or blamed on the templates."""
+    cfg = table_config(tmp_path, saved, SEATS)
+    zones = "[zones]\n" + "".join(f"{n} = {p}\n" for n, p in SEATS.items())
+    (tmp_path / "cal.toml").write_text(zones + "[camera]\nwidth = 1280\nheight = 720\n[card]\n" + card + "\n")
+    errs = config_errors(cfg)
+    assert len(errs) == 1 and errs[0].startswith(f"table.calibration: {tmp_path / 'cal.toml'}: {text}"), errs
