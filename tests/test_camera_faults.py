@@ -522,6 +522,34 @@ def _dir(t):
     (t / "index_Qs.png").mkdir()
 
 
+def _extra(t):
+    with open(t / "manifest.sha256", "a") as f:
+        f.write("0" * 64 + "  notes-from-the-technician.txt\n")
+
+
+def _deleted(t):
+    """contact.png deleted and its line taken out of the manifest."""
+    (t / "contact.png").unlink()
+    m = (t / "manifest.sha256").read_text().splitlines(keepends=True)
+    (t / "manifest.sha256").write_text("".join(x for x in m if "contact.png" not in x))
+
+
+def _other_deck_json(t):
+    """deck.json of another set (its index box 4 pixels wider), the manifest not written again."""
+    meta = json.loads((t / "deck.json").read_text())
+    meta["box"][2] += 4
+    (t / "deck.json").write_text(json.dumps(meta))
+
+
+def _renamed_8(t):
+    for k in ("index", "face"):
+        a, b = t / f"{k}_8s.png", t / f"{k}_9s.png"
+        data = a.read_bytes()
+        a.write_bytes(b.read_bytes())
+        b.write_bytes(data)
+    write_manifest(str(t))
+
+
 def _bomb(t):
     """A PNG header stating 100,000 x 100,000 pixels, the manifest written again to match."""
     import struct
@@ -543,6 +571,10 @@ def _bomb(t):
     (_loop, "index_9c.png: Too many levels of symbolic links"),
     (_fifo, "index_2s.png: not a regular file"),
     (_dir, "index_Qs.png: a directory, expected a file"),
+    (_extra, "manifest.sha256:107: 'notes-from-the-technician.txt' is not a template file"),
+    (_deleted, "missing template contact.png (deleted?)"),
+    (_other_deck_json, "deck.json: its index box (3"),
+    (_renamed_8, "index_9s.png shows an 8's rank"),
     (_bomb, "template face_3d.png is damaged (not a 120 x 168 16-bit gray PNG)"),
 ])
 def test_a_templates_folder_harmed_by_hand_is_one_line_naming_the_file(saved, tmp_path, capsys,

@@ -233,7 +233,7 @@ def mixed_up(t, margin=0.02):
             own, best = med[i, keys.index(c[j])], int(np.argmax(med[i]))
             if keys[best] != c[j] and med[i, best] - own > margin:
                 k = keys[best]
-                what = f"a {_RANK.get(k, k)}'s rank" if j == 0 else f"a {_SUIT[k][:-1]}"
+                what = f"{'an' if k in 'A8' else 'a'} {_RANK.get(k, k)}'s rank" if j == 0 else f"a {_SUIT[k][:-1]}"
                 out[c] = f"{out[c]} and {what}" if c in out else what
     return out
 
