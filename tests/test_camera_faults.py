@@ -550,6 +550,21 @@ def _renamed_8(t):
     write_manifest(str(t))
 
 
+def _suits_renamed(pair):
+    """Every card of one suit renamed to the other suit of its colour (index and face), re-signed:
+    each card still agrees with its neighbours (issue 17's cold trial: it loaded and misread)."""
+    def harm(t):
+        a, b = pair
+        for k in ("index", "face"):
+            for r in "A23456789TJQK":
+                pa, pb = t / f"{k}_{r}{a}.png", t / f"{k}_{r}{b}.png"
+                data = pa.read_bytes()
+                pa.write_bytes(pb.read_bytes())
+                pb.write_bytes(data)
+        write_manifest(str(t))
+    return harm
+
+
 def _bomb(t):
     """A PNG header stating 100,000 x 100,000 pixels, the manifest written again to match."""
     import struct
@@ -575,6 +590,9 @@ def _bomb(t):
     (_deleted, "missing template contact.png (deleted?)"),
     (_other_deck_json, "deck.json: its index box (3"),
     (_renamed_8, "index_9s.png shows an 8's rank"),
+    (_suits_renamed("sc"), "the templates labelled spades show clubs' suit glyphs and those labelled "
+                           "clubs spades'"),
+    (_suits_renamed("hd"), "the templates labelled diamonds show hearts' suit glyphs"),
     (_bomb, "template face_3d.png is damaged (not a 120 x 168 16-bit gray PNG)"),
 ])
 def test_a_templates_folder_harmed_by_hand_is_one_line_naming_the_file(saved, tmp_path, capsys,
