@@ -565,6 +565,16 @@ def _suits_renamed(pair):
     return harm
 
 
+def _courts_in_two_suits(t):
+    for u in "sh":
+        for k in ("index", "face"):
+            a, b = t / f"{k}_Q{u}.png", t / f"{k}_K{u}.png"
+            data = a.read_bytes()
+            a.write_bytes(b.read_bytes())
+            b.write_bytes(data)
+    write_manifest(str(t))
+
+
 def _bomb(t):
     """A PNG header stating 100,000 x 100,000 pixels, the manifest written again to match."""
     import struct
@@ -590,6 +600,9 @@ def _bomb(t):
     (_deleted, "missing template contact.png (deleted?)"),
     (_other_deck_json, "deck.json: its index box (3"),
     (_renamed_8, "index_9s.png shows an 8's rank"),
+    # the correct Qd, Kd, Qc, Kc not named (their letters are their labels')
+    (_courts_in_two_suits, "t: index_Qs.png shows a K's rank, index_Ks.png shows a Q's rank, "
+                           "index_Qh.png shows a K's rank, index_Kh.png shows a Q's rank (files"),
     (_suits_renamed("sc"), "the templates labelled spades show clubs' suit glyphs and those labelled "
                            "clubs spades'"),
     (_suits_renamed("hd"), "the templates labelled diamonds show hearts' suit glyphs"),

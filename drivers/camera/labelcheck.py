@@ -262,6 +262,20 @@ def mixed_up(t, margin=0.02):
     return out
 
 
+def narrow_courts(shows, patches, cut):
+    """mixed_up's "a Q's rank" / "a K's rank" kept only on the cards whose own letter is not
+    their label's: the four of the eight Q and K indexes with the deepest hole are the Qs (when
+    they stand clear of the other four). Q and K swapped in two suits only: each Q's neighbours
+    are half Ks, and the median blamed the correct Qd, Kd, Qc, Kc too."""
+    qk = sorted((c for c in CARDS if c[0] in "QK"), key=lambda c: -hole_depth(patches[c][:cut]))
+    depth = [hole_depth(patches[c][:cut]) for c in qk]
+    if depth[3] < depth[4] + 0.05:          # no clear four holes: name every card mixed_up names
+        return shows
+    kept = {c: w for c, w in shows.items()
+            if not (w in ("a Q's rank", "a K's rank") and (c[0] == "Q") == (c in qk[:4]))}
+    return kept or shows
+
+
 def consistent_mislabels(samples, templates):
     """(cards, one-line message) of reference photos labelled wrongly in a way repeated across the
     deck, or None. samples: [(image, quad, card)] as Templates.capture takes them."""

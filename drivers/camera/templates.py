@@ -16,7 +16,7 @@ from .index import (
     _match_gray, _peak, _unit, corner, face, index_patch, learn_box)
 from .labelcheck import (
     consistent_mislabels, contact_sheet, court_check, index_suit_check, ink_mislabels, mixed_up,
-    same_photo)
+    narrow_courts, same_photo)
 from .template_files import FORMAT, load_parts, write_manifest
 
 
@@ -104,7 +104,7 @@ class Templates:
             raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
                                f"the other cards' (a wrong outline?): take them again")
         # what load() checks of the learned set, said here of the photos
-        shows = mixed_up(t)
+        shows = narrow_courts(mixed_up(t), t.patches, t.split - t.box[1])
         if shows:
             raise BadReference(list(shows), "; ".join(f"the reference image of {c} shows {w}"
                                                       for c, w in shows.items())
@@ -194,7 +194,7 @@ class Templates:
         t = cls(card_size, box, split, {c: g.astype(np.float32) / 200 for c, g in patches.items()},
                 {c: _unit(f.astype(np.float32)[None])[0].reshape(f.shape) for c, f in faces.items()},
                 deck_print)
-        shows = mixed_up(t)
+        shows = narrow_courts(mixed_up(t), t.patches, t.split - t.box[1])
         if shows:
             raise ValueError(f"{folder}: {', '.join(f'index_{c}.png shows {w}' for c, w in shows.items())}"
                              f" (files renamed or swapped by hand?): capture the templates again")
