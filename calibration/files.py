@@ -150,7 +150,10 @@ def check(path):
     if "card" in data:
         from drivers.camera.driver import measured_card
         try:
-            measured_card(data["card"])
+            cam = data.get("camera") if isinstance(data.get("camera"), dict) else {}
+            frame = (cam.get("width"), cam.get("height"))
+            measured_card(data["card"], frame=frame if all(isinstance(v, int) and v > 0
+                                                            for v in frame) else None)
         except ValueError as e:
             raise ToolError(f"{path}: {e}") from None
     return data

@@ -55,14 +55,22 @@ def _calibration(cfg, errors):
         errors += [f"{where}: {e}" for e in wrong]
         # zones beyond the frame the camera is set to send: never seen
         size = None if wrong else (settings.get("width"), settings.get("height"))
+        zones_ok = True
         try:
             Zones(cal.get("zones") or {}, frame_size=size if size and all(size) else None)
         except (ValueError, TypeError) as e:
             errors.append(f"{where}: {e}")
+            zones_ok = False
         if "card" in cal:
-            from drivers.camera.driver import measured_card
+            from drivers.camera.driver import card_fit_error, measured_card
             try:
-                measured_card(cal["card"])
+                card = measured_card(cal["card"], frame=size if size and all(size) else None)
+                polygons = cal.get("zones") or {}
+                # a card no zone holds: [card] measured elsewhere, not the templates' fault
+                if polygons and zones_ok and card_fit_error(card, polygons):
+                    errors.append(f"{where}: card: a {card[0]:.0f} x {card[1]:.0f} card fits in no "
+                                  f"zone: measured in another frame? measure it again: "
+                                  f"shoe-calibrate camera zones --card")
             except ValueError as e:
                 errors.append(f"{where}: {e}")
 
@@ -98,11 +106,25 @@ def _zones_of(path):
         Zones(zones)
     except (TypeError, ValueError):
         zones = {}
+    from drivers.camera.driver import card_fit_error
+    settings = cal.get("camera") if isinstance(cal.get("camera"), dict) else {}
+    size = (settings.get("width"), settings.get("height"))
     try:
-        card = measured_card(cal["card"]) if "card" in cal else None
-    except ValueError:
+        card = measured_card(cal["card"], frame=size if all(size) else None) if "card" in cal else None
+    except (TypeError, ValueError):
         card = None
+    if card and zones and card_fit_error(card, zones):
+        card = None         # [card] itself is wrong: _calibration blames it, not the templates
     return zones, card
+
+
+def _has_card(path):
+    try:
+        with open(path, "rb") as f:
+            return "card" in tomllib.load(f)
+    except (OSError, ValueError, tomllib.TOMLDecodeError):
+        return True         # an unreadable calibration: _calibration says why, no warning
+
 
 
 def _broker(b, errors, section="broker"):
@@ -223,7 +245,7 @@ def config_warnings(cfg):
                    f"(passwords and session cookies in clear): set tls_cert and tls_key")
     cam = cfg["camera"]
     if cam["enabled"] and cam["mode"] == "visual" and cfg["table"]["calibration"] and \
-            _zones_of(cfg["table"]["calibration"])[1] is None:
+            not _has_card(cfg["table"]["calibration"]):
         out.append(f"camera.templates: {cfg['table']['calibration']} has no [card] (the card's size "
                    f"measured in the table camera's frame): templates captured at another camera "
                    f"height that still fit the zones are not caught here, and read nothing; "

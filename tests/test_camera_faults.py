@@ -517,6 +517,64 @@ def _fifo(t):
     os.mkfifo(t / "index_2s.png")
 
 
+def _dir(t):
+    (t / "index_Qs.png").unlink()
+    (t / "index_Qs.png").mkdir()
+
+
+def _extra(t):
+    with open(t / "manifest.sha256", "a") as f:
+        f.write("0" * 64 + "  notes-from-the-technician.txt\n")
+
+
+def _deleted(t):
+    """contact.png deleted and its line taken out of the manifest."""
+    (t / "contact.png").unlink()
+    m = (t / "manifest.sha256").read_text().splitlines(keepends=True)
+    (t / "manifest.sha256").write_text("".join(x for x in m if "contact.png" not in x))
+
+
+def _other_deck_json(t):
+    """deck.json of another set (its index box 4 pixels wider), the manifest not written again."""
+    meta = json.loads((t / "deck.json").read_text())
+    meta["box"][2] += 4
+    (t / "deck.json").write_text(json.dumps(meta))
+
+
+def _renamed_8(t):
+    for k in ("index", "face"):
+        a, b = t / f"{k}_8s.png", t / f"{k}_9s.png"
+        data = a.read_bytes()
+        a.write_bytes(b.read_bytes())
+        b.write_bytes(data)
+    write_manifest(str(t))
+
+
+def _suits_renamed(pair):
+    """Every card of one suit renamed to the other suit of its colour (index and face), re-signed:
+    each card still agrees with its neighbours (issue 17's cold trial: it loaded and misread)."""
+    def harm(t):
+        a, b = pair
+        for k in ("index", "face"):
+            for r in "A23456789TJQK":
+                pa, pb = t / f"{k}_{r}{a}.png", t / f"{k}_{r}{b}.png"
+                data = pa.read_bytes()
+                pa.write_bytes(pb.read_bytes())
+                pb.write_bytes(data)
+        write_manifest(str(t))
+    return harm
+
+
+def _courts_in_two_suits(t):
+    for u in "sh":
+        for k in ("index", "face"):
+            a, b = t / f"{k}_Q{u}.png", t / f"{k}_K{u}.png"
+            data = a.read_bytes()
+            a.write_bytes(b.read_bytes())
+            b.write_bytes(data)
+    write_manifest(str(t))
+
+
 def _bomb(t):
     """A PNG header stating 100,000 x 100,000 pixels, the manifest written again to match."""
     import struct
@@ -537,6 +595,17 @@ def _bomb(t):
     (_huge, "face_Ad.png: 67108864 bytes, no template file is so large"),
     (_loop, "index_9c.png: Too many levels of symbolic links"),
     (_fifo, "index_2s.png: not a regular file"),
+    (_dir, "index_Qs.png: a directory, expected a file"),
+    (_extra, "manifest.sha256:107: 'notes-from-the-technician.txt' is not a template file"),
+    (_deleted, "missing template contact.png (deleted?)"),
+    (_other_deck_json, "deck.json: its index box (3"),
+    (_renamed_8, "index_9s.png shows an 8's rank"),
+    # the correct Qd, Kd, Qc, Kc not named (their letters are their labels')
+    (_courts_in_two_suits, "t: index_Qs.png shows a K's rank, index_Ks.png shows a Q's rank, "
+                           "index_Qh.png shows a K's rank, index_Kh.png shows a Q's rank (files"),
+    (_suits_renamed("sc"), "the templates labelled spades show clubs' suit glyphs and those labelled "
+                           "clubs spades'"),
+    (_suits_renamed("hd"), "the templates labelled diamonds show hearts' suit glyphs"),
     (_bomb, "template face_3d.png is damaged (not a 120 x 168 16-bit gray PNG)"),
 ])
 def test_a_templates_folder_harmed_by_hand_is_one_line_naming_the_file(saved, tmp_path, capsys,
@@ -544,8 +613,10 @@ def test_a_templates_folder_harmed_by_hand_is_one_line_naming_the_file(saved, tm
     t = copy_of(saved, tmp_path)
     harm(t)
     before = {p.name: (p.lstat().st_size, p.lstat().st_mtime_ns) for p in t.iterdir()}
+    fds = len(os.listdir("/proc/self/fd"))
     with pytest.raises(ValueError) as e:
         Templates.load(str(t))
+    assert len(os.listdir("/proc/self/fd")) == fds          # no file left open
     assert text in str(e.value) and "\n" not in str(e.value), str(e.value)
     one_line(["camera", "recognize", "--templates", str(t), str(tmp_path / "none.png")], capsys, text)
     errs = config_errors(table_config(tmp_path, t, SEATS))
@@ -588,12 +659,31 @@ def test_templates_unlike_the_card_measured_at_the_table_are_an_error(saved, tmp
                  str(tmp_path / "cal.toml"), "--out", str(tmp_path / "z.png")]) == 0
     assert "(1 card(s) in the zones), written to [card]" in capsys.readouterr().out
     errs = config_errors(cfg)
-    assert len(errs) == 1 and errs[0].startswith("camera.templates: the templates' card (123 x 173 "
-                                                 "pixels) is 0.5"), errs
-    assert "times the size of the card measured at the table (23" in errs[0], errs
+    assert len(errs) == 1 and errs[0].startswith("camera.templates: the card measured at the table "
+                                                 "(23"), errs
+    assert "has 3.6" in errs[0] and "times the area of the templates' card (123 x 173), the camera " \
+        "looks for 0.6 to 1.45 times" in errs[0], errs
     zones = "[zones]\n" + "".join(f"{n} = {p}\n" for n, p in big.items())
     (tmp_path / "cal.toml").write_text(zones + "[card]\nwidth = 125\nheight = 175\n")
     assert config_errors(cfg) == []            # the table's card the templates' size
     (tmp_path / "cal.toml").write_text(zones + "[card]\nwidth = -3\nheight = 175\n")
     assert config_errors(cfg) == [f"table.calibration: {tmp_path / 'cal.toml'}: card.width: -3: "
-                                  f"expected 16 to 4000 pixels"]
+                                  f"expected a whole number of pixels, 16 to 4000"]
+
+
+@pytest.mark.parametrize("card, text", [
+    ("width = 125\nheight = 175\ndepth = 3", "card.depth: unknown key (expected width and height)"),
+    ("width = 178\nheight = 127", "card: width 178, height 127: not a card upright"),
+    ("width = 127.5\nheight = 178", "card.width: 127.5: expected a whole number of pixels"),
+    ("height = 178", "card.width: missing"),
+    ("width = 2000\nheight = 3000", "card.height: a 2000 x 3000 card is larger than the 1280 x 720 frame"),
+    ("width = 300\nheight = 420", "card: a 300 x 420 card fits in no zone"),
+])
+def test_a_wrong_card_in_the_calibration_is_named_not_the_templates(saved, tmp_path, card, text):
+    """The cold trial: [card] with an unknown key, landscape, a fraction, larger than the frame:
+    accepted, or blamed on the templates."""
+    cfg = table_config(tmp_path, saved, SEATS)
+    zones = "[zones]\n" + "".join(f"{n} = {p}\n" for n, p in SEATS.items())
+    (tmp_path / "cal.toml").write_text(zones + "[camera]\nwidth = 1280\nheight = 720\n[card]\n" + card + "\n")
+    errs = config_errors(cfg)
+    assert len(errs) == 1 and errs[0].startswith(f"table.calibration: {tmp_path / 'cal.toml'}: {text}"), errs

@@ -80,32 +80,51 @@ def card_fit_error(card_size, polygons):
 FIND_AREA = (0.6, 1.45)      # the finder's outlines, in times the templates' card area (find.py)
 
 
-def measured_card(card, where="card"):
+CARD_SHAPE = (0.5, 0.9)      # a card's width / height upright (tarot 0.57, bridge 0.64, poker 0.72)
+
+
+def measured_card(card, where="card", frame=None):
     """(width, height) of a calibration's [card] table (the card's size measured in the table
-    camera's frame: `shoe-calibrate camera zones --card`), or a ValueError naming the key."""
-    if not isinstance(card, dict) or set(card) != {"width", "height"}:
+    camera's frame: `shoe-calibrate camera zones --card` writes whole pixels, the card upright),
+    or a ValueError naming the key. `frame`: (width, height) the camera sends, when set: a card
+    larger than the frame was never measured in it."""
+    if not isinstance(card, dict):
         raise ValueError(f"{where}: expected width and height, a card's size in pixels in the "
                          f"camera's frame (shoe-calibrate camera zones --card measures it)")
+    unknown = sorted(set(card) - {"width", "height"})
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown key (expected width and height)")
     for k in ("width", "height"):
-        v = card[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 16 <= v <= 4000:
-            raise ValueError(f"{where}.{k}: {v!r}: expected 16 to 4000 pixels")
-    return float(card["width"]), float(card["height"])
+        v = card.get(k)
+        if v is None:
+            raise ValueError(f"{where}.{k}: missing (the card's {k} in pixels in the camera's frame)")
+        if isinstance(v, bool) or not isinstance(v, int) or not 16 <= v <= 4000:
+            raise ValueError(f"{where}.{k}: {v!r}: expected a whole number of pixels, 16 to 4000")
+    w, h = card["width"], card["height"]
+    if not CARD_SHAPE[0] <= w / h <= CARD_SHAPE[1]:
+        raise ValueError(f"{where}: width {w}, height {h}: not a card upright (its width "
+                         f"{CARD_SHAPE[0]} to {CARD_SHAPE[1]} times its height; measure it again: "
+                         f"shoe-calibrate camera zones --card)")
+    if frame and not ((w <= frame[0] and h <= frame[1]) or (w <= frame[1] and h <= frame[0])):
+        raise ValueError(f"{where}.{'height' if h > max(frame) else 'width'}: a {w} x {h} card is "
+                         f"larger than the {frame[0]} x {frame[1]} frame the camera sends "
+                         f"([camera] width, height): measure it again")
+    return float(w), float(h)
 
 
 def card_size_error(card_size, measured):
     """Why templates of `card_size` cannot read the cards measured at the table (`measured`, the
     calibration's [card]), or None: the finder looks only for outlines of FIND_AREA times the
     templates' card area. Templates from a camera further away or zoomed out (a smaller card)
-    fitted every zone and read nothing."""
+    fitted every zone and read nothing. Said as the area ratio, the rule's own terms."""
     ratio = (measured[0] * measured[1]) / (card_size[0] * card_size[1])
     if FIND_AREA[0] <= ratio <= FIND_AREA[1]:
         return None
-    return (f"the templates' card ({card_size[0]:.0f} x {card_size[1]:.0f} pixels) is "
-            f"{1 / ratio ** 0.5:.2f} times the size of the card measured at the table "
-            f"({measured[0]:.0f} x {measured[1]:.0f}, the calibration's [card]): captured at another "
-            f"camera height or zoom, they would read nothing; capture them with the table camera "
-            f"at its height")
+    return (f"the card measured at the table ({measured[0]:.0f} x {measured[1]:.0f} pixels, the "
+            f"calibration's [card]) has {ratio:.2f} times the area of the templates' card "
+            f"({card_size[0]:.0f} x {card_size[1]:.0f}), the camera looks for {FIND_AREA[0]} to "
+            f"{FIND_AREA[1]} times: captured at another camera height or zoom, they would read "
+            f"nothing; capture them with the table camera at its height")
 
 
 class CameraDriver:

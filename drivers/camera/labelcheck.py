@@ -121,16 +121,40 @@ _SHAPE = {("d", "h"): lambda p: p[3] - p[1], ("s", "c"): lambda p: p[2] + p[3]}
 _SUIT = {"s": "spades", "h": "hearts", "d": "diamonds", "c": "clubs"}
 
 
-def _suit_check(shapes):
+def _suit_check(shapes, what="photos", shown="pips"):
     for (a, b), score in _SHAPE.items():
         med = {u: _median([_median([score(p) for p in ps]) for c, ps in shapes.items()
                            if c[1] == u and ps]) for u in (a, b)}
         if med[b] > med[a]:
             wrong = _cards(a) + _cards(b)
-            return wrong, (f"the photos labelled {_SUIT[a]} show {_SUIT[b]}' pips and those labelled "
+            return wrong, (f"the {what} labelled {_SUIT[a]} show {_SUIT[b]}' {shown} and those labelled "
                            f"{_SUIT[b]} {_SUIT[a]}' ({_names(_cards(a)[:3])}, ... {_names(_cards(b)[:3])}, "
                            f"...): are the suits swapped?")
     return None
+
+
+def _glyph(part, up=4):
+    """The suit glyph of a learned index (its part below the split, paper 1) as a pip: (area,
+    fill, solidity, widest circle), its largest ink blob measured 4 times enlarged (the index's
+    few canonical pixels)."""
+    g = cv2.resize(part, None, fx=up, fy=up, interpolation=cv2.INTER_CUBIC)
+    n, lab, st, _ = cv2.connectedComponentsWithStats((g < 0.6).astype(np.uint8), connectivity=8)
+    if n < 2:
+        return []
+    i = 1 + int(np.argmax(st[1:, 4]))
+    x, y, w, h, a = st[i]
+    m = (lab[y:y + h, x:x + w] == i).astype(np.uint8)
+    cnt = cv2.findContours(m, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]
+    hull = cv2.contourArea(cv2.convexHull(max(cnt, key=cv2.contourArea)))
+    dt = cv2.distanceTransform(np.pad(m, 1), cv2.DIST_L2, 5).max()
+    return [(int(a), a / float(w * h), a / max(hull, 1.0), dt / np.sqrt(a))]
+
+
+def index_suit_check(patches, cut, what="templates"):
+    """(cards, message) when the learned indexes' suit glyphs are the other suit's of their
+    colour (spades and clubs, or hearts and diamonds, renamed across the whole deck: every
+    neighbour check passes), or None. The pips' shape rule (_SHAPE) on the index's glyph."""
+    return _suit_check({c: _glyph(p[cut:]) for c, p in patches.items()}, what, "suit glyphs")
 
 
 _LETTER = {"Q": "a Q's letter (with a hole)", "J": "a J's letter (the least ink)",
@@ -233,9 +257,23 @@ def mixed_up(t, margin=0.02):
             own, best = med[i, keys.index(c[j])], int(np.argmax(med[i]))
             if keys[best] != c[j] and med[i, best] - own > margin:
                 k = keys[best]
-                what = f"a {_RANK.get(k, k)}'s rank" if j == 0 else f"a {_SUIT[k][:-1]}"
+                what = f"{'an' if k in 'A8' else 'a'} {_RANK.get(k, k)}'s rank" if j == 0 else f"a {_SUIT[k][:-1]}"
                 out[c] = f"{out[c]} and {what}" if c in out else what
     return out
+
+
+def narrow_courts(shows, patches, cut):
+    """mixed_up's "a Q's rank" / "a K's rank" kept only on the cards whose own letter is not
+    their label's: the four of the eight Q and K indexes with the deepest hole are the Qs (when
+    they stand clear of the other four). Q and K swapped in two suits only: each Q's neighbours
+    are half Ks, and the median blamed the correct Qd, Kd, Qc, Kc too."""
+    qk = sorted((c for c in CARDS if c[0] in "QK"), key=lambda c: -hole_depth(patches[c][:cut]))
+    depth = [hole_depth(patches[c][:cut]) for c in qk]
+    if depth[3] < depth[4] + 0.05:          # no clear four holes: name every card mixed_up names
+        return shows
+    kept = {c: w for c, w in shows.items()
+            if not (w in ("a Q's rank", "a K's rank") and (c[0] == "Q") == (c in qk[:4]))}
+    return kept or shows
 
 
 def consistent_mislabels(samples, templates):

@@ -44,13 +44,17 @@ def _read(folder, name):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:     # missing, a symlink loop, no permission
         raise ValueError(f"{path}: {e.strerror}: {AGAIN}") from None
-    with os.fdopen(fd, "rb") as f:
+    try:        # checked on the bare fd: os.fdopen raises on a directory (and leaked the fd)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{path}: not a regular file: {AGAIN}")
+            what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise ValueError(f"{path}: {what}, expected a file: {AGAIN}")
         if st.st_size > MAX_FILE:
             raise ValueError(f"{path}: {st.st_size} bytes, no template file is so large: {AGAIN}")
-        return f.read(MAX_FILE + 1)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_FILE + 1)
+    finally:
+        os.close(fd)
 
 
 def read_files(folder):
@@ -79,17 +83,23 @@ def read_files(folder):
     sums = {}
     for n, line in enumerate(text.splitlines(), 1):
         m = _LINE.fullmatch(line)
-        if not m or m[2] not in NAMES or m[2] in sums:
+        if m and (m[2] not in NAMES or m[2] in sums):     # the name said: a hash fills 60 chars
+            raise ValueError(f"{mpath}:{n}: {m[2][:60]!r} "
+                             f"{'listed twice' if m[2] in sums else 'is not a template file'} "
+                             f"(edited by hand?): {AGAIN}")
+        if not m:
             raise ValueError(f"{mpath}:{n}: expected '<sha256>  <template file>', each file once, "
                              f"got {line[:60]!r} (edited by hand?): {AGAIN}")
         sums[m[2]] = m[1]
+    gone = [x for x in NAMES[1:] if x not in entries]     # a file deleted, the manifest re-signed
+    if gone:
+        raise ValueError(f"{folder}: missing template {', '.join(gone[:3])}"
+                         f"{' ...' if len(gone) > 3 else ''} (deleted?): {AGAIN}")
     missing = [x for x in NAMES if x not in sums]
     if missing:
         raise ValueError(f"{mpath}: no checksum for {', '.join(missing[:3])}"
                          f"{' ...' if len(missing) > 3 else ''} (edited by hand?): {AGAIN}")
     for name in NAMES[1:]:
-        if name not in entries:
-            raise ValueError(f"{folder}: missing template {name}: {AGAIN}")
         files[name] = _read(folder, name)
     return files, sums
 
@@ -100,6 +110,13 @@ def _verify(folder, files, sums):
         raise ValueError(f"{folder}: {', '.join(wrong[:4])}{' ...' if len(wrong) > 4 else ''} "
                          f"{'do' if len(wrong) > 1 else 'does'} not match {MANIFEST} (swapped, "
                          f"edited or cut short by hand?): {AGAIN}")
+
+
+def _png_size(data):
+    """(height, width) a PNG's header states, or None."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 26:
+        return int.from_bytes(data[20:24], "big"), int.from_bytes(data[16:20], "big")
+    return None
 
 
 def _png_header(folder, name, data, shape, depth):
@@ -139,6 +156,11 @@ def load_parts(folder):
     shape = (box[3] - box[1], box[2] - box[0])
     want = {**{f"index_{c}.png": (shape, 8) for c in CARDS},
             **{f"face_{c}.png": ((FACE_H, FACE_W), 16) for c in CARDS}}
+    sizes = {_png_size(files[f"index_{c}.png"]) for c in CARDS}
+    if len(sizes) == 1 and None not in sizes and sizes != {shape}:    # deck.json of another set
+        (h, w), = sizes
+        raise ValueError(f"{path}: its index box ({shape[1]} x {shape[0]}) is not the index files' "
+                         f"(all {w} x {h} pixels): deck.json of another templates folder? {AGAIN}")
     for name, (sh, depth) in want.items():
         _png_header(folder, name, files[name], sh, depth)
     _verify(folder, files, sums)

@@ -15,7 +15,8 @@ from .index import (
     CH, CW, FACE_H, FACE_W, INK, MATCH, REGION, S, SEARCH, TWIN, _best_over_shifts, _ink,
     _match_gray, _peak, _unit, corner, face, index_patch, learn_box)
 from .labelcheck import (
-    consistent_mislabels, contact_sheet, court_check, ink_mislabels, mixed_up, same_photo)
+    consistent_mislabels, contact_sheet, court_check, index_suit_check, ink_mislabels, mixed_up,
+    narrow_courts, same_photo)
 from .template_files import FORMAT, load_parts, write_manifest
 
 
@@ -103,12 +104,13 @@ class Templates:
             raise BadReference(bad, f"the reference images of {', '.join(bad)} show no index like "
                                f"the other cards' (a wrong outline?): take them again")
         # what load() checks of the learned set, said here of the photos
-        shows = mixed_up(t)
+        shows = narrow_courts(mixed_up(t), t.patches, t.split - t.box[1])
         if shows:
             raise BadReference(list(shows), "; ".join(f"the reference image of {c} shows {w}"
                                                       for c, w in shows.items())
                                + ": take it again with the card its label names")
-        wrong = consistent_mislabels(samples, t)    # labels wrong alike across the deck (labelcheck.py)
+        # labels wrong alike across the deck (labelcheck.py); the index's suit glyph as load() checks it
+        wrong = consistent_mislabels(samples, t) or index_suit_check(t.patches, t.split - t.box[1], "photos")
         if wrong:
             raise BadReference(*wrong)
         # the fingerprint: each photo's rounding, and its far index corner's shift from the
@@ -192,11 +194,13 @@ class Templates:
         t = cls(card_size, box, split, {c: g.astype(np.float32) / 200 for c, g in patches.items()},
                 {c: _unit(f.astype(np.float32)[None])[0].reshape(f.shape) for c, f in faces.items()},
                 deck_print)
-        shows = mixed_up(t)
+        shows = narrow_courts(mixed_up(t), t.patches, t.split - t.box[1])
         if shows:
             raise ValueError(f"{folder}: {', '.join(f'index_{c}.png shows {w}' for c, w in shows.items())}"
                              f" (files renamed or swapped by hand?): capture the templates again")
-        wrong = court_check(t.patches, t.split - t.box[1])
+        # a consistent rename (every Q a K, every spade a club) passes mixed_up: the letters' and
+        # suit glyphs' shapes (a rank shift or 7<->8 everywhere only `accuracy` finds)
+        wrong = court_check(t.patches, t.split - t.box[1]) or index_suit_check(t.patches, t.split - t.box[1])
         if wrong:
             raise ValueError(f"{folder}: {wrong[1].replace('photos', 'templates')} (files renamed "
                              f"by hand?): capture the templates again")
