@@ -261,7 +261,11 @@ def test_install_script_puts_every_part_in_place(tmp_path):
     wrapper = (tmp_path / "usr/local/bin/shoe-calibrate").read_text()
     assert wrapper == '#!/bin/sh\nexec /opt/dealer-station/venv/bin/shoe-calibrate "$@"\n'
     assert os.access(tmp_path / "usr/local/bin/shoe-calibrate", os.X_OK)
-    assert "mosquitto-clients" in open(os.path.join(ROOT, "scripts", "install")).read()
+    script = open(os.path.join(ROOT, "scripts", "install")).read()
+    assert "mosquitto-clients" in script
+    # the bridge check's timer runs from the install on: enabled --now, once systemd knows it
+    assert script.index("systemctl daemon-reload") < script.index(
+        "systemctl enable --now dealer-station-bridge-check.timer")
     q = subprocess.run([str(tmp_path / "opt/dealer-station/venv/bin/dealer-station"), "check-config",
                         str(tmp_path / "etc/dealer-station/table.toml")], capture_output=True, text=True)
     assert q.returncode == 0, q.stdout
