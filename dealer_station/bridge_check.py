@@ -10,7 +10,13 @@ table's `commands`, with the table's own credentials, and must arrive at the edg
 does not, the bridge's connection on the tier is taken over by its client id (the tier closes
 the bridge's), and Mosquitto connects again, with a new session (cleansession true) and so a
 new subscription. The probe is a `resend` from beyond any seq: the daemon answers it
-`"seq": null` and publishes nothing (docs/protocol.md)."""
+`"seq": null` and publishes nothing (docs/protocol.md).
+
+Its line and exit code: `ok` 0; `restarted` 1; `unreachable` 0 (no central node answers: an
+outage, the bridge's own retries cover it); `bridge down` 3 (the tier answers, the edge's retained
+bridge state says 0: the bridge is in its own reconnection backoff, and a takeover would be a
+false restart); an error 2, one line on stderr (a login refused by the tier or the edge, a
+certificate the CA does not verify, the edge broker not answering, a bad config)."""
 import argparse
 import json
 import ssl
