@@ -3,8 +3,11 @@ central tier, written from the table's TOML ([bridge], [broker].topic_prefix, [t
 two never disagree. `scripts/install --bridge` puts it in /etc/mosquitto/conf.d/.
 
 Mosquitto's own bridge does the work (docs/scale.md): the table's topics go out at QoS 1, its
-commands come in, a persistent session on both sides (cleansession false), messages queued while
-the uplink is down up to explicit limits, TLS verified against the studio's CA."""
+commands come in; the edge's session persistent (local_cleansession false: its queue for the
+bridge, up to explicit limits, survives an uplink outage), the central tier's new at every
+connection (cleansession true: its `commands` subscription made anew); TLS verified against the
+studio's CA. The bridge's state, retained on `<prefix>/<table>/bridge` (1 up, 0 down), is what
+`bridge-check` reads before it takes a connection over."""
 import argparse
 import os
 import re

@@ -10,7 +10,13 @@ table's `commands`, with the table's own credentials, and must arrive at the edg
 does not, the bridge's connection on the tier is taken over by its client id (the tier closes
 the bridge's), and Mosquitto connects again, with a new session (cleansession true) and so a
 new subscription. The probe is a `resend` from beyond any seq: the daemon answers it
-`"seq": null` and publishes nothing (docs/protocol.md)."""
+`"seq": null` and publishes nothing (docs/protocol.md).
+
+Its line and exit code: `ok` 0; `restarted` 1; `unreachable` 0 (no central node answers: an
+outage, the bridge's own retries cover it); `bridge down` 3 (the tier answers, the edge's retained
+bridge state says 0: the bridge is in its own reconnection backoff, and a takeover would be a
+false restart); an error 2, one line on stderr (a login refused by the tier or the edge, a
+certificate the CA does not verify, the edge broker not answering, a bad config)."""
 import argparse
 import json
 import ssl
@@ -26,8 +32,17 @@ PROBE_WAIT_S = 10.0      # a probe sent again each 2 s: the bridge delivers in m
 NEVER_SEQ = 2 ** 53 - 1  # a resend from here publishes nothing
 
 
+class CheckError(Exception):
+    """A misconfiguration or a refusal the check cannot mend: one line, exit 2."""
+
+
+REFUSED = (4, 5, 0x86, 0x87)  # CONNACK: bad user name or password, not authorised (3.1.1, v5)
+
+
 def _central(cfg, client_id, clean=True, timeout=8.0):
-    """A connection to the first central node that takes the table's credentials, or None."""
+    """A connection to the first central node that takes the table's credentials, or None when
+    none answers. A node that answers with a refusal (login, TLS) is a CheckError: retrying
+    every minute would never mend it, and it is not an outage."""
     from .bridge import CENTRAL, _password
     b, table = cfg["bridge"], cfg["table"]["id"]
     for address in b["central"]:
@@ -37,20 +52,32 @@ def _central(cfg, client_id, clean=True, timeout=8.0):
         c.username_pw_set(b["username"] or table, _password(b))
         c.tls_set(ca_certs=b["ca_file"], certfile=b["cert_file"], keyfile=b["key_file"],
                   cert_reqs=ssl.CERT_REQUIRED)
-        up = threading.Event()
-        c.on_connect = lambda cl, u, f, rc, p, up=up: rc.is_failure or up.set()
+        answer, answered = [], threading.Event()
+        c.on_connect = lambda cl, u, f, rc, p, a=answer, e=answered: (a.append(rc), e.set())
         try:
             c.connect(m["host"].strip("[]"), int(m["port"]), keepalive=30)
+        except ssl.SSLCertVerificationError as e:
+            raise CheckError(f"the central node {address}: its certificate is not verified by "
+                             f"bridge.ca_file {b['ca_file']}: {e.verify_message}") from None
+        except ssl.SSLError as e:
+            raise CheckError(f"the central node {address}: TLS failed ({e.reason}); "
+                             f"bridge.ca_file {b['ca_file']}") from None
         except OSError:
             continue
         c.loop_start()
-        if up.wait(timeout):
-            return c
+        if answered.wait(timeout):
+            if not answer[0].is_failure:
+                return c
+            _close(c)
+            if answer[0].value in REFUSED:
+                raise CheckError(f"not authorised by {address} ({answer[0]}): "
+                                 f"bridge.username / bridge.password(_file)")
+            continue
         _close(c)
     return None
 
 
-def _edge(cfg, on_message, subscribed):
+def _edge(cfg, on_message, subscribed, refused):
     broker, table = cfg["broker"], cfg["table"]["id"]
     c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2,
                     client_id=f"dealer-station-check-{table}-{uuid.uuid4().hex[:6]}")
@@ -63,11 +90,27 @@ def _edge(cfg, on_message, subscribed):
     if broker["tls"]:
         c.tls_set(ca_certs=broker["ca_file"], certfile=broker["cert_file"],
                   keyfile=broker["key_file"])
-    topic = f"{broker['topic_prefix']}/{table}/commands"
-    c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(topic, 1)
-    c.on_subscribe = lambda *a: subscribed.set()
+    base = f"{broker['topic_prefix']}/{table}"
+
+    def connected(cl, u, f, rc, p):
+        if rc.is_failure:
+            refused.append(rc)
+            subscribed.set()
+            cl.disconnect()
+        else:       # the commands (the probe) and the bridge's own state (bridge.py)
+            cl.subscribe([(f"{base}/commands", 1), (f"{base}/bridge", 1)])
+
+    def suback(cl, u, mid, codes, p):
+        refused.extend(rc for rc in codes if rc.is_failure)
+        subscribed.set()
+    c.on_connect = connected
+    c.on_subscribe = suback
     c.on_message = on_message
-    c.connect(broker["host"], broker["port"])
+    try:
+        c.connect(broker["host"], broker["port"])
+    except OSError as e:
+        raise CheckError(f"the edge broker {broker['host']}:{broker['port']}: "
+                         f"{e.strerror or e}") from None
     c.loop_start()
     return c
 
@@ -79,32 +122,55 @@ def _close(c):
 
 def check(cfg, wait_s=PROBE_WAIT_S):
     """'ok' (the probe came through), 'restarted' (it did not: the bridge's connection on the
-    tier was taken over, Mosquitto connects again) or 'unreachable' (no central node took the
-    table's connection: an outage or a cut uplink, which the bridge's own retries cover)."""
-    table = cfg["table"]["id"]
+    tier was taken over, Mosquitto connects again), 'unreachable' (no central node took the
+    table's connection: an outage or a cut uplink, which the bridge's own retries cover) or
+    'bridge down' (the tier answers but the edge says its bridge is not connected: it is in its
+    own reconnection backoff, and a takeover would only be a false restart). CheckError: a
+    misconfiguration or a refusal (edge or tier), one line."""
+    table, broker = cfg["table"]["id"], cfg["broker"]
+    edge_name = f"the edge broker {broker['host']}:{broker['port']}"
+    state_topic = f"{broker['topic_prefix']}/{table}/bridge"
     probe = {"type": "resend", "from": NEVER_SEQ, "id": f"bridge-check-{uuid.uuid4().hex[:12]}"}
-    arrived, subscribed = threading.Event(), threading.Event()
+    arrived, subscribed, stated = threading.Event(), threading.Event(), threading.Event()
+    state, refused = [], []
 
     def message(cl, u, msg):
+        if msg.topic == state_topic:     # retained, 1 up / 0 down, set by Mosquitto itself
+            state.append(msg.payload)
+            stated.set()
+            return
         try:
             if json.loads(msg.payload).get("id") == probe["id"]:
                 arrived.set()
         except (ValueError, AttributeError):
             pass
-    edge = _edge(cfg, message, subscribed)
+
+    def bridge_up():
+        if not stated.wait(2):
+            raise CheckError(f"{edge_name}: no bridge state on {state_topic} (the bridge "
+                             f"written by `dealer-station bridge-conf`, mosquitto restarted? may "
+                             f"broker.username read it in the ACL?)")
+        return state[-1] == b"1"
+    edge = _edge(cfg, message, subscribed, refused)
     central = None
     try:
         if not subscribed.wait(10):
-            raise ConnectionError(f"the edge broker {cfg['broker']['host']}:{cfg['broker']['port']} "
-                                  f"did not take the check's subscription")
+            raise CheckError(f"{edge_name} did not answer the check's subscription in 10 s")
+        if refused:
+            raise CheckError(f"{edge_name}: not authorised ({refused[0]}): broker.username / "
+                             f"broker.password and the ACL's read of {state_topic} and .../commands")
         central = _central(cfg, f"dealer-station-check-{table}")
         if central is None:
             return "unreachable"
-        topic = f"{cfg['broker']['topic_prefix']}/{table}/commands"
+        if not bridge_up():
+            return "bridge down"
+        topic = f"{broker['topic_prefix']}/{table}/commands"
         for _ in range(int(wait_s / 2)):
             central.publish(topic, json.dumps(probe), qos=1)
             if arrived.wait(2):
                 return "ok"
+        if not bridge_up():     # went down meanwhile: its own reconnection is under way
+            return "bridge down"
         # the bridge's client id (bridge.py: remote_clientid): the tier ends its connection
         # and, clean, its session; Mosquitto's bridge connects again within restart_timeout
         taker = _central(cfg, f"dealer-station-bridge-{table}")
@@ -118,12 +184,16 @@ def check(cfg, wait_s=PROBE_WAIT_S):
             _close(central)
 
 
+EXIT = {"ok": 0, "restarted": 1, "unreachable": 0, "bridge down": 3}
+
+
 def _main(args):
     try:
         cfg = read_config(args.config)
     except ConfigError as e:
-        for line in e.errors:
-            print(f"{args.config}: {line}", file=sys.stderr)
+        for line in e.errors:      # a file's own error names it already
+            print(line if line.startswith(f"{args.config}: ") else f"{args.config}: {line}",
+                  file=sys.stderr)
         return 2
     if not cfg["bridge"]["enabled"]:
         print(f"{args.config}: bridge.enabled: false: this table has no bridge to check",
@@ -131,11 +201,16 @@ def _main(args):
         return 2
     try:
         result = check(cfg)
-    except (OSError, ConnectionError) as e:
+    except CheckError as e:
         print(f"bridge-check: {e}", file=sys.stderr)
         return 2
+    except OSError as e:      # a file named by the config (CA, key, password file)
+        print(f"bridge-check: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
     print(f"bridge-check: {result}")
-    return 1 if result == "restarted" else 0
+    return EXIT[result]
 
 
 def add_parser(sub):

@@ -42,6 +42,28 @@ def test_unit_verifies_and_rates_2_0_or_better(tmp_path):
         assert want in text, want
 
 
+@pytest.mark.skipif(ANALYZE is None, reason="no systemd-analyze on this machine")
+def test_bridge_check_units_verify_hardened_and_every_minute(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "dealer-station")
+    for name in ("dealer-station-bridge-check.service", "dealer-station-bridge-check.timer"):
+        text = open(os.path.join(ROOT, "systemd", name)).read()
+        (tmp_path / name).write_text(text.replace("/opt/dealer-station/venv/bin/dealer-station", exe))
+    service = str(tmp_path / "dealer-station-bridge-check.service")
+    p = subprocess.run([ANALYZE, "verify", service, str(tmp_path / "dealer-station-bridge-check.timer")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([ANALYZE, "security", "--offline=true", "--threshold=20", service],
+                       capture_output=True, text=True)
+    level = float(p.stdout.split("Overall exposure level for dealer-station-bridge-check.service:")[1]
+                  .split()[0])
+    assert level <= 2.0, p.stdout[-2000:]
+    text = open(service).read()
+    for want in ("Wants=network-online.target", "TimeoutStartSec=", "SuccessExitStatus=1 3",
+                 "ProtectSystem=strict", "NoNewPrivileges=yes", "User=dealer-station"):
+        assert want in text, want
+    assert "AccuracySec=1s" in (tmp_path / "dealer-station-bridge-check.timer").read_text()
+
+
 @pytest.fixture
 def table():
     d = workdir()
@@ -261,7 +283,11 @@ def test_install_script_puts_every_part_in_place(tmp_path):
     wrapper = (tmp_path / "usr/local/bin/shoe-calibrate").read_text()
     assert wrapper == '#!/bin/sh\nexec /opt/dealer-station/venv/bin/shoe-calibrate "$@"\n'
     assert os.access(tmp_path / "usr/local/bin/shoe-calibrate", os.X_OK)
-    assert "mosquitto-clients" in open(os.path.join(ROOT, "scripts", "install")).read()
+    script = open(os.path.join(ROOT, "scripts", "install")).read()
+    assert "mosquitto-clients" in script
+    # the bridge check's timer runs from the install on: enabled --now, once systemd knows it
+    assert script.index("systemctl daemon-reload") < script.index(
+        "systemctl enable --now dealer-station-bridge-check.timer")
     q = subprocess.run([str(tmp_path / "opt/dealer-station/venv/bin/dealer-station"), "check-config",
                         str(tmp_path / "etc/dealer-station/table.toml")], capture_output=True, text=True)
     assert q.returncode == 0, q.stdout

@@ -130,6 +130,9 @@ def test_bridge_check_command_refuses_a_table_without_a_bridge_or_a_bad_config(t
     toml.write_text(toml.read_text() + "[bridge]\nenabled = true\nkeepalive = 5\n")
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 2 and "bridge.keepalive: unknown key" in r.stderr, r.stderr
+    cmd[-1] = str(tmp_path / "none.toml")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("none.toml") == 1, r.stderr
 
 
 needs = pytest.mark.skipif(not (shutil.which("nats-server") or os.path.exists("/usr/sbin/nats-server"))
@@ -195,8 +198,8 @@ def test_bridge_check_restarts_a_bridge_whose_commands_subscription_died_on_the_
 
     import paho.mqtt.client as mqtt
 
-    from dealer_station.bridge_check import check
-    from dealer_station.sim.broker import Broker
+    from dealer_station.bridge_check import CheckError, check
+    from dealer_station.sim.broker import Broker, free_port
     from dealer_station.sim.central import CentralCluster
     from dealer_station.sim.central_client import central_client
     from dealer_station.sim.tls import make_ca
@@ -249,6 +252,22 @@ def test_bridge_check_restarts_a_bridge_whose_commands_subscription_died_on_the_
         assert check(cfg) == "restarted"
         assert delivered("after"), "the bridge reconnected to a session whose commands are dead"
         assert check(cfg) == "ok"
+        # refusals are errors, not an outage: the tier's login, its certificate, the edge
+        with pytest.raises(CheckError, match=r"not authorised by 127\.0\.0\.1:"):
+            check({**cfg, "bridge": {**cfg["bridge"], "password": "wrong"}})
+        other = make_ca(str(tmp_path / "other"))["ca"]
+        with pytest.raises(CheckError, match=f"not verified by bridge.ca_file {other}"):
+            check({**cfg, "bridge": {**cfg["bridge"], "ca_file": other}})
+        gone = free_port()
+        with pytest.raises(CheckError, match=f"the edge broker 127.0.0.1:{gone}: Connection ref"):
+            check({**cfg, "broker": {**cfg["broker"], "port": gone}})
+        # the bridge down (its uplink cut, in its reconnection backoff): the edge's retained
+        # state says 0 (Mosquitto publishes it when the bridge's connection ends: seen 18 s
+        # after an uplink cut here, its keepalive; set here directly, to keep the test short).
+        # The tier answers the check, the probe would not come: no takeover, "bridge down"
+        state_topic = "dealer-station/v1/t7/bridge"
+        table.publish(state_topic, b"0", qos=1, retain=True).wait_for_publish(5)
+        assert check(cfg) == "bridge down"
     finally:
         table.loop_stop()
         bs.disconnect()

@@ -190,14 +190,14 @@ class Studio:
 
     def _check_bridges(self):
         """Each table's bridge-check in turn, every CHECK_EVERY_S (it starts no process)."""
-        from dealer_station.bridge_check import check
+        from dealer_station.bridge_check import CheckError, check
         while not self.checking.wait(CHECK_EVERY_S):
             for t, cfg in self.cfgs.items():
                 if self.checking.is_set():
                     return
                 try:
                     result = check(cfg)
-                except (OSError, ConnectionError) as e:
+                except (OSError, CheckError) as e:
                     result = f"not run: {e}"
                 if result != "ok" and result != "unreachable":
                     self.say(f"bridge-check {t}: {result}")
