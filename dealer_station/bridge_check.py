@@ -185,6 +185,27 @@ def check(cfg, wait_s=PROBE_WAIT_S):
 
 
 EXIT = {"ok": 0, "restarted": 1, "unreachable": 0, "bridge down": 3}
+MOSQUITTO_CONF = "/etc/mosquitto"   # the edge broker's configuration, when it runs on this Pi
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def username_as_clientid(conf_dir=MOSQUITTO_CONF):
+    """'FILE:LINE' of a `use_username_as_clientid true` in the local Mosquitto's configuration,
+    or None. With it the broker gives the check's login (broker.username, the daemon's) the
+    daemon's own client id: each run would close the daemon's connection, and the daemon's
+    reconnection the check's, whose probe then never arrives (a false restart)."""
+    import glob
+    import os
+    for f in [os.path.join(conf_dir, "mosquitto.conf")] + sorted(
+            glob.glob(os.path.join(conf_dir, "conf.d", "*.conf"))):
+        try:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                for n, line in enumerate(fh, 1):
+                    if line.split("#", 1)[0].split() == ["use_username_as_clientid", "true"]:
+                        return f"{f}:{n}"
+        except OSError:
+            continue
+    return None
 
 
 def _main(args):
@@ -200,6 +221,12 @@ def _main(args):
               file=sys.stderr)
         return 2
     try:
+        where = (username_as_clientid(args.mosquitto_conf)
+                 if cfg["broker"]["host"] in LOOPBACK else None)
+        if where:
+            raise CheckError(f"{where}: the edge Mosquitto takes the user name as the client id: "
+                             f"the check's login as broker.username would close the daemon's "
+                             f"connection at every run; the check does not run (docs/scale.md)")
         result = check(cfg)
     except CheckError as e:
         print(f"bridge-check: {e}", file=sys.stderr)
@@ -217,4 +244,7 @@ def add_parser(sub):
     p = sub.add_parser("bridge-check", help="probe the studio's commands path into this table "
                        "through the central tier; restart the bridge's connection if it is dead")
     p.add_argument("--config", required=True)
+    p.add_argument("--mosquitto-conf", default=MOSQUITTO_CONF, metavar="DIR",
+                   help="the local Mosquitto's configuration folder, looked through for "
+                   "use_username_as_clientid (default %(default)s)")
     p.set_defaults(func=_main)

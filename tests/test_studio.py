@@ -135,6 +135,35 @@ def test_bridge_check_command_refuses_a_table_without_a_bridge_or_a_bad_config(t
     assert r.returncode == 2 and r.stderr.count("none.toml") == 1, r.stderr
 
 
+def test_bridge_check_does_not_run_where_the_edge_takes_user_names_as_client_ids(tmp_path):
+    """With `use_username_as_clientid true` in the Pi's Mosquitto (docs/mosquitto/mosquitto.conf
+    sets it), the check's login as broker.username would be given the daemon's client id and close
+    the daemon's connection at every run (a cold trial found it): the check refuses, naming the
+    line, before it connects anywhere (the central tier here does not exist)."""
+    ca = tmp_path / "ca.pem"
+    from dealer_station.sim.tls import make_ca
+    shutil.copy(make_ca(str(tmp_path / "tls"))["ca"], ca)
+    (tmp_path / "pw").write_text("pw\n")
+    toml = tmp_path / "table.toml"
+    toml.write_text(f'[table]\nid = "t7"\nprofile = "punto_banco"\n[shoe]\nprotocol = "none"\n'
+                    f'[paths]\njournal = "{tmp_path}/j.sqlite"\n[metrics]\nenabled = false\n'
+                    f'[bridge]\nenabled = true\ncentral = ["c1.invalid:8883"]\nca_file = "{ca}"\n'
+                    f'password_file = "{tmp_path}/pw"\n')
+    conf = tmp_path / "mosquitto"
+    (conf / "conf.d").mkdir(parents=True)
+    (conf / "mosquitto.conf").write_text("# use_username_as_clientid true (a comment)\n")
+    (conf / "conf.d" / "dealer-station.conf").write_text(
+        "listener 1883 127.0.0.1\nuse_username_as_clientid true\n")
+    cmd = [sys.executable, "-m", "dealer_station.cli", "bridge-check", "--config", str(toml),
+           "--mosquitto-conf", str(conf)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert f"{conf}/conf.d/dealer-station.conf:2: the edge Mosquitto takes the user name" in r.stderr
+    from dealer_station.bridge_check import username_as_clientid
+    (conf / "conf.d" / "dealer-station.conf").write_text("listener 1883 127.0.0.1\n")
+    assert username_as_clientid(str(conf)) is None
+
+
 needs = pytest.mark.skipif(not (shutil.which("nats-server") or os.path.exists("/usr/sbin/nats-server"))
                            or not os.path.exists("/usr/sbin/mosquitto"),
                            reason="nats-server and mosquitto come from ./scripts/setup")
