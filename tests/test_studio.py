@@ -414,6 +414,16 @@ def test_a_studio_fault_that_cannot_run_is_refused(fault, error):
         parse_faults([fault], 5)
 
 
+def test_a_studio_fault_that_would_never_fire_is_refused():
+    """2 tables x 5 rounds result at most 10 rounds: a fault at 10 would fire after the last, and
+    the report's ok would say nothing of it (a cold trial's run reported ok with faults [])."""
+    r = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "--tables", "2", "--rounds", "5",
+                        "--studio-faults", '[{"fault": "central_down", "at": 10, "seconds": 20}]'],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "studio fault central_down: at: 10: the studio results at most 9 rounds" in r.stderr
+
+
 @pytest.mark.parametrize("args, error", [
     (["--tables", "2", "--broker", "mqtt://127.0.0.1:1883"], "--broker is not used with --tables"),
     (["--tables", "2", "--faults", "docs/scenarios/every-fault.json"], "--faults is not used with --tables"),

@@ -75,6 +75,11 @@ class Studio:
             raise ValueError(f"tables: 1-200, got {tables}")
         self.n, self.rounds, self.seed, self.speed, self.camera = tables, rounds, seed, speed, camera
         self.faults = parse_faults(list(faults), tables)
+        for f in self.faults:      # a fault that would never fire: the report's ok would not say
+            if rounds and "at_s" not in f and f["at"] >= tables * rounds:   # 0: played for a time
+                raise ValueError(f"studio fault {f['fault']}: at: {f['at']}: the studio results at most "
+                                 f"{tables * rounds - 1} rounds before its last ({tables} tables x "
+                                 f"{rounds} rounds), so this fault would never fire")
         self.profiles = list(profiles)
         self.out = out
         self.debug_dir = debug_dir
