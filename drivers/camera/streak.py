@@ -8,7 +8,9 @@ The streak: the cepstrum (the inverse transform of the log spectrum) of the card
 every 1/L along its direction; their log is a deep periodic trough, a negative peak at distance L
 along the streak in the cepstrum. The card's own content (its sides, pips and glyphs) lies near
 the origin. Known weakness: a streak along the card's sides competes with the sides' own lines;
-a wrong streak only lowers the scores (the blurred read is refused like any other)."""
+a wrong streak mostly lowers the scores; what a blurred read passes (by the looser likeness
+margin, visual.WAY_STREAK) must still agree with any corner read sharp and pass the face check and
+the deck's fingerprint."""
 import math
 
 import cv2

@@ -101,7 +101,8 @@ class VisualRecognizer(SceneReader):
         refused only because its suit's margin fell short adds (card, the runner-up suit's
         card) to the list `short` when one is given (read_quad lets the face decide). `streak`:
         the card's motion streak (image pixels, streak.estimate): compared with the learned
-        indexes blurred by it, by the same threshold and margins."""
+        indexes blurred by it, by the same threshold; the margin is the likeness rule at
+        WAY_STREAK (blurred templates are alike), also for a corner that is not strict."""
         # the colour from the full-size patch (thin strokes shrunk lose their colour), the
         # comparison at half size (fast)
         patch = corner(bgr, quad, self.t.box, SEARCH)
@@ -193,7 +194,7 @@ class VisualRecognizer(SceneReader):
                 # blurred by its own streak (streak.py), only now (the plain read is the cost
                 # of every frame)
                 card = self._read_streaked(bgr, quad, grays)
-            if not card:
+            if not card or (a or b) and card != (a or b):   # never overrule a corner read sharp
                 return None, min(ca, cb), False
             a = b = card
         if need_both and not self._of_deck(bgr, quad, a, grays, f):
