@@ -26,6 +26,10 @@ def _readable(where, path, errors):
     return False
 
 
+# what shoe-calibrate writes (calibration/files.py save; docs/calibration.md, 7)
+CALIBRATION_SECTIONS = {"calibration", "camera", "card", "codebook", "zones"}
+
+
 def _calibration(cfg, errors):
     path = cfg["table"]["calibration"]
     if not path or not _readable("table.calibration", path, errors):
@@ -40,6 +44,10 @@ def _calibration(cfg, errors):
     except (OSError, UnicodeDecodeError) as e:
         errors.append(f"{where}: {getattr(e, 'strerror', None) or e}")
         return
+    unknown = sorted(set(cal) - CALIBRATION_SECTIONS)
+    if unknown:         # a typo ([cards]) would otherwise only show as "no [card]"
+        errors.append(f"{where}: [{unknown[0]}]: unknown section (known: "
+                      f"{', '.join(sorted(CALIBRATION_SECTIONS))})")
     from drivers.codebook import codebook_from_mapping
     cam = cfg["camera"]
     if cfg["shoe"]["protocol"] == "line" or (cam["enabled"] and cam["mode"] == "barcode"):

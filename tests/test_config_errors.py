@@ -141,6 +141,9 @@ def test_a_calibration_with_a_payload_given_twice_is_named(tmp_path):
     cal.write_text('[codebook]\n"D1-AS" = "Xx"\n')
     _, err = check_and_run(p, "table.calibration: ")
     assert "not a card" in err
+    cal.write_text('[codebook]\n"D1-AS" = "As"\n[cards]\nwidth = 127\nheight = 178\n')
+    _, err = check_and_run(p, "table.calibration: ")
+    assert "[cards]: unknown section (known: calibration, camera, card, codebook, zones)" in err
 
 
 @contextlib.contextmanager
