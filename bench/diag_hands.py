@@ -37,7 +37,9 @@ from drivers.camera.tracker import ZoneTracker  # noqa: E402
 import bench_hands  # noqa: E402  (its scenes, for --bench)
 
 
-def corner_detail(rec, bgr, quad):
+def corner_detail(rec, bgr, quad, need=V.STRICT):
+    """(cause, card, conf, margin) of the index at quad's tl corner, as read_corner decides
+    (its likeness rule left out), a score of `need` asked (STRICT: a covered card alone)."""
     patch = V.corner(bgr, quad, rec.t.box, V.SEARCH)
     colour = V._ink(patch[V.SEARCH:-V.SEARCH, V.SEARCH:-V.SEARCH])[2]
     if colour is None:
@@ -54,7 +56,7 @@ def corner_detail(rec, bgr, quad):
     (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
     (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
     conf, marg = min(r1, s1), min(r1 - r2, s1 - s2)
-    if conf < V.STRICT:
+    if conf < need:
         return "score", k1 + j1, conf, marg
     if marg < rec.margin:
         return "margin", k1 + j1, conf, marg

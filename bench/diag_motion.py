@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.bench_camera import ZONES, noisy  # noqa: E402
+from bench.diag_hands import corner_detail  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera import index as V  # noqa: E402
@@ -52,35 +53,9 @@ def templates(deck):
     return t
 
 
-def corner_detail(rec, bgr, quad):
-    """(cause, card, conf, margin) of the index at quad's tl corner, as read_corner decides
-    (its likeness rule left out)."""
-    patch = V.corner(bgr, quad, rec.t.box, V.SEARCH)
-    colour = V._ink(patch[V.SEARCH:-V.SEARCH, V.SEARCH:-V.SEARCH])[2]
-    if colour is None:
-        return "colour", None, 0.0, 0.0
-    gray = V._match_gray(patch)
-    cards, rank_m, suit_m = rec._by_colour[colour][:3]
-    s = rec.t.cut + V.S
-    rs = V._best_over_shifts(gray[:s + V.S], rec.t.part_shapes[0], rank_m)
-    ss = V._best_over_shifts(gray[s - V.S:], rec.t.part_shapes[1], suit_m)
-    rank, suit = {}, {}
-    for c, r, u in zip(cards, rs.tolist(), ss.tolist()):
-        rank[c[0]] = max(rank.get(c[0], -1), r)
-        suit[c[1]] = max(suit.get(c[1], -1), u)
-    (r1, k1), (r2, _) = sorted(((v, k) for k, v in rank.items()), reverse=True)[:2]
-    (s1, j1), (s2, _) = sorted(((v, k) for k, v in suit.items()), reverse=True)[:2]
-    conf, marg = min(r1, s1), min(r1 - r2, s1 - s2)
-    if conf < rec.threshold:
-        return "score", k1 + j1, conf, marg
-    if marg < rec.margin:
-        return "margin", k1 + j1, conf, marg
-    return "ok", k1 + j1, conf, marg
-
-
 def whole(rec, bgr, quad, card):
     """The cause a whole card at `quad` is refused, or 'reads'."""
-    got = [corner_detail(rec, bgr, q) for q in both_corners(quad)]
+    got = [corner_detail(rec, bgr, q, need=rec.threshold) for q in both_corners(quad)]
     for k in ("colour", "score", "margin"):
         if any(g[0] == k for g in got):
             return k

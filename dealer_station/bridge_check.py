@@ -17,7 +17,6 @@ outage, the bridge's own retries cover it); `bridge down` 3 (the tier answers, t
 bridge state says 0: the bridge is in its own reconnection backoff, and a takeover would be a
 false restart); an error 2, one line on stderr (a login refused by the tier or the edge, a
 certificate the CA does not verify, the edge broker not answering, a bad config)."""
-import argparse
 import json
 import ssl
 import sys
@@ -27,6 +26,7 @@ import uuid
 import paho.mqtt.client as mqtt
 
 from .config import ConfigError, read_config
+from .mqtt_link import login
 
 PROBE_WAIT_S = 10.0      # a probe sent again each 2 s: the bridge delivers in milliseconds
 NEVER_SEQ = 2 ** 53 - 1  # a resend from here publishes nothing
@@ -81,15 +81,7 @@ def _edge(cfg, on_message, subscribed, refused):
     broker, table = cfg["broker"], cfg["table"]["id"]
     c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2,
                     client_id=f"dealer-station-check-{table}-{uuid.uuid4().hex[:6]}")
-    if broker["username"]:
-        password = broker["password"]
-        if broker["password_file"]:
-            with open(broker["password_file"]) as f:
-                password = f.read().strip()
-        c.username_pw_set(broker["username"], password)
-    if broker["tls"]:
-        c.tls_set(ca_certs=broker["ca_file"], certfile=broker["cert_file"],
-                  keyfile=broker["key_file"])
+    login(c, broker)
     base = f"{broker['topic_prefix']}/{table}"
 
     def connected(cl, u, f, rc, p):

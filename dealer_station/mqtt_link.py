@@ -102,6 +102,20 @@ def describe_failure(exc, cfg):
     return f"cannot connect to {where}"
 
 
+def login(c, broker):
+    """A paho client given [broker]'s user, password (or password file) and TLS: the daemon's
+    link and bridge-check's edge connection log in alike."""
+    if broker["username"]:
+        password = broker["password"]
+        if broker["password_file"]:
+            with open(broker["password_file"]) as f:
+                password = f.read().strip()
+        c.username_pw_set(broker["username"], password)
+    if broker["tls"]:
+        c.tls_set(ca_certs=broker["ca_file"], certfile=broker["cert_file"],
+                  keyfile=broker["key_file"], tls_version=ssl.PROTOCOL_TLS_CLIENT)
+
+
 class MqttLink:
     def __init__(self, broker, table_id, enqueue, will_payload):
         self.cfg = broker
@@ -112,15 +126,7 @@ class MqttLink:
         c.max_inflight_messages_set(broker["inflight"])
         c.max_queued_messages_set(0)
         c.reconnect_delay_set(broker["reconnect_min_s"], broker["reconnect_max_s"])
-        if broker["username"]:
-            password = broker["password"]
-            if broker["password_file"]:
-                with open(broker["password_file"]) as f:
-                    password = f.read().strip()
-            c.username_pw_set(broker["username"], password)
-        if broker["tls"]:
-            c.tls_set(ca_certs=broker["ca_file"], certfile=broker["cert_file"],
-                      keyfile=broker["key_file"], tls_version=ssl.PROTOCOL_TLS_CLIENT)
+        login(c, broker)
         will = Properties(PacketTypes.WILLMESSAGE)
         will.ContentType = "application/json"
         c.will_set(self.topics.status, json.dumps(will_payload), qos=1, retain=True,
