@@ -246,10 +246,11 @@ class Studio:
                 done[h.table] = e
                 if self.evidence:
                     self.evidence.snapshot(f"stalled-{h.table}")
-        threads = [threading.Thread(target=run, args=(h,), name=f"play-{h.table}") for h in self.tables]
-        self.threads = threads
-        for th in threads:
+        self.threads = []         # only started ones: a SIGTERM (KeyboardInterrupt) may land here,
+        for h in self.tables:     # and close() cannot join a thread never started
+            th = threading.Thread(target=run, args=(h,), name=f"play-{h.table}")
             th.start()
+            self.threads.append(th)
         pending = list(self.faults)
         self.later = []           # (when, step): the second half of a fault, in this thread
         self.waiting = []         # threads waiting for the central tier to take sessions again
@@ -264,7 +265,7 @@ class Studio:
                 self.later.remove(item)
                 item[1]()
             time.sleep(0.05)
-        for th in threads:
+        for th in self.threads:
             th.join()
         self.say("every table done")
         for _, step in sorted(self.later, key=lambda x: x[0]):
