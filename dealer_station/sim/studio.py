@@ -204,6 +204,10 @@ class Studio:
                     result = check(cfg)
                 except (OSError, CheckError) as e:
                     result = f"not run: {e}"
+                except Exception as e:      # noqa: BLE001  (paho's own errors: a traceback on the
+                    if self.checking.is_set():  # studio's stderr helps no one; close() tears down
+                        return              # the brokers under a check without joining it)
+                    result = f"not run: {type(e).__name__}: {e}"
                 if result != "ok" and result != "unreachable":
                     self.say(f"bridge-check {t}: {result}")
                 if result == "restarted":
