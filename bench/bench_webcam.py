@@ -84,22 +84,29 @@ def main():
         tdir = os.path.join(root, deck, "templates")
         t0 = time.perf_counter()
         ref = os.path.join(root, deck, "reference")
+        refusals = []
         for retake in range(6):
             try:
                 ct.templates_from_labels(os.path.join(ref, "labels.csv"), tdir)
                 break
             except ct.ToolError as e:     # a photo refused: the technician takes that card again
+                refusals.append(str(e))
                 # a photo named by its file, or cards named by the templates' check
                 named = set(re.findall(r"\b\d{4}_([2-9TJQKA][shdc])\.jpg", str(e))) or \
                     set(re.findall(r"\b([2-9TJQKA][shdc])\b", str(e)))
-                if not named:
-                    raise
+                if not named or retake == 5:      # a deck the capture refuses is a result too
+                    print(f"   {deck}: templates refused after {retake + 1} capture(s): {e}")
+                    report[deck] = {"templates_refused": refusals}
+                    break
                 print(f"   {deck}: {e}; photographing {', '.join(sorted(named))} again")
                 rng = np.random.default_rng(7919 * (retake + 1) + di_of[deck] + a.seed)
                 for name in os.listdir(ref):
                     if name.endswith(".jpg") and name[5:7] in named:
                         img, _ = cm.webcam_photo(deck, name[5:7], "light_grey", rng, "rotation")
                         cv2.imwrite(os.path.join(ref, name), img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+        if deck in report:
+            continue
+        report[deck] = {"retakes": len(refusals)}
         r = ct.accuracy(labelled(held[deck]), tdir)
         foreign = {}
         for other in decks:
@@ -108,7 +115,7 @@ def main():
                 fr = ct.accuracy(fl[:a.foreign or None], tdir)
                 foreign[other] = {"photos": fr["photos"], "read": fr["correct"] + fr["wrong"],
                                   "wrong": fr["wrong"]}
-        report[deck] = {"accuracy": r, "foreign": foreign, "seconds": round(time.perf_counter() - t0, 1)}
+        report[deck].update({"accuracy": r, "foreign": foreign, "seconds": round(time.perf_counter() - t0, 1)})
         if not a.json:
             print(f"== {deck}: templates from 52 photos on a light-grey table; {r['photos']} other photos")
             by = {}

@@ -7,7 +7,9 @@ layout pass the reader and the face check. Two measures, both cheap on a card al
 - where the index sits (`visual.index_shift`): the rank and the suit of the read card
   lie where the learned ones lay, within the outline's error. A like font placed or sized a few
   pixels differently (Kennard's against the Vectorized Playing Cards': 3-6 pixels) is another
-  deck.
+  deck;
+- the card's proportions (`proportioned`): a bridge-size card (57 x 89 mm) is another deck than a
+  poker-size one (63 x 88 mm), whatever its ace looks like.
 
 Tolerances come from the spread over the reference photos, with floors measured on held-out
 photos (docs/camera.md)."""
@@ -25,6 +27,12 @@ ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread
 # font of another design (Kennard's against the Vectorized Playing Cards') 4.5 and more
 SHIFT_TOL = (3.0, 4.0)
 SMALL = 200                  # pixels: a card narrower than this is at the table camera's scale
+# the card's height over its width against the learned card's: the same deck's outlines lay within
+# 0.046 of it at 125 and at 300 pixels (four designs, every condition; an outline found off the
+# card further); the held-out bridge-size Tigullio deck's ratio is 8.5% above the poker decks'
+# (their cards under its templates: 0.059-0.107 off; its Ad passed Kennard's face and index
+# checks, and Kennard's Ad its), docs/camera.md
+ASPECT_TOL = 0.05
 _TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corner k to tl
 # A covered card in a hand (docs/camera.md): the face along its top and left sides (a card dealt
 # over it leaves them visible: hands dealt 0.3 of a width and 0.22 of a height apart, a few
@@ -215,3 +223,14 @@ class DeckPrint:
         if np.isnan(rounding_value) or abs(rounding_value - self.rounding) > self.rounding_tol:
             return False
         return min(shifts) <= self.shift_tol
+
+
+def proportioned(quad, card_size):
+    """Whether the card outlined by `quad` has the learned card's proportions: of each pair of
+    opposite sides the longer (a tilted card's far side is the shorter), the long pair's over the
+    short pair's within ASPECT_TOL of the learned card's (either way round: not every caller's
+    quad starts on the short side)."""
+    q = np.float32(quad)
+    s = np.linalg.norm(q[[1, 2, 3, 0]] - q, axis=1)
+    a, b = max(s[0], s[2]), max(s[1], s[3])
+    return abs(max(a, b) / max(min(a, b), 1e-6) / (max(card_size) / min(card_size)) - 1) <= ASPECT_TOL

@@ -8,10 +8,10 @@ import cv2
 import numpy as np
 
 from . import streak as motion
-from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, rounding, visible_face_score
+from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, rounding, visible_face_score
 from .hands import both_corners
 from .index import (
-    CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, _best_over_shifts, _ink,
+    CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, TWIN, _best_over_shifts, _ink,
     _match_gray, _product, _scores, _windows, corner, face, face_score)
 from .scene import SceneReader, VISIBLE, _shows
 from .templates import index_shift
@@ -189,14 +189,21 @@ class VisualRecognizer(SceneReader):
             if short:
                 f = face(bgr, quad)
                 card = self._suit_by_face(f, a, b, short)
+            blurred = False
             if not card and max(ca, cb) >= BLURRED_MIN:
                 # a card photographed moving: both corners again against the learned indexes
                 # blurred by its own streak (streak.py), only now (the plain read is the cost
                 # of every frame)
-                card = self._read_streaked(bgr, quad, grays)
+                card = blurred = self._read_streaked(bgr, quad, grays)
             if not card or (a or b) and card != (a or b):   # never overrule a corner read sharp
                 return None, min(ca, cb), False
             a = b = card
+            # a suit read from a blurred or half-read index: the face must tell it from the
+            # other suit of its colour (a blurred club's and spade's index are alike: the
+            # held-out Tigullio deck's Ac read As, its 3c 3s, docs/camera.md)
+            f = face(bgr, quad) if f is None else f
+            if not self._face_over_twin(f, a, FACE_SUIT if blurred else 0.0):
+                return None, 0.0, False
         if need_both and not self._of_deck(bgr, quad, a, grays, f):
             return None, 0.0, a
         return a or b, max(ca, cb) if (a or b) else 0.0, False
@@ -215,6 +222,8 @@ class VisualRecognizer(SceneReader):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
         the caller has it), then its fingerprint. `hidden`: the outlines of cards lying over part
         of it; its face is then compared where it shows (at least VISIBLE of it)."""
+        if not proportioned(quad, self.t.card_size):
+            return False        # a card of another size: a bridge deck's under a poker deck's templates
         face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
         f = face(bgr, quad) if f is None else f
         if hidden:
@@ -227,6 +236,12 @@ class VisualRecognizer(SceneReader):
         return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
                                     [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                      for q in both_corners(quad)])
+
+    def _face_over_twin(self, f, card, margin):
+        """Whether the card's face `f` is more like `card`'s than like the same rank's in the
+        other suit of its colour, by more than `margin`."""
+        twin = card[0] + TWIN[card[1]]
+        return face_score(f, self.t.faces[card]) - face_score(f, self.t.faces[twin]) > margin
 
     def _corner_of_deck(self, bgr, quad, card):
         """The deck check of a covered card, on what shows of it: the strips along its top and
