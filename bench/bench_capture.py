@@ -113,12 +113,13 @@ def one_set(deck, table, seed, out, rounds=4):
     conds = {c: REF_CONDS[int(rng.integers(len(REF_CONDS)))] for c in CARDS}
     names = {c: f"{c}_{conds[c]}.jpg" for c in CARDS}
     shots = {c: take(deck, c, table, rng, conds[c]) for c in CARDS}
-    res = {"first": None, "refused": None, "outline_retakes": [],
+    res = {"first": None, "refused": None, "outline_retakes": [], "warnings": [],
            "finder_missed": sum(s[3] for s in shots.values())}
     t0 = time.process_time()
     for _ in range(rounds):
         try:
-            ct._save_templates([(img, q, c) for c, (img, q, _, _) in shots.items()], out, names)
+            t = ct._save_templates([(img, q, c) for c, (img, q, _, _) in shots.items()], out, names)
+            res["warnings"] = t.warning_lines       # captured, with a word on some photos
             break
         except ct.ToolError as e:
             msg = str(e)
@@ -142,6 +143,7 @@ def one_set(deck, table, seed, out, rounds=4):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sets", type=int, default=5)
+    ap.add_argument("--first", type=int, default=0, help="the first set's number (a run taken up again)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--decks", default=",".join(cm.DECKS))
     ap.add_argument("--surfaces", default=",".join(cm.SURFACES))
@@ -150,7 +152,7 @@ def main():
     decks, tables = a.decks.split(","), a.surfaces.split(",")
     tmp = tempfile.mkdtemp(prefix="capture-")
     rows = []
-    for k in range(a.sets):
+    for k in range(a.first, a.first + a.sets):
         deck, table = decks[k % len(decks)], tables[(k // len(decks) + k) % len(tables)]
         seed = 1_000_003 * a.seed + k
         r = one_set(deck, table, seed, os.path.join(tmp, "t"))
@@ -163,7 +165,8 @@ def main():
             print(f"{deck:10} {table:11} seed {seed}: {said}"
                   + (f"; taken again for a wrong outline: {', '.join(r['outline_retakes'])}"
                      if r["outline_retakes"] else "")
-                  + (f"; {r['finder_missed']} photos with no card found" if r["finder_missed"] else ""),
+                  + (f"; {r['finder_missed']} photos with no card found" if r["finder_missed"] else "")
+                  + "".join(f"; warning: {w}" for w in r["warnings"]),
                   flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
     refused = [r for r in rows if r["refused"]]
@@ -172,6 +175,7 @@ def main():
                "by_cause": dict(collections.Counter(r["cause"] for r in refused)),
                "by_deck": {d: sum(1 for r in refused if r["deck"] == d) for d in decks},
                "outline_retakes": sum(len(r["outline_retakes"]) for r in rows),
+               "sets_with_warnings": sum(1 for r in rows if r["warnings"]),
                "finder_missed_photos": sum(r["finder_missed"] for r in rows)}
     if a.json:
         print(json.dumps({"summary": summary, "sets": rows}))

@@ -107,3 +107,4 @@ def test_a_few_photos_of_no_clear_ink_colour_are_no_mislabel():
     box, split = learn_box([corner(img, one(img), (0, 0) + REGION, 0) for img in clean])
     img, _ = cm.webcam_photo("kennard", "5c", "blue_felt", np.random.default_rng(6), "white_balance")
     assert index_patch(img, one(img), box, split) is not None
+

@@ -14,9 +14,10 @@ from .hands import both_corners
 from .index import (
     CH, CW, FACE_H, FACE_W, INK, MATCH, REGION, S, SEARCH, TWIN, _best_over_shifts, _ink,
     _match_gray, _peak, _unit, corner, face, index_patch, learn_box)
+from .contact import contact_sheet
 from .labelcheck import (
-    consistent_mislabels, contact_sheet, court_check, index_suit_check, ink_mislabels, mixed_up,
-    narrow_courts, same_photo)
+    consistent_mislabels, court_check, index_suit_check, ink_mislabels, mixed_up, narrow_courts,
+    same_photo)
 from .template_files import FORMAT, load_parts, write_manifest
 
 
