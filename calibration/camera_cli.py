@@ -119,6 +119,8 @@ def cmd_camera(a):
                 t = ct.templates_from_labels(a.labels, a.out)
         else:
             raise ToolError("give --labels FILE.csv (still photos) or --source (live frames)")
+        for line in getattr(t, "warning_lines", []):
+            print(f"warning: {line}", file=sys.stderr)
         w, h = t.card_size
         print(f"{a.out}: templates for {len(t.patches)} cards; card {w:.0f} x {h:.0f} px, index at "
               f"{t.box} of a {ct.CANON[0]} x {ct.CANON[1]} card")

@@ -160,6 +160,9 @@ def _save_templates(samples, out_dir, names=None):
         raise ToolError(f"{', '.join(names[c] for c in e.cards)}: {e}") from None
     except ValueError as e:
         raise ToolError(str(e)) from None
+    # captured, with a word on the photos that may read less well (the tool prints it)
+    t.warning_lines = [f"{', '.join(names[c] if names else c for c in cards)}: {why}"
+                       for cards, why in t.warnings]
     return write_templates(t, out_dir)
 
 

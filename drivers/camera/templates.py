@@ -14,9 +14,10 @@ from .hands import both_corners
 from .index import (
     CH, CW, FACE_H, FACE_W, INK, MATCH, REGION, S, SEARCH, TWIN, _best_over_shifts, _ink,
     _match_gray, _peak, _unit, corner, face, index_patch, learn_box)
+from .contact import contact_sheet
 from .labelcheck import (
-    consistent_mislabels, contact_sheet, court_check, index_suit_check, ink_mislabels, mixed_up,
-    narrow_courts, same_photo)
+    consistent_mislabels, court_check, index_suit_check, ink_mislabels, mixed_up, narrow_courts,
+    same_photo)
 from .template_files import FORMAT, load_parts, write_manifest
 
 
@@ -39,6 +40,7 @@ class Templates:
         self.faces = faces
         self.colour = None             # {card: its index in colour}: for contact.png, at capture
         self.print = deck_print        # DeckPrint; None only while capture() learns it
+        self.warnings = []             # [(cards, why)]: photos captured that may read less well
         self.cut = round((split - self.box[1]) * MATCH)
         # split into rank and suit, compared separately: a 6 of spades never passes for a 6 of
         # clubs on the strength of the rank alone
@@ -75,10 +77,11 @@ class Templates:
         wrong = ink_mislabels({card: ink[2] for card, ink in inks.items()})
         if wrong:
             raise BadReference(*wrong)
+        unclear = [c for c in CARDS if inks[c][2] is None]
         for img, q, card in samples:
             if card in patches:
                 continue
-            patch = index_patch(img, q, box)
+            patch = index_patch(img, q, box, split)
             if patch is None:
                 failed.append(card)
             else:
@@ -91,6 +94,10 @@ class Templates:
             faces.setdefault(card, face(img, q))
         t = cls(card_size_of([q for _, q, _ in samples]), box, split, patches, faces)
         t.colour = {c: corner(img, q, box, 0) for img, q, c in samples}
+        if unclear:
+            t.warnings.append((unclear, "its index shows no clear ink colour (a colour cast, or the "
+                                        "light clipped): captured; take it again under white light "
+                                        "if `accuracy` refuses that card"))
         bad = t.inconsistent()
         # each corner read against the rest of the deck: a photo of another card than its label,
         # or a card whose corners show two cards (A at one, K at the other), passed every test
