@@ -2,6 +2,7 @@
 same seeds) of one surface, and for each card not reported within five frames its cause in the
 first frame:
 
+- cut: the card reaches beyond the frame (refused by design: part of a card)
 - not_found: no outline centred on the card (nor a blob holding it)
 - outline_off: an outline, but an index corner of it lies > 3 px from the card's
 - colour: an index corner's ink colour undecided
@@ -74,6 +75,9 @@ def steps(rec, img, q, card):
 
 
 def classify(rec, img, tq, card, width):
+    h, w = img.shape[:2]
+    if tq.min() < -2 or tq[:, 0].max() > w + 1 or tq[:, 1].max() > h + 1:
+        return "cut", "", ""            # beyond the frame: no card, by design (find_cards)
     quads, blobs = find_cards(img, rec.t.card_size, with_blobs=True)
     c = tq.mean(axis=0)
     near = [q for q in quads if np.linalg.norm(q.mean(axis=0) - c) < 0.2 * width]
@@ -137,10 +141,9 @@ def main():
     total = collections.Counter()
     for deck in a.decks.split(","):
         res = run(deck, cm.DECKS.index(deck), a.surface, a.conditions.split(","), a.trials, a.v)
-        for c in res.values():
-            total.update(c)
-        print(f"{deck} total: " + ", ".join(f"{k} {v}" for k, v in sorted(sum(res.values(), collections.Counter()).items())),
-              flush=True)
+        mine = sum(res.values(), collections.Counter())
+        total.update(mine)
+        print(f"{deck} total: " + ", ".join(f"{k} {v}" for k, v in sorted(mine.items())), flush=True)
     print("all: " + ", ".join(f"{k} {v}" for k, v in sorted(total.items())))
 
 
