@@ -132,7 +132,7 @@ def visual_speed(t, deck, reps=5):
             "runs": reps, "load_average": [round(x, 1) for x in os.getloadavg()]}
 
 
-def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS):
+def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS, surfaces=cm.SURFACES):
     """Per surface and condition: eight cards (one per zone), five frames each with fresh
     sensor noise; read = reported by the tracker (three agreeing frames) within five. Every
     other deck's templates read the same frames: any card they read is a failure."""
@@ -141,9 +141,11 @@ def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS):
     others = {k: CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=VisualRecognizer(v))
               for k, v in tmpl.items() if k != deck}
     for si, table in enumerate(cm.SURFACES):
+        if table not in surfaces:
+            continue
         for cond in conditions:
-            # seeded by the condition's place in CONDITIONS: a sweep of some conditions draws the
-            # same frames as the whole sweep
+            # seeded by the surface's and the condition's places in SURFACES and CONDITIONS: a
+            # sweep of some surfaces or conditions draws the same frames as the whole sweep
             rng = np.random.default_rng(1000 * si + cm.CONDITIONS.index(cond))
             read = wrong = 0
             for k in range(trials):
@@ -199,6 +201,8 @@ def main():
     ap.add_argument("--speed-only", action="store_true", help="the visual speed alone")
     ap.add_argument("--conditions", default=",".join(cm.CONDITIONS),
                     help="the deck sweep's conditions (comma-separated; with --decks: the sweep alone)")
+    ap.add_argument("--surfaces", default=",".join(cm.SURFACES),
+                    help="the deck sweep's table surfaces (comma-separated; with --decks: the sweep alone)")
     ap.add_argument("--decks", default=None,
                     help="the deck sweep alone, on these decks (comma-separated), no barcode, speed or hands")
     ap.add_argument("--json", action="store_true")
@@ -214,17 +218,23 @@ def main():
     unknown = [c for c in conditions if c not in cm.CONDITIONS]
     if unknown:
         ap.error(f"unknown condition {', '.join(unknown)}; known: {', '.join(cm.CONDITIONS)}")
+    surfaces = tuple(args.surfaces.split(","))
+    unknown = [s for s in surfaces if s not in cm.SURFACES]
+    if unknown:
+        ap.error(f"unknown surface {', '.join(unknown)}; known: {', '.join(cm.SURFACES)}")
     if args.decks:
         decks = args.decks.split(",")
         tmpl = {deck: cm.reference_templates(deck, seed=i) for i, deck in enumerate(cm.DECKS)}
         for deck in decks:
-            sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials, conditions)
-            by = {}
+            sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials, conditions, surfaces)
+            by, on = {}, {}
             for key, x in sweep.items():
-                b = by.setdefault(key.split("/")[1], [0, 0, 0])
-                b[0], b[1], b[2] = b[0] + x["read"], b[1] + x["cards"], b[2] + x["wrong"]
+                for part, into in zip(key.split("/"), (on, by)):
+                    b = into.setdefault(part, [0, 0, 0])
+                    b[0], b[1], b[2] = b[0] + x["read"], b[1] + x["cards"], b[2] + x["wrong"]
             print(json.dumps({"deck": deck, "foreign_reads": foreign, "conditions": {
-                k: {"read": r, "cards": n, "wrong": w} for k, (r, n, w) in by.items()}}), flush=True)
+                k: {"read": r, "cards": n, "wrong": w} for k, (r, n, w) in by.items()}, "surfaces": {
+                k: {"read": r, "cards": n, "wrong": w} for k, (r, n, w) in on.items()}}), flush=True)
         return
     t = templates()
     report = {"bench": "camera", "frame": "1280x720", "zones": len(ZONES)}
@@ -237,7 +247,7 @@ def main():
     tmpl = {deck: cm.reference_templates(deck, seed=i) for i, deck in enumerate(cm.DECKS)}
     report["visual"] = {"every_zone": visual_speed(tmpl["cardsjs"], "cardsjs", args.speed_runs), "decks": {}}
     for deck in cm.DECKS:
-        sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials, conditions)
+        sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials, conditions, surfaces)
         report["visual"]["decks"][deck] = {"sweep": sweep, "foreign_reads": foreign,
                                            "hands": hands(tmpl, deck, 4 * args.deck_trials)}
     if args.json:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .outline import (
     _NEXT, _REFINE_TS, _TURN, _card_like, _fit_sides, _misfit, _norm, _order, _refine_in, whiteness)
+from .tablelevel import ratio_masks
 
 FAST = True
 # below the brightest pixels: stock under glare, in shadow; 27: cream stock on a light-grey table
@@ -71,6 +72,7 @@ def _masks(bgr, card_size):
     for f in (0.6, 0.4):
         if peak * f > 10:
             yield "tophat", cv2.threshold(hat, peak * f, 255, cv2.THRESH_BINARY)[1]
+    yield from ratio_masks(w, small, card_size, top)
 
 
 def _filled(lab, n, edges, card_size):
