@@ -31,6 +31,12 @@ _TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corn
 # degrees turned) at least CORNER_FACE_MIN like the learned one's: a fifth of the height along
 # the top, a quarter of the width down the left side.
 CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
+# A corner's rounding is trusted only where its two sides lie within SIDE_OFF canonical pixels
+# of the outline's and its two sides' roundings agree within SIDES_DIFFER: a gloss or a
+# shadow's edge across a corner on a light table put one side's crossings 5-18 pixels off or
+# its two roundings 6-19 apart (the corner's rounding -10 to +15); clean corners' sides lay 0.5-3
+# pixels in, their two roundings within 1 (docs/camera.md)
+SIDE_OFF, SIDES_DIFFER = 4.5, 3.0
 
 
 def _crossings(rows, mid):
@@ -117,14 +123,21 @@ def _corner_roundings(grays):
         left = cross[0, c]                      # per row y = 0..: the left side's x
         top = cross[1, c]                       # per column x = 0..: the top side's y
         out = []
-        for a, b, side, other in ((left, top, mid_side[0][c], mid_side[1][c]),
-                                  (top, left, mid_side[1][c], mid_side[0][c])):
+        for a, side, other in ((left, mid_side[0][c], mid_side[1][c]),
+                               (top, mid_side[1][c], mid_side[0][c])):
             if math.isnan(side) or math.isnan(other):
                 continue
             start = int(np.ceil(max(other, 0)))
             near = _median(a[start + 1:start + 4])
             if not math.isnan(near):
                 out.append(near - side)
+        # a corner whose sides are not where the outline put them, or whose two sides round it
+        # unlike each other, measures the light, not the card: left out (the card's other
+        # corners decide, or it has no rounding)
+        if any(abs(v[c]) > SIDE_OFF for v in mid_side if not math.isnan(v[c])) \
+                or len(out) == 2 and abs(out[0] - out[1]) > SIDES_DIFFER:
+            res.append(np.nan)
+            continue
         res.append(sum(out) / len(out) if out else np.nan)      # np.mean's answer
     return res
 
@@ -144,14 +157,17 @@ def rounding(bgr, quad, canon):
                                            borderMode=cv2.BORDER_REPLICATE))
     both = np.concatenate(patches)
     grays = cv2.cvtColor(both, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    vals = [v for v in _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P)) if not math.isnan(v)]
+    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P))
     for ch in (2, 0):
-        if len(vals) >= 2:
+        if sum(not math.isnan(v) for v in per) >= 2:
             break
         # cream stock on a white table: in gray the card stands under 12 above the table (no
-        # rounding, refused), in red it stands 10-26 above it; a bluish table, in blue
+        # rounding, refused), in red it stands 10-26 above it; a bluish table, in blue. Each
+        # corner in the first of them that shows it (a valid corner's rounding is the same in
+        # each, within 0.2): a shadow or a gloss may leave a different corner clear in each
         one = np.ascontiguousarray(both[..., ch], np.float32).reshape(4, L + 2 * P, L + 2 * P)
-        vals = [v for v in _corner_roundings(one) if not math.isnan(v)]
+        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one))]
+    vals = [v for v in per if not math.isnan(v)]
     return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
 
 
