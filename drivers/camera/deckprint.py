@@ -31,12 +31,14 @@ _TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corn
 # degrees turned) at least CORNER_FACE_MIN like the learned one's: a fifth of the height along
 # the top, a quarter of the width down the left side.
 CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
-# A corner's rounding is trusted only where its two sides lie within SIDE_OFF canonical pixels
-# of the outline's and its two sides' roundings agree within SIDES_DIFFER: a gloss or a
-# shadow's edge across a corner on a light table put one side's crossings 5-18 pixels off or
-# its two roundings 6-19 apart (the corner's rounding -10 to +15); clean corners' sides lay 0.5-3
-# pixels in, their two roundings within 1 (docs/camera.md)
-SIDE_OFF, SIDES_DIFFER = 4.5, 3.0
+# A corner's rounding is trusted only where its two sides' roundings agree within SIDES_DIFFER
+# and its sides lie within SIDE_OFF canonical pixels of the outline's: a gloss or a shadow's edge
+# across a corner on a light table made its two roundings 4-19 apart, or put a side's crossings
+# 8.6-15 pixels off (the corner's rounding -10 to +15); clean corners' two roundings lay within
+# 1, their sides 0.5-3 pixels in, a curled card's long sides up to 6 in at its ends. A corner
+# only one side of which measures (nothing to agree with) within SIDE_OFF_ALONE: a shadow put
+# one 6.4 pixels out, its rounding 14
+SIDE_OFF, SIDES_DIFFER, SIDE_OFF_ALONE = 7.5, 3.0, 4.5
 
 
 def _crossings(rows, mid):
@@ -134,7 +136,8 @@ def _corner_roundings(grays):
         # a corner whose sides are not where the outline put them, or whose two sides round it
         # unlike each other, measures the light, not the card: left out (the card's other
         # corners decide, or it has no rounding)
-        if any(abs(v[c]) > SIDE_OFF for v in mid_side if not math.isnan(v[c])) \
+        off = SIDE_OFF if len(out) == 2 else SIDE_OFF_ALONE
+        if any(abs(v[c]) > off for v in mid_side if not math.isnan(v[c])) \
                 or len(out) == 2 and abs(out[0] - out[1]) > SIDES_DIFFER:
             res.append(np.nan)
             continue
