@@ -39,6 +39,14 @@ _TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corn
 # degrees turned) at least CORNER_FACE_MIN like the learned one's: a fifth of the height along
 # the top, a quarter of the width down the left side.
 CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
+# A corner's rounding is trusted only where its two sides' roundings agree within SIDES_DIFFER
+# and its sides lie within SIDE_OFF canonical pixels of the outline's: a gloss or a shadow's edge
+# across a corner on a light table made its two roundings 4-19 apart, or put a side's crossings
+# 5.5-15 pixels off (the corner's rounding -10 to +15); clean corners' two roundings lay within
+# 1, their sides 0.5-3 pixels in, a curled card's long sides up to 6 in at its ends. A side
+# within SIDE_OFF_ALONE is in place (a corner's only side must be: a shadow put one 6.4 pixels
+# out, its rounding 14)
+SIDE_OFF, SIDES_DIFFER, SIDE_OFF_ALONE = 7.5, 3.0, 4.5
 
 
 def _crossings(rows, mid):
@@ -100,12 +108,16 @@ def corner_rounding(gray):
     """The rounding of one corner patch (tl corner of the card at (P, P)): the outline's distance
     from the left side, 1-3 pixels below the top side, less the left side's own distance further
     down (and the same with the sides swapped). nan when no outline shows (paper like table)."""
-    return _corner_roundings(gray[None])[0]
+    mended = {}
+    v = _corner_roundings(gray[None], mended)[0]
+    return mended.get(0, v)
 
 
-def _corner_roundings(grays):
+def _corner_roundings(grays, mended=None):
     """corner_rounding of each of n patches (n x (L+2P) x (L+2P)): the array work done once for
-    all four corners of a card (per corner, numpy's call overhead was most of its cost)."""
+    all four corners of a card (per corner, numpy's call overhead was most of its cost). A corner
+    measured by one side alone, the other off the outline, is nan there and its value put in
+    `mended` (by its index) when given."""
     n = len(grays)
     paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
     table = _row_percentiles(np.concatenate([grays[:, :P - 3].reshape(n, -1),
@@ -124,17 +136,35 @@ def _corner_roundings(grays):
             continue
         left = cross[0, c]                      # per row y = 0..: the left side's x
         top = cross[1, c]                       # per column x = 0..: the top side's y
-        out = []
-        for a, b, side, other in ((left, top, mid_side[0][c], mid_side[1][c]),
-                                  (top, left, mid_side[1][c], mid_side[0][c])):
-            if math.isnan(side) or math.isnan(other):
-                continue
-            start = int(np.ceil(max(other, 0)))
-            near = _median(a[start + 1:start + 4])
-            if not math.isnan(near):
-                out.append(near - side)
+        sides = (mid_side[0][c], mid_side[1][c])
+        out = [v for v in (_side_rounding(left, sides[0], sides[1]), _side_rounding(top, sides[1], sides[0]))
+               if not math.isnan(v)]
+        off = SIDE_OFF if len(out) == 2 else SIDE_OFF_ALONE
+        if any(abs(v) > off for v in sides if not math.isnan(v)) \
+                or len(out) == 2 and abs(out[0] - out[1]) > SIDES_DIFFER:
+            # a side not where the outline put it (the light's edge, not the card's) spoils
+            # both measures: its own, and its partner's, taken beside where it lies. The side
+            # that is in place alone, its partner taken at its own inset (the outline's error
+            # is the same along both sides near a corner); else the corner is left out
+            ok = [k for k in (0, 1) if abs(sides[k]) <= SIDE_OFF_ALONE < abs(sides[1 - k])]
+            if ok and mended is not None:
+                v = _side_rounding((left, top)[ok[0]], sides[ok[0]], sides[ok[0]])
+                if not math.isnan(v):
+                    mended[c] = v
+            res.append(np.nan)
+            continue
         res.append(sum(out) / len(out) if out else np.nan)      # np.mean's answer
     return res
+
+
+def _side_rounding(a, side, other):
+    """How far a side's crossings `a` stand back from its place `side` just beyond the other
+    side's place `other` (nan when either is unknown)."""
+    if math.isnan(side) or math.isnan(other):
+        return np.nan
+    start = int(np.ceil(max(other, 0)))
+    near = _median(a[start + 1:start + 4])
+    return near - side
 
 
 def rounding(bgr, quad, canon):
@@ -152,14 +182,23 @@ def rounding(bgr, quad, canon):
                                            borderMode=cv2.BORDER_REPLICATE))
     both = np.concatenate(patches)
     grays = cv2.cvtColor(both, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    vals = [v for v in _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P)) if not math.isnan(v)]
+    mended = {}
+    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended)
     for ch in (2, 0):
-        if len(vals) >= 2:
+        if sum(not math.isnan(v) for v in per) >= 2:
             break
         # cream stock on a white table: in gray the card stands under 12 above the table (no
-        # rounding, refused), in red it stands 10-26 above it; a bluish table, in blue
+        # rounding, refused), in red it stands 10-26 above it; a bluish table, in blue. Each
+        # corner in the first of them that shows it (a valid corner's rounding is the same in
+        # each, within 0.2): a shadow or a gloss may leave a different corner clear in each
         one = np.ascontiguousarray(both[..., ch], np.float32).reshape(4, L + 2 * P, L + 2 * P)
-        vals = [v for v in _corner_roundings(one) if not math.isnan(v)]
+        more = {}
+        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one, more))]
+        mended = {**more, **mended}         # the first channel's first
+    if sum(not math.isnan(v) for v in per) < 2:
+        # too few corners whose two sides agree: those measured by one side, in any channel
+        per = [mended.get(k, np.nan) if math.isnan(v) else v for k, v in enumerate(per)]
+    vals = [v for v in per if not math.isnan(v)]
     return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
 
 
