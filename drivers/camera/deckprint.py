@@ -18,6 +18,7 @@ import numpy as np
 
 P, L = 8, 24                 # the corner patch: L canonical pixels of card, P of table beyond
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
+ROUND_MAX = 10.0             # canonical pixels: rounder than any deck measured (0-5), a glyph's
 # canonical pixels (the ceiling for a card 300 pixels wide, more for a smaller one; between them
 # 2.5 times the reference photos' median shift, which grows as the card shrinks): the same deck's index lay
 # within 2.5 of the learned one at its better corner in 502 of 504 held-out photos of three designs
@@ -149,7 +150,9 @@ def _corner_roundings(grays):
                 continue
             start = int(np.ceil(max(other, 0)))
             near = _median(a[start + 1:start + 4])
-            if not math.isnan(near):
+            # farther in than any card's corner is cut: the glyph of an index printed at the
+            # corner (svg-cards' 2 at 125 pixels: 11-23), not the outline; not measured here
+            if not math.isnan(near) and near - side < ROUND_MAX:
                 out.append(near - side)
         res.append(sum(out) / len(out) if out else np.nan)      # np.mean's answer
     return res
