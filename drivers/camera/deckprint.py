@@ -18,7 +18,7 @@ import numpy as np
 
 P, L = 8, 24                 # the corner patch: L canonical pixels of card, P of table beyond
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
-ROUND_MAX = 10.0             # canonical pixels: rounder than any deck measured (0-5), a glyph's
+ROUND_MAX = 10.0             # canonical pixels: rounder than any deck measured (0-5) is a glyph's edge
 # canonical pixels (the ceiling for a card 300 pixels wide, more for a smaller one; between them
 # 2.5 times the reference photos' median shift, which grows as the card shrinks): the same deck's index lay
 # within 2.5 of the learned one at its better corner in 502 of 504 held-out photos of three designs
