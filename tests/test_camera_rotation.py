@@ -169,7 +169,7 @@ def test_a_turned_svgcards_cards_rounding_is_not_taken_from_its_index():
     """svg-cards print the index close to the edge: at 125 pixels the paper between them blurs
     under the mid level, and a 5's or 7's straight top then stood where the side's place was
     taken (rows 10-20 of the corner patch). Such a corner measured -3.9 to -4.6 against the
-    deck's 1.9 and a clean card failed its fingerprint (4 of these 12 measured -1.2 to -1.4,
+    deck's 1.9 and a clean card failed its fingerprint (2 of these 12 measured -1.2 and -1.4,
     the median of four corners); the side is now the edge's own tight group further out."""
     from drivers.camera.deckprint import rounding
     from drivers.camera.index import CH, CW
