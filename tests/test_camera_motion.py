@@ -11,7 +11,10 @@ import pytest
 from controller.cards import CARDS
 from drivers.camera import camera_model as cm
 from drivers.camera import streak
-from drivers.camera.visual import VisualRecognizer
+from drivers.camera.find import find_cards
+from drivers.camera.hands import both_corners
+from drivers.camera.index import face
+from drivers.camera.visual import DEFOCUS, VisualRecognizer
 
 SIZE = (640, 400)
 ZONES = {"a": [(100, 120), (220, 120), (220, 280), (100, 280)],
@@ -38,6 +41,29 @@ def test_a_blurred_card_the_plain_read_refuses_is_read(rec, monkeypatch, table, 
     # without the blurred templates the card is refused (what this test is about)
     monkeypatch.setattr(VisualRecognizer, "_read_streaked", lambda self, *a: None)
     assert card not in [c for c, _ in rec.read_image(frame)]
+
+
+def test_a_smeared_card_is_read_on_its_edges_middle(rec, monkeypatch):
+    """A moving card whose outline lies on its smeared edge's steepest step is refused there
+    and read on the outline refined to the edge's middle (scene._smeared)."""
+    frame, cards = scene("cardsjs", "light_grey", "motion", 7)
+    assert sorted(c for c, _ in rec.read_image(frame)) == sorted(cards.values())
+    monkeypatch.setattr(VisualRecognizer, "_smeared", lambda self, *a: None)
+    assert cards["a"] not in [c for c, _ in rec.read_image(frame)]
+
+
+def test_a_blurred_suit_the_index_leaves_open_is_the_faces(rec, monkeypatch):
+    """A defocused 4c: no corner reads it, sharp or blurred (its suit short of the margin over
+    the spade); the face decides the suit (visual._read_streaked)."""
+    frame, cards = scene("cardsjs", "green_felt", "defocus", 3)
+    assert cards["a"] == "4c"
+    q, = [q for q in find_cards(frame, rec.t.card_size) if q.mean(axis=0)[0] < 320]
+    for s in (None, streak.estimate(frame, q), DEFOCUS):
+        assert None in [rec.read_corner(frame, c, streak=s)[0] for c in both_corners(q)]
+    assert rec._read_streaked(frame, q, {}, face(frame, q)) == "4c"
+    assert "4c" in [c for c, _ in rec.read_image(frame)]
+    monkeypatch.setattr(VisualRecognizer, "_suit_by_face", lambda self, *a: None)
+    assert "4c" not in [c for c, _ in rec.read_image(frame)]
 
 
 def test_another_decks_blurred_cards_are_refused(rec):
