@@ -114,12 +114,10 @@ class SceneReader:
                     moved = self._relocated(bgr, gray, q)
                     if moved is not None:
                         card, q, foreign = moved
-                if not card:
-                    # also a card whose deck check failed: on an outline 2-4 pixels off its
-                    # fingerprint (the index's place, the corner's rounding) is off too
-                    moved = self._smeared(bgr, q)
-                    if moved is not None and (moved[0] or not foreign):
-                        card, q, foreign = moved
+                    if not card and not foreign:
+                        moved = self._smeared(bgr, q)
+                        if moved is not None:
+                            card, q, foreign = moved
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
