@@ -11,11 +11,8 @@ import pytest
 from controller.cards import CARDS
 from drivers.camera import camera_model as cm
 from drivers.camera import streak
-from drivers.camera.find import find_cards
-from drivers.camera.hands import both_corners
-from drivers.camera.index import face
 from drivers.camera.outline import refine
-from drivers.camera.visual import DEFOCUS, VisualRecognizer
+from drivers.camera.visual import VisualRecognizer
 
 SIZE = (640, 400)
 ZONES = {"a": [(100, 120), (220, 120), (220, 280), (100, 280)],
@@ -70,20 +67,6 @@ def test_a_smeared_edge_is_found_at_its_middle():
         steepest.append(np.abs(refine(g, found) - true).max())
     assert max(middle) < 0.25
     assert max(steepest) > 0.4
-
-
-def test_a_blurred_suit_the_index_leaves_open_is_the_faces(rec, monkeypatch):
-    """A defocused 4c: no corner reads it, sharp or blurred (its suit short of the margin over
-    the spade); the face decides the suit (visual._read_streaked)."""
-    frame, cards = scene("cardsjs", "green_felt", "defocus", 3)
-    assert cards["a"] == "4c"
-    q, = [q for q in find_cards(frame, rec.t.card_size) if q.mean(axis=0)[0] < 320]
-    for s in (None, streak.estimate(frame, q), DEFOCUS):
-        assert None in [rec.read_corner(frame, c, streak=s)[0] for c in both_corners(q)]
-    assert rec._read_streaked(frame, q, {}, face(frame, q)) == "4c"
-    assert "4c" in [c for c, _ in rec.read_image(frame)]
-    monkeypatch.setattr(VisualRecognizer, "_suit_by_face", lambda self, *a: None)
-    assert "4c" not in [c for c, _ in rec.read_image(frame)]
 
 
 def test_another_decks_blurred_cards_are_refused(rec):

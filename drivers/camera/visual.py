@@ -193,8 +193,7 @@ class VisualRecognizer(SceneReader):
                 # a card photographed moving: both corners again against the learned indexes
                 # blurred by its own streak (streak.py), only now (the plain read is the cost
                 # of every frame)
-                f = face(bgr, quad) if f is None else f
-                card = self._read_streaked(bgr, quad, grays, f)
+                card = self._read_streaked(bgr, quad, grays)
             if not card or (a or b) and card != (a or b):   # never overrule a corner read sharp
                 return None, min(ca, cb), False
             a = b = card
@@ -202,21 +201,14 @@ class VisualRecognizer(SceneReader):
             return None, 0.0, a
         return a or b, max(ca, cb) if (a or b) else 0.0, False
 
-    def _read_streaked(self, bgr, quad, grays, f):
+    def _read_streaked(self, bgr, quad, grays):
         """The card both index corners read against the learned indexes blurred by the card's
         streak, then by a round blur (a card out of focus) (their patches kept in `grays` for
-        the deck check), or None. A suit the blurred indexes leave open (a blurred spade and
-        club, heart and diamond are alike at 125 pixels: svg-cards' 2c and Ac out of focus
-        scored 0.95-0.98 with the suit short of its margin) is the face's (`f`, its pips larger
-        than the index's), as in the plain read (_suit_by_face)."""
+        the deck check), or None."""
         for streak in (motion.estimate(bgr, quad), DEFOCUS):
-            short = []
-            a, b = (self.read_corner(bgr, q, keep=grays, streak=streak, short=short)[0] for q in both_corners(quad))
+            a, b = (self.read_corner(bgr, q, keep=grays, streak=streak)[0] for q in both_corners(quad))
             if a and a == b:
                 return a
-            card = self._suit_by_face(f, a, b, short) if short else None
-            if card:
-                return card
         return None
 
     def _of_deck(self, bgr, quad, card, grays, f=None, hidden=()):
