@@ -25,7 +25,7 @@ def _misfit(quad, hull, hull_area):
     return cv2.contourArea(quad) + hull_area - 2 * inter
 
 
-def _refine_in(bgr, quad):
+def _refine_in(bgr, quad, middle=False):
     """refine() on the card's own neighbourhood (the whole frame's whiteness costs more than
     every card's together)."""
     m = int(max(3.0, 0.04 * _short(quad))) + 4
@@ -35,7 +35,7 @@ def _refine_in(bgr, quad):
     # a contiguous copy first: cv2.split of a strided view was 9x slower than of a copy
     g = cv2.GaussianBlur(whiteness(np.ascontiguousarray(bgr[y0:y1, x0:x1])), (3, 3), 0).astype(np.float32)
     off = np.float32([x0, y0])
-    return refine(g, quad - off) + off
+    return refine(g, quad - off, middle) + off
 
 
 def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012, fit=None):
@@ -120,12 +120,13 @@ def _meet(lines):
     return p1 + t[:, None] * d1
 
 
-def refine(gray, quad):
+def refine(gray, quad, middle=False):
     """Each side moved onto the card's edge in the full-resolution image: along the side's
     normal, the steepest fall from the card's white to what lies outside, at 14 places; a
     straight line fitted to them (twice, the second time without the places a glyph or a
     shadow pulled off). A mask's outline is eroded, merged with a contact shadow or halved in
-    resolution; the index reader needs the corner within a few pixels."""
+    resolution; the index reader needs the corner within a few pixels. With `middle`, each
+    place is the fall's middle instead (_middle: a smeared edge)."""
     r = max(3.0, 0.04 * _short(quad))
     offs = np.arange(-r, r + 0.01, 0.5, dtype=np.float32)
     ts = _REFINE_TS
@@ -145,7 +146,8 @@ def refine(gray, quad):
     # outline kept: the drop shadow's outer edge, 5-9 pixels out); where the card stands out
     # (a typical fall of 12 and more) the same 6 as always
     strong = (best > min(6.0, max(2.5, 0.5 * _median(best)))).reshape(4, -1)
-    at = (base.reshape(-1, 2) + ((offs[k] + offs[k + 1]) / 2)[:, None] * np.repeat(n, len(ts), 0))
+    pos = _middle(drop, k, best, offs) if middle else (offs[k] + offs[k + 1]) / 2
+    at = (base.reshape(-1, 2) + pos[:, None] * np.repeat(n, len(ts), 0))
     at = at.reshape(4, len(ts), 2)
     lines = []
     for i in range(4):
@@ -171,6 +173,21 @@ def refine(gray, quad):
     if out is None:
         return quad
     return out if np.abs(out - quad).max() < 2 * r + 2 else quad
+
+
+def _middle(drop, k, best, offs):
+    """Where each profile's fall lies, as the centre of the fall's mass over the run of steps
+    around the steepest (`k`, falling by `best`) that fall by more than 0.3 of it. A card moving
+    or out of focus smears its edge into a ramp 4-7 pixels wide whose steps fall about alike:
+    the steepest is anywhere on it (noise decides), the middle is where the edge is."""
+    thr = 0.3 * best[:, None]
+    idx = np.arange(drop.shape[1])[None]
+    low = drop <= thr
+    left = np.where(low & (idx < k[:, None]), idx, -1).max(axis=1)
+    right = np.where(low & (idx > k[:, None]), idx, drop.shape[1]).min(axis=1)
+    w = np.where((idx > left[:, None]) & (idx < right[:, None]), drop - thr, 0)
+    mid = (offs[:-1] + offs[1:]) / 2
+    return (w * mid).sum(axis=1) / np.maximum(w.sum(axis=1), 1e-6)
 
 
 def _median(a):

@@ -9,6 +9,7 @@ from .find import find_cards
 from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
 from .index import CH, CW, FACE_H, FACE_MIN, FACE_MIN_SMALL, FACE_W, LAID, STRICT, face
 from .occluded import masked_face_score, occluders, visible
+from .outline import _refine_in
 from .templates import index_shift
 
 _SHOW_KERNEL = np.ones((9, 9), np.uint8)
@@ -34,6 +35,17 @@ class SceneReader:
             if card or foreign:
                 return card, whole, foreign
         return None
+
+    def _smeared(self, bgr, quad):
+        """(card, quad, foreign) of a found card refused on its outline, read on its outline
+        refined to the middle of its edges' fall (outline.refine, `middle`: a card moving or out
+        of focus smears its edge into a ramp; the steepest step of it is 2-4 pixels off at
+        random); None when that outline is the found one or reads nothing."""
+        moved = _refine_in(bgr, quad, middle=True)
+        if np.abs(moved - quad).max() < 0.5:
+            return None
+        card, _, foreign = self._read_quad(bgr, moved)
+        return (card, moved, foreign) if card or foreign else None
 
     def _read_occluded(self, bgr, quad, shapes):
         """(card, quad, 'whole' or 'covered') of a card refused where other cards found in the
@@ -102,6 +114,10 @@ class SceneReader:
                     moved = self._relocated(bgr, gray, q)
                     if moved is not None:
                         card, q, foreign = moved
+                    if not card and not foreign:
+                        moved = self._smeared(bgr, q)
+                        if moved is not None:
+                            card, q, foreign = moved
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
