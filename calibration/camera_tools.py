@@ -151,7 +151,7 @@ def _save_templates(samples, out_dir, names=None):
                         f"others (about {mid:.0f} pixels wide): take every photo from the same "
                         f"height, the table camera's")
     try:
-        t = Templates.capture(samples)
+        t = Templates.capture(framed(samples))
     except BadReference as e:
         if not names:
             raise ToolError(str(e)) from None
@@ -236,7 +236,7 @@ def templates_from_labels(csv_path, out_dir):
         if q is None:
             raise ToolError(f"{row['image']}: expected one card in the photo, found {len(quads)}")
         samples.append((img, q, card))
-    return _save_templates(framed(samples), out_dir, {c: r["image"] for r, c in zip(rows, cards)})
+    return _save_templates(samples, out_dir, {c: r["image"] for r, c in zip(rows, cards)})
 
 
 def framed(samples):
