@@ -3,8 +3,8 @@ a dark line a few pixels inside the card's edge (the held-out Tigullio deck), on
 where the paper's own edge is faint, is found at the frame. Its index then lies ~8 canonical
 pixels nearer the corner than on the deck's other cards, and the capture refused every court
 ("no index like the other cards'"). The deck's other photos give the card's size: an outline
-smaller than it has each side that shows the frame moved out to the card's edge beyond it, when paper
-lies between the two."""
+smaller than it has each side that shows the frame (a dark line, paper beyond it, then the
+table) moved out to the card's edge."""
 import cv2
 import numpy as np
 
@@ -47,10 +47,10 @@ def to_card_edge(bgr, quad, size):
         prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
                          borderMode=cv2.BORDER_REPLICATE)
         edge = np.float32([_paper_end(p) for p in prof])
-        # the side's lines that show the frame, when most do; else one that shows none lies on
-        # the card's edge already (0): a side may lie
-        # aslant, on the frame at one end and on the edge at the other (the outline's sides fit
-        # to points of both); a line through the moves gives each end's
+        # the side's lines that show the frame, when most do; else a line that shows none lies
+        # on the card's edge already (0): a side may lie aslant, on the frame at one end and on
+        # the edge at the other (its fit took points of both). A line through the moves: each
+        # end's move
         ok = ~np.isnan(edge)
         fit = (np.polyfit(ts[ok], edge[ok], 1) if np.count_nonzero(ok) >= 0.6 * len(edge)
                else np.polyfit(ts, np.nan_to_num(edge, nan=0.0), 1))
@@ -69,9 +69,9 @@ def to_card_edge(bgr, quad, size):
 def _paper_end(p):
     """Where the paper ends along one line out of the frame (whiteness `p` from the found side
     outward): past the frame's dark line (the darkest of the first samples: the found side is
-    where the lit inside stopped, at the line), the steepest
-    fall outward (paper to table, over two samples); NaN when the line shows no such fall of
-    over 6 levels below paper as light as the frame's inside, or no dark line."""
+    where the lit inside stopped, at the line), the steepest fall outward (paper to table, over
+    two samples); NaN when the line shows no such fall of over 6 levels below paper as light as
+    the frame's inside, or no dark line."""
     j = int(np.argmin(p[:max(4, len(p) // 6)]))
     fall = p[j + 1:-2] - p[j + 3:]
     if not len(fall):
