@@ -8,6 +8,7 @@ import numpy as np
 
 from controller.cards import INDEX
 from drivers.camera.driver import Zones
+from drivers.camera.frame import to_card_edge
 from drivers.camera.outline import card_size_of
 from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
 from drivers.camera.index import CH, CW
@@ -150,7 +151,7 @@ def _save_templates(samples, out_dir, names=None):
                         f"others (about {mid:.0f} pixels wide): take every photo from the same "
                         f"height, the table camera's")
     try:
-        t = Templates.capture(samples)
+        t = Templates.capture(framed(samples))
     except BadReference as e:
         if not names:
             raise ToolError(str(e)) from None
@@ -236,6 +237,13 @@ def templates_from_labels(csv_path, out_dir):
             raise ToolError(f"{row['image']}: expected one card in the photo, found {len(quads)}")
         samples.append((img, q, card))
     return _save_templates(samples, out_dir, {c: r["image"] for r, c in zip(rows, cards)})
+
+
+def framed(samples):
+    """The samples with an outline found on a court card's printed frame moved out to the card's
+    edge, the card's size the deck's median (drivers/camera/frame.py)."""
+    size = card_size_of([q for _, q, _ in samples])
+    return [(img, to_card_edge(img, q, size), card) for img, q, card in samples]
 
 
 def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=100000):
