@@ -11,6 +11,7 @@ from drivers.camera.find import find_cards
 from drivers.camera.index import REGION, corner, index_patch, learn_box
 from drivers.camera.labelcheck import ink_mislabels, mixed_up
 from drivers.camera.templates import BadReference, Templates
+from test_camera_labelcheck import photos       # one photo a card at 125 px, seed 7
 
 
 def one(img):
@@ -38,26 +39,9 @@ def test_a_thin_stroked_index_lit_unevenly_is_compared_rank_and_suit_apart():
         assert index_patch(img, inner, box, split) is None, (seed, cond)
 
 
-def table_photos(deck, seed=7):
-    """One photo per card at the table camera's scale (125 px), surfaces in turn."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for i, c in enumerate(CARDS):
-        for k in range(len(cm.SURFACES)):
-            frame = cm.surface(cm.SURFACES[(i + k) % len(cm.SURFACES)], 400, 320, rng)
-            face = cm.load_deck(deck)[c]
-            cm.lay(frame, face, cm.pose(rng, "clean", (200, 160), 125, face.shape[0] / face.shape[1]))
-            frame = cm.camera(frame, rng)
-            quads = find_cards(frame)
-            if len(quads) == 1:
-                break
-        out.append((frame, quads[0], c))
-    return out
-
-
 @pytest.fixture(scope="module")
 def cardsjs():
-    samples = table_photos("cardsjs")
+    samples = photos("cardsjs")
     return samples, Templates.capture(samples)
 
 
