@@ -135,8 +135,9 @@ def visual_speed(t, deck, reps=5):
 def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS, surfaces=cm.SURFACES):
     """Per surface and condition: eight cards (one per zone), five frames each with fresh
     sensor noise; read = reported by the tracker (three agreeing frames) within five. Every
-    other deck's templates read the same frames: any card they read is a failure."""
-    res, foreign = {}, 0
+    other deck's templates read the same frames: any card they read is a failure, listed (whose
+    templates, the card read and the card there, the frame) so that it can be looked at."""
+    res, foreign = {}, []
     d = CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=VisualRecognizer(tmpl[deck]))
     others = {k: CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=VisualRecognizer(v))
               for k, v in tmpl.items() if k != deck}
@@ -159,7 +160,10 @@ def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS, surfaces=cm.SURFACE
                         wrong += sum(1 for c in cs if c != cards[z])
                         reported |= {z for ev, c in d.tracker.update(z, cs) if ev == "seen" and c == cards[z]}
                     if i == 0:
-                        foreign += sum(len(cs) for o in others.values() for cs in o.read_frame(base).values())
+                        foreign += [{"templates": name, "read": c, "there": cards[z], "zone": z,
+                                     "surface": table, "condition": cond, "scene": k}
+                                    for name, o in others.items() for z, cs in o.read_frame(base).items()
+                                    for c in cs]
                 read += len(reported)
             res[f"{table}/{cond}"] = {"cards": trials * len(ZONES), "read": read, "wrong": wrong}
     return res, foreign
@@ -232,7 +236,7 @@ def main():
                 for part, into in zip(key.split("/"), (on, by)):
                     b = into.setdefault(part, [0, 0, 0])
                     b[0], b[1], b[2] = b[0] + x["read"], b[1] + x["cards"], b[2] + x["wrong"]
-            print(json.dumps({"deck": deck, "foreign_reads": foreign, "conditions": {
+            print(json.dumps({"deck": deck, "foreign_reads": len(foreign), "foreign": foreign, "conditions": {
                 k: {"read": r, "cards": n, "wrong": w} for k, (r, n, w) in by.items()}, "surfaces": {
                 k: {"read": r, "cards": n, "wrong": w} for k, (r, n, w) in on.items()}}), flush=True)
         return
@@ -248,7 +252,7 @@ def main():
     report["visual"] = {"every_zone": visual_speed(tmpl["cardsjs"], "cardsjs", args.speed_runs), "decks": {}}
     for deck in cm.DECKS:
         sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials, conditions, surfaces)
-        report["visual"]["decks"][deck] = {"sweep": sweep, "foreign_reads": foreign,
+        report["visual"]["decks"][deck] = {"sweep": sweep, "foreign_reads": len(foreign), "foreign": foreign,
                                            "hands": hands(tmpl, deck, 4 * args.deck_trials)}
     if args.json:
         print(json.dumps(report))
