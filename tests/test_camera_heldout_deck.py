@@ -59,23 +59,23 @@ def test_another_design_is_refused_both_ways(tigullio, cardsjs):
         assert {s: r for s, r in got.items() if r} == {}, deck
 
 
-def test_the_photo_scale_capture_refuses_or_never_reads_wrongly(tmp_path, capsys):
+def test_the_photo_scale_capture_takes_the_set_and_never_reads_wrongly(tmp_path, capsys):
     """The technician's webcam photos: the court cards' index stands against the picture's
-    large pip (no paper between them on the Q of hearts), so the capture may refuse the set; it
-    must then say which photos, and never write templates that read a card wrongly."""
+    large pip and printed frame (no paper between them on the Q of hearts). On a light table
+    the finder took each court's frame for the card and the capture refused the set (frame.py);
+    it must take it, and its templates read other photos of the deck, never wrongly."""
     labels = write_photos(tmp_path / "reference", "tigullio", np.random.default_rng(11), ["rotation"],
                           ["light_grey"])
     capsys.readouterr()
     rc = main(["camera", "templates", "--labels", labels, "--out", str(tmp_path / "t")])
-    err = capsys.readouterr().err
-    if rc != 0:
-        assert rc == 2 and ".jpg" in err and not (tmp_path / "t").exists(), err
-        return
+    assert rc == 0, capsys.readouterr().err
+    capsys.readouterr()
     other = write_photos(tmp_path / "other", "tigullio", np.random.default_rng(12), ["clean", "rotation"],
                          list(cm.SURFACES), n=14)
     main(["camera", "accuracy", "--templates", str(tmp_path / "t"), "--labels", other, "--json"])
     r = json.loads(capsys.readouterr().out)
     assert r["wrong"] == 0, r["wrong_as"]
+    assert r["correct"] >= 0.8 * r["photos"], {k: r[k] for k in ("photos", "correct", "refused")}
 
 
 @settings(max_examples=40, deadline=None)
