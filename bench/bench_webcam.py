@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from calibration import camera_tools as ct  # noqa: E402
+from calibration import camera_accuracy as ca, camera_tools as ct  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 
@@ -107,12 +107,12 @@ def main():
         if deck in report:
             continue
         report[deck] = {"retakes": len(refusals)}
-        r = ct.accuracy(labelled(held[deck]), tdir)
+        r = ca.accuracy(labelled(held[deck]), tdir)
         foreign = {}
         for other in decks:
             if other != deck:
                 fl = labelled(held[other])
-                fr = ct.accuracy(fl[:a.foreign or None], tdir)
+                fr = ca.accuracy(fl[:a.foreign or None], tdir)
                 foreign[other] = {"photos": fr["photos"], "read": fr["correct"] + fr["wrong"],
                                   "wrong": fr["wrong"]}
         report[deck].update({"accuracy": r, "foreign": foreign, "seconds": round(time.perf_counter() - t0, 1)})

@@ -40,14 +40,21 @@ def _dimensions(data):
 
 def read_image(path):
     """The photo at `path` as BGR, or a ToolError naming what is wrong with the file."""
+    if os.path.isdir(path):
+        raise ToolError(f"{path}: a folder, not a photo")
     if not os.path.isfile(path):
         raise ToolError(f"{path}: no such file")
-    with open(path, "rb") as f:
-        data = f.read()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:          # the photos copied by root, the tool run as the table's user
+        raise ToolError(f"{path}: cannot be read ({e.strerror}): give this user read access") from None
+    if not data:
+        raise ToolError(f"{path}: an empty file (0 bytes): take it again")
     size = _dimensions(data)
     if size and size[0] * size[1] > MAX_PIXELS:
         raise ToolError(f"{path}: {size[0]} x {size[1]} pixels: larger than any camera's photo "
-                        f"(at most {MAX_PIXELS // 1_000_000} megapixels)")
+                        f"(at most {MAX_PIXELS // 1_000_000} megapixels): scale it down")
     # the end marker after the last scan's start (an EXIF thumbnail's own comes before it)
     if data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
         raise ToolError(f"{path}: a damaged JPEG (cut short, no end marker): take it again")
@@ -302,53 +309,3 @@ def recognize(images, templates_dir, keep_going=False):
                           "fallback": fallback})
         out.append((str(path), found))
     return out
-
-
-def size_warning(card_size, n, of):
-    """The line said when `n` of `of` photos were read only at another card size than the
-    templates'."""
-    w, h = card_size
-    return (f"warning: {n} of {of} photo(s) show no card of the templates' size ({w:.0f} x {h:.0f} "
-            f"pixels): read here at any size, which the daemon does not do (it would read nothing "
-            f"in them); capture the templates with the table camera at its height")
-
-
-def accuracy(labelled, templates_dir):
-    """labelled: [(image path, card, group)], group a (deck, condition) pair. Counts in total and
-    per group, and the confusion: per true card, how often it was refused and what (if ever) it
-    was wrongly read as. A photo counts as correct only when its card, and no other, is read."""
-    res = dict(recognize([p for p, _, _ in labelled], templates_dir))
-    # `daemon`: photos the daemon's reader reads right (a card of the templates' size); `fallback`:
-    # photos with no card of that size, read here at any size
-    total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0, "daemon": 0, "fallback": 0}
-    groups, refused, wrong_as = {}, {}, {}
-    for path, card, group in labelled:
-        cards = [f["card"] for f in res[str(path)] if f["card"] != "unknown"]
-        outcome = "correct" if cards == [card] else "unknown" if not cards else "wrong"
-        fallback = any(f["fallback"] for f in res[str(path)])
-        total["fallback"] += fallback
-        total["daemon"] += outcome == "correct" and not fallback
-        g = groups.setdefault("/".join(group), {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0})
-        for d in (total, g):
-            d["photos"] += 1
-            d[outcome] += 1
-        if outcome == "unknown":
-            refused[card] = refused.get(card, 0) + 1
-        elif outcome == "wrong":
-            wrong_as.setdefault(card, []).append(",".join(c for c in cards if c != card) or card + "x2")
-    return {**total, "groups": groups, "refused": refused, "wrong_as": wrong_as}
-
-
-def accuracy_table(r):
-    """The accuracy report as text: per deck/condition, then the confusion."""
-    lines = [f"{'deck/condition':<28} {'photos':>6} {'correct':>8} {'refused':>8} {'wrong':>6}"]
-    for name, g in sorted(r["groups"].items()) + [("all", r)]:
-        lines.append(f"{name:<28} {g['photos']:>6} {100 * g['correct'] / max(g['photos'], 1):>7.1f}% "
-                     f"{g['unknown']:>8} {g['wrong']:>6}")
-    lines.append("refused (true card: times): " + (", ".join(
-        f"{c}: {n}" for c, n in sorted(r["refused"].items())) or "none"))
-    lines.append("read wrongly (true card -> read as): " + (", ".join(
-        f"{c} -> {'/'.join(v)}" for c, v in sorted(r["wrong_as"].items())) or "never"))
-    lines.append(f"read as the daemon reads (cards of the templates' size): {r['daemon']} of "
-                 f"{r['photos']} correct")
-    return "\n".join(lines)

@@ -258,6 +258,8 @@ def _photo_files(folder):
     cv2.imwrite(str(folder / "ok.jpg"), noise)          # its half cuts into the scan
     data = (folder / "ok.jpg").read_bytes()
     cv2.imwrite(str(folder / "dot.png"), np.zeros((1, 1, 3), np.uint8))
+    (folder / "empty.jpg").write_bytes(b"")
+    (folder / "adir.jpg").mkdir()
     cv2.imwrite(str(folder / "line.png"), np.zeros((500, 1, 3), np.uint8))
     (folder / "cut.jpg").write_bytes(data[:len(data) // 2])
     (folder / "text.png").write_text("not a picture")
@@ -276,6 +278,8 @@ def _photo_files(folder):
     ("line.png", "1 x 500 pixels: too small to show a card"),
     ("cut.jpg", "a damaged JPEG (cut short, no end marker)"),
     ("text.png", "not an image"),
+    ("empty.jpg", "an empty file (0 bytes)"),
+    ("adir.jpg", "a folder, not a photo"),
     ("huge.png", "9000 x 6000 pixels: larger than any camera's photo"),
     ("huge.jpg", "9000 x 6000 pixels: larger than any camera's photo"),
 ])

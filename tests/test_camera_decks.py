@@ -90,8 +90,15 @@ def test_templates_from_webcam_photos_read_other_photos_on_every_surface(cardsjs
     assert r["wrong"] == 0 and rc == 0, r["wrong_as"]
     assert r["correct"] >= 22, r
     assert main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels", labels]) == 0
-    table = capsys.readouterr().out
+    table, err = capsys.readouterr()
     assert "cardsjs/white/" in table and "read wrongly (true card -> read as): never" in table
+    assert f"pass: {r['daemon']} of 24 photo(s)" in err
+    # a cold trial: the studio's own deck, checked as "another deck", passed; and 68% read passed
+    assert main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels", labels,
+                 "--another-deck"]) == 1
+    assert f"fail: {r['correct']} of 24 photo(s) of another deck read" in capsys.readouterr().err
+    assert main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels", labels,
+                 "--min-read", "1"]) == (0 if r["daemon"] == 24 else 1)
 
 
 def test_another_decks_templates_refuse_every_card(cardsjs_templates, tmp_path, capsys):
@@ -101,9 +108,14 @@ def test_another_decks_templates_refuse_every_card(cardsjs_templates, tmp_path, 
         labels = write_photos(tmp_path / deck, deck, np.random.default_rng(3 + i), ["clean"],
                               ["green_felt", "grey", "wood"], n=12)
         capsys.readouterr()
-        main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels", labels, "--json"])
+        rc = main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels", labels, "--json"])
         r = json.loads(capsys.readouterr().out)
         assert r["correct"] == 0 and r["wrong"] == 0 and r["unknown"] == 12, (deck, r)
+        assert rc == 1          # as the studio's own deck: nothing read is no pass
+        # as another deck: every photo refused is the pass (a cold trial found the exits reversed)
+        assert main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels", labels,
+                     "--another-deck"]) == 0
+        assert "pass: all 12 photo(s) of another deck refused" in capsys.readouterr().err
 
 
 def test_overlapping_hand_reads_the_covered_cards_by_their_index_corner():

@@ -422,6 +422,25 @@ def test_recognize_goes_on_past_a_missing_photo(saved, tmp_path, capsys):
     assert f"{tmp_path / 'a.png'}: no card found" in out
 
 
+def test_recognize_goes_on_past_a_photo_this_user_may_not_read(saved, tmp_path):
+    """A cold trial: photos copied by root, the tool run as the table's user. A photo it may not
+    open was a PermissionError traceback that stopped the batch; it is named and the rest read.
+    Run as root, the tool is started without root's right to read any file (setpriv)."""
+    import subprocess
+    import sys
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((300, 400, 3), 90, np.uint8))
+    shutil.copy(tmp_path / "a.png", tmp_path / "b.png")
+    os.chmod(tmp_path / "b.png", 0)
+    tool = [os.path.join(os.path.dirname(sys.executable), "shoe-calibrate")]
+    if os.geteuid() == 0:
+        tool = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"] + tool
+    p = subprocess.run(tool + ["camera", "recognize", "--templates", str(saved), str(tmp_path / "b.png"),
+                               str(tmp_path / "a.png")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert f"{tmp_path / 'b.png'}: cannot be read (Permission denied)" in p.stderr
+    assert f"{tmp_path / 'a.png'}: no card found" in p.stdout
+
+
 def test_zones_beyond_the_frames_the_camera_sends_are_a_fault():
     """The calibration's zones drawn at 1280 x 720, the camera sending 640 x 480 (a setting it
     could not apply): said at the first frame, not read as an empty table."""

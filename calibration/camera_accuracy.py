@@ -1,0 +1,59 @@
+"""`shoe-calibrate camera accuracy`: labelled photos read with the templates, counted per deck and
+condition, with the confusion (what was refused, what was ever read wrongly)."""
+from .camera_tools import recognize
+
+
+def size_warning(card_size, n, of):
+    """The line said when `n` of `of` photos were read only at another card size than the
+    templates'."""
+    w, h = card_size
+    return (f"warning: {n} of {of} photo(s) show no card of the templates' size ({w:.0f} x {h:.0f} "
+            f"pixels): read here at any size, which the daemon does not do (it would read nothing "
+            f"in them); capture the templates with the table camera at its height")
+
+
+def accuracy(labelled, templates_dir):
+    """labelled: [(image path, card, group)], group a (deck, condition) pair. Counts in total and
+    per group, and the confusion: per true card, how often it was refused and what (if ever) it
+    was wrongly read as. A photo counts as correct only when its card, and no other, is read."""
+    res = dict(recognize([p for p, _, _ in labelled], templates_dir))
+    # `daemon`: photos the daemon's reader reads right (a card of the templates' size); `fallback`:
+    # photos with no card of that size, read here at any size
+    total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0, "daemon": 0, "fallback": 0}
+    groups, refused, wrong_as = {}, {}, {}
+    for path, card, group in labelled:
+        cards = [f["card"] for f in res[str(path)] if f["card"] != "unknown"]
+        outcome = "correct" if cards == [card] else "unknown" if not cards else "wrong"
+        fallback = any(f["fallback"] for f in res[str(path)])
+        total["fallback"] += fallback
+        total["daemon"] += outcome == "correct" and not fallback
+        g = groups.setdefault("/".join(group), {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0,
+                                                 "daemon": 0, "fallback": 0})
+        g["fallback"] += fallback
+        g["daemon"] += outcome == "correct" and not fallback
+        for d in (total, g):
+            d["photos"] += 1
+            d[outcome] += 1
+        if outcome == "unknown":
+            refused[card] = refused.get(card, 0) + 1
+        elif outcome == "wrong":
+            wrong_as.setdefault(card, []).append(",".join(c for c in cards if c != card) or card + "x2")
+    return {**total, "groups": groups, "refused": refused, "wrong_as": wrong_as}
+
+
+def accuracy_table(r):
+    """The accuracy report as text: per deck/condition, then the confusion."""
+    # `daemon`: read right as the daemon reads (a card of the templates' size), not by the any-size
+    # fallback: a group read only by the fallback would read nothing at the table
+    lines = [f"{'deck/condition':<28} {'photos':>6} {'correct':>8} {'daemon':>7} {'refused':>8} {'wrong':>6}"]
+    for name, g in sorted(r["groups"].items()) + [("all", r)]:
+        n = max(g['photos'], 1)
+        lines.append(f"{name:<28} {g['photos']:>6} {100 * g['correct'] / n:>7.1f}% {100 * g['daemon'] / n:>6.1f}% "
+                     f"{g['unknown']:>8} {g['wrong']:>6}")
+    lines.append("refused (true card: times): " + (", ".join(
+        f"{c}: {n}" for c, n in sorted(r["refused"].items())) or "none"))
+    lines.append("read wrongly (true card -> read as): " + (", ".join(
+        f"{c} -> {'/'.join(v)}" for c, v in sorted(r["wrong_as"].items())) or "never"))
+    lines.append(f"read as the daemon reads (cards of the templates' size): {r['daemon']} of "
+                 f"{r['photos']} correct")
+    return "\n".join(lines)
