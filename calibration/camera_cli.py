@@ -3,6 +3,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 
 from .shoe_tools import ToolError
@@ -46,7 +47,7 @@ def _order(path, words):
     for w in words:
         card = label_card(w[:-1], w[-1:]) if len(w) >= 2 else None
         if card is None:
-            raise ToolError(f"--order {path}: {w!r} is not a card (rank A 2-9 T J Q K, suit s h d c)")
+            raise ToolError(f"--order {path}: {w[:20]!r} is not a card (rank A 2-10 or T J Q K, suit s h d c)")
         if card in seen:
             raise ToolError(f"--order {path}: {card} is listed twice")
         seen.add(card)
@@ -102,7 +103,8 @@ def cmd_camera(a):
                 raise ToolError(f"{a.calibration}: no zone {a.zone!r} to capture in (its zones: "
                                 f"{', '.join(zones)}; --zone names one)")
             try:
-                order = open(a.order).read().split() if a.order else list(CARDS)
+                # spaces, lines, or a spreadsheet's commas and semicolons between the cards
+                order = [w for w in re.split(r"[\s,;]+", open(a.order).read()) if w] if a.order else list(CARDS)
             except OSError as e:
                 raise ToolError(f"--order {a.order}: {e.strerror}") from None
             except UnicodeDecodeError:
@@ -254,10 +256,13 @@ def add_parser(sub):
     c.add_argument("--card", action="store_true",
                    help="the image shows cards laid in zones: measure their size, write it to [card]")
     c = cs.add_parser("templates")
-    c.add_argument("--labels", help="CSV image,rank,suit of still photos")
+    c.add_argument("--labels", help="a CSV with the header image,rank,suit, one still photo a row "
+                   "(rank A 2-10 or T J Q K, suit s h d c or its name; paths from the CSV's folder)")
     c.add_argument("--source", help="live frames: a camera, a video file or a folder of frames")
     c.add_argument("--zone", default="seat_4", help="the zone the cards are laid in (live frames)")
-    c.add_argument("--order", help="the cards in the order they are laid (default As 2s .. Kc)")
+    c.add_argument("--order", help="a text file: the 52 cards in the order they are laid, separated "
+                   "by spaces or lines, e.g. As 2s ... Ks Ah ... (default: spades, hearts, diamonds, "
+                   "clubs, each A to K)")
     c.add_argument("--calibration", default="calibration.toml")
     c.add_argument("--out", required=True)
     c = cs.add_parser("recognize")
@@ -266,7 +271,8 @@ def add_parser(sub):
     c.add_argument("images", nargs="+")
     c = cs.add_parser("accuracy")
     c.add_argument("--templates", required=True)
-    c.add_argument("--labels", required=True)
+    c.add_argument("--labels", required=True, help="a CSV image,rank,suit as for templates, with "
+                   "optional deck and condition columns that group the report")
     c.add_argument("--json", action="store_true")
     c.add_argument("--min-read", type=_fraction, default=0.9,
                    help="the least share of photos read as the daemon reads them for a pass (default 0.9)")

@@ -404,6 +404,7 @@ def test_the_live_capture_checks_its_order_its_calibration_and_its_inputs(tmp_pa
     live += ["--zone", "seat_1", "--order", str(tmp_path / "order.txt")]
     from controller.cards import CARDS
     for text, said in ((" ".join(list(CARDS[:-1]) + ["Xx"]), "'Xx' is not a card"),
+                       (",".join(list(CARDS[:-1]) + ["Xx"]), "'Xx' is not a card"),  # a spreadsheet's
                        (" ".join(list(CARDS[:-1]) + ["as"]), "As is listed twice"),
                        (" ".join(CARDS[:-1]), "1 card(s) missing (Kc)")):
         (tmp_path / "order.txt").write_text(text)
