@@ -12,6 +12,9 @@ from .outline import _NEXT, _REFINE_TS, _TURN, _norm, _refine_in, whiteness
 
 SMALLER = 1.04       # an outline this much smaller than the deck's on an axis: a frame?
 FIT = 0.03           # the grown outline must then be the deck's size within this
+# the reader's (to_size): one side on the frame and one aslant make an outline 1.5-4% smaller,
+# and a pose's card is up to 5% off the measured size
+READ_SMALLER, READ_FIT = 1.01, 0.05
 
 
 def sides(quad):
@@ -68,8 +71,36 @@ def to_card_edge(bgr, quad, size, smaller=SMALLER, within=FIT):
 
 def to_size(bgr, quad, size):
     """find_cards' outline fitted to the card's measured `size` (w, h): one too large moved in
-    (_sized: a gloss joined to the table beyond it)."""
-    return _sized(bgr, quad, size)
+    (_sized: a gloss joined to the table beyond it); one smaller, found on a court's printed
+    frame, moved out to the card's edge (to_card_edge: never in) when more of the moved sides
+    than of the found ones are a step from paper down to a darker outside (_steps: a frame's
+    line has paper beyond it): a card in a hand, or beside another, keeps its outline."""
+    quad = _sized(bgr, quad, size)
+    moved = to_card_edge(bgr, quad, size, READ_SMALLER, READ_FIT)
+    if moved is quad or _steps(bgr, moved, size) <= _steps(bgr, quad, size):
+        return quad
+    return moved
+
+
+def _steps(bgr, quad, size):
+    """How many of 14 places along each side are a step down outward: the whiteness a little
+    inside the side over 6 levels above that a little outside it (a line drawn on paper is not
+    one, an edge of the paper is)."""
+    d = max(2.0, 0.01 * size[0])
+    m = int(2 * d) + 2
+    h, w = bgr.shape[:2]
+    x0, y0 = (max(int(v) - m, 0) for v in quad.min(axis=0))
+    x1, y1 = min(int(quad[:, 0].max()) + m + 1, w), min(int(quad[:, 1].max()) + m + 1, h)
+    g = whiteness(np.ascontiguousarray(bgr[y0:y1, x0:x1])).astype(np.float32)
+    q = np.float32(quad) - np.float32([x0, y0])
+    offs = np.float32([-2, -1.5, -1, 1, 1.5, 2]) * d
+    a, b = q, q[_NEXT]
+    u = (b - a) / np.maximum(np.linalg.norm(b - a, axis=1, keepdims=True), 1e-6)
+    n = u[:, ::-1] * _TURN
+    base = a[:, None] + _REFINE_TS[None, :, None] * (b - a)[:, None]
+    pts = (base[:, :, None] + offs[None, None, :, None] * n[:, None, None]).reshape(-1, len(offs), 2)
+    prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return int((prof[:, :3].mean(axis=1) - prof[:, 3:].mean(axis=1) > 6).sum())
 
 
 def _paper_end(p):
