@@ -14,7 +14,7 @@ SMALLER = 1.04       # an outline this much smaller than the deck's on an axis: 
 FIT = 0.03           # the grown outline must then be the deck's size within this
 # the reader's (to_size): one side on the frame and one aslant make an outline 1.5-4% smaller,
 # and a pose's card is up to 5% off the measured size
-READ_SMALLER, READ_FIT = 1.01, 0.05
+READ_SMALLER, READ_FIT = 1.025, 0.05
 
 
 def sides(quad):
@@ -76,8 +76,14 @@ def to_size(bgr, quad, size):
     than of the found ones are a step from paper down to a darker outside (_steps: a frame's
     line has paper beyond it): a card in a hand, or beside another, keeps its outline."""
     quad = _sized(bgr, quad, size)
+    w, h = sides(quad)
+    if w * READ_SMALLER > size[0] and h * READ_SMALLER > size[1]:
+        return quad
+    found = _steps(bgr, quad, size)
+    if found == 4 * len(_REFINE_TS):        # a step everywhere: no outline shows more (most cards)
+        return quad
     moved = to_card_edge(bgr, quad, size, READ_SMALLER, READ_FIT)
-    if moved is quad or _steps(bgr, moved, size) <= _steps(bgr, quad, size):
+    if moved is quad or _steps(bgr, moved, size) <= found:
         return quad
     return moved
 
@@ -85,21 +91,18 @@ def to_size(bgr, quad, size):
 def _steps(bgr, quad, size):
     """How many of 14 places along each side are a step down outward: the whiteness a little
     inside the side over 6 levels above that a little outside it (a line drawn on paper is not
-    one, an edge of the paper is)."""
+    one, an edge of the paper is). Sampled from the image itself (no crop's whiteness: it ran
+    on every card a little small, most of a table's)."""
     d = max(2.0, 0.01 * size[0])
-    m = int(2 * d) + 2
-    h, w = bgr.shape[:2]
-    x0, y0 = (max(int(v) - m, 0) for v in quad.min(axis=0))
-    x1, y1 = min(int(quad[:, 0].max()) + m + 1, w), min(int(quad[:, 1].max()) + m + 1, h)
-    g = whiteness(np.ascontiguousarray(bgr[y0:y1, x0:x1])).astype(np.float32)
-    q = np.float32(quad) - np.float32([x0, y0])
+    q = np.float32(quad)
     offs = np.float32([-2, -1.5, -1, 1, 1.5, 2]) * d
     a, b = q, q[_NEXT]
     u = (b - a) / np.maximum(np.linalg.norm(b - a, axis=1, keepdims=True), 1e-6)
     n = u[:, ::-1] * _TURN
     base = a[:, None] + _REFINE_TS[None, :, None] * (b - a)[:, None]
     pts = (base[:, :, None] + offs[None, None, :, None] * n[:, None, None]).reshape(-1, len(offs), 2)
-    prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    prof = cv2.remap(bgr, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
+                     borderMode=cv2.BORDER_REPLICATE).min(axis=2).astype(np.float32)
     return int((prof[:, :3].mean(axis=1) - prof[:, 3:].mean(axis=1) > 6).sum())
 
 
