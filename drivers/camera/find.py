@@ -13,8 +13,8 @@ import math
 import cv2
 import numpy as np
 
-from .outline import (
-    _NEXT, _REFINE_TS, _TURN, _card_like, _fit_sides, _misfit, _norm, _order, _refine_in, whiteness)
+from .frame import to_size
+from .outline import _card_like, _fit_sides, _misfit, _order, _refine_in, whiteness
 from .tablelevel import ratio_masks
 
 FAST = True
@@ -215,58 +215,13 @@ def find_cards(bgr, card_size=None, with_blobs=False):
         blobs = [np.float32((b + 0.5) * f - 0.5) for b in blobs]
     quads = [_refine_in(full, q) for q in quads]
     if size:
-        quads = [_sized(full, q, size) for q in quads]
+        quads = [to_size(full, q, size) for q in quads]
     # a card cut by the image's edge is not a card, however its outline was found (one cut-off
     # corner is allowed a card under a shadow band: it let a turned card reaching 6 pixels
     # beyond the frame pass another deck's templates, docs/camera.md)
     h, w = full.shape[:2]
     quads = [q for q in quads if q.min() >= -2 and q[:, 0].max() <= w + 1 and q[:, 1].max() <= h + 1]
     return (quads, blobs) if with_blobs else quads
-
-
-def _sized(bgr, quad, size):
-    """A quad a side of which lies off the card (a gloss or a glare joined to the table beyond
-    it, the side's own edge too far for refine): longer or wider than the measured card by over
-    4%, each of the two sides across that axis is moved in to the measured size and refined
-    again; the quad whose sides show the most edge wins, the found one when it is not beaten."""
-    best, score = quad, None
-    for axis, want in ((0, size[0]), (1, size[1])):
-        # axis 0: the width (tl-tr and bl-br); axis 1: the height (tl-bl and tr-br)
-        a, b = ((0, 1), (3, 2)) if axis == 0 else ((0, 3), (1, 2))
-        have = (_norm(quad[a[1]] - quad[a[0]]) + _norm(quad[b[1]] - quad[b[0]])) / 2
-        if have <= 1.04 * want:
-            continue
-        if score is None:           # only for a quad of the wrong size (most are not: no cost)
-            score = _support(bgr, quad)
-        for end in (0, 1):          # move this end of both sides in
-            q = quad.copy()
-            for i, j in (a, b):
-                near, far = (i, j) if end == 0 else (j, i)
-                q[near] = quad[far] + (quad[near] - quad[far]) * (want / have)
-            q = _refine_in(bgr, q)
-            v = _support(bgr, q)
-            if v > score:
-                best, score = q, v
-    return best
-
-
-def _support(bgr, quad):
-    """How many of 14 places along each side show the card's edge (a fall outward of over 6
-    within a pixel and a half of the side): how well the quad lies on a card."""
-    m = 4
-    h, w = bgr.shape[:2]
-    x0, y0 = (max(int(v) - m, 0) for v in quad.min(axis=0))
-    x1, y1 = min(int(quad[:, 0].max()) + m + 1, w), min(int(quad[:, 1].max()) + m + 1, h)
-    g = cv2.GaussianBlur(whiteness(np.ascontiguousarray(bgr[y0:y1, x0:x1])), (3, 3), 0).astype(np.float32)
-    q = quad - np.float32([x0, y0])
-    offs = np.arange(-1.5, 1.51, 0.5, dtype=np.float32)
-    a, b = q, q[_NEXT]
-    d = (b - a) / np.maximum(np.linalg.norm(b - a, axis=1, keepdims=True), 1e-6)
-    n = d[:, ::-1] * _TURN
-    base = a[:, None] + _REFINE_TS[None, :, None] * (b - a)[:, None]
-    pts = (base[:, :, None] + offs[None, None, :, None] * n[:, None, None]).reshape(-1, len(offs), 2)
-    prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    return int(((prof[:, :-1] - prof[:, 1:]).max(axis=1) > 6).sum())
 
 
 def _add_pieces(contours, outer, raw, hull, card_size):
