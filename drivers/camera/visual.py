@@ -95,7 +95,7 @@ class VisualRecognizer(SceneReader):
         self.threshold = threshold
         self.margin = margin
 
-    def read_corner(self, bgr, quad, strict=False, keep=None, short=None, streak=None):
+    def read_corner(self, bgr, quad, strict=False, keep=None, short=None, streak=None, cand=None):
         """(card or None, confidence) from the index at the tl corner of `quad`; `strict` for a
         corner that alone will decide (a covered card): a higher score (STRICT). A corner
         refused only because its suit's margin fell short adds (card, the runner-up suit's
@@ -134,6 +134,8 @@ class VisualRecognizer(SceneReader):
         (r1, k1), (r2, k2) = sorted(rank, reverse=True)[:2]
         (s1, j1), (s2, j2) = sorted(suit, reverse=True)[:2]
         conf = min(r1, s1)
+        if cand is not None:        # the best candidate, read or not (a corner read alone: _one_corner)
+            cand.append((k1 + j1, conf))
         threshold, margin = self.threshold, self.margin
         if strict:      # a corner located on its two edges: a higher score
             threshold = max(threshold, STRICT)
@@ -178,9 +180,10 @@ class VisualRecognizer(SceneReader):
     def _read_quad(self, bgr, quad, need_both=True):
         """read_quad's answer and the card it refused when that card read at both corners but
         failed the deck check (another deck: the hand it lies in is refused too), else False."""
-        grays, corners, short = {}, both_corners(quad), []
+        grays, corners, short, cands = {}, both_corners(quad), [], ([], [])
         (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays,
-                                             short=short if need_both else None) for q in corners)
+                                             short=short if need_both else None, cand=cand)
+                            for q, cand in zip(corners, cands))
         if a and b and a != b:
             return None, 0.0, False
         f = None
@@ -190,11 +193,14 @@ class VisualRecognizer(SceneReader):
                 f = face(bgr, quad)
                 card = self._suit_by_face(f, a, b, short)
             blurred = False
+            plain = dict(grays)         # the sharp reads' patches and scores (_one_corner's deck check)
             if not card and max(ca, cb) >= BLURRED_MIN:
                 # a card photographed moving: both corners again against the learned indexes
                 # blurred by its own streak (streak.py), only now (the plain read is the cost
                 # of every frame)
                 card = blurred = self._read_streaked(bgr, quad, grays)
+            if not card and (a or b):
+                return self._one_corner(bgr, quad, (a, ca), (b, cb), cands, plain)
             if not card or (a or b) and card != (a or b):   # never overrule a corner read sharp
                 return None, min(ca, cb), False
             a = b = card
@@ -208,6 +214,28 @@ class VisualRecognizer(SceneReader):
             return None, 0.0, a
         return a or b, max(ca, cb) if (a or b) else 0.0, False
 
+    def _one_corner(self, bgr, quad, ra, rb, cands, grays):
+        """(card, confidence, False) of a whole card at the photo's scale that read at one index
+        corner only, or (None, its lower confidence, False): a gloss's or glare's streak, an
+        overexposed or a shadow's corner washes one index out (at 300 pixels, 6 of Kennard's
+        and Responsive's 14 refusals in 448 photos, bench_webcam.py seed 0) where the other reads
+        clearly. The corner that read must score STRICT (a covered card's single corner), the
+        other must not say another card: its best candidate the same card, or no index there
+        at all (no ink colour, or nothing index-like: under BLURRED_MIN); then the face over
+        its twin's, and the deck check with the reading corner's index place alone."""
+        (a, ca), (b, cb) = ra, rb
+        i = 0 if a else 1
+        card, conf = (a, ca) if a else (b, cb)
+        other = cands[1 - i]
+        if self.t.card_size[0] < SMALL or conf < STRICT or (
+                other and other[0][0] != card and other[0][1] >= BLURRED_MIN):
+            return None, min(ca, cb), False
+        f = face(bgr, quad)
+        if not self._face_over_twin(f, card, 0.0) or \
+                not self._of_deck(bgr, quad, card, grays, f, corners=(both_corners(quad)[i],)):
+            return None, 0.0, False
+        return card, conf, False
+
     def _read_streaked(self, bgr, quad, grays):
         """The card both index corners read against the learned indexes blurred by the card's
         streak, then by a round blur (a card out of focus) (their patches kept in `grays` for
@@ -218,10 +246,11 @@ class VisualRecognizer(SceneReader):
                 return a
         return None
 
-    def _of_deck(self, bgr, quad, card, grays, f=None, hidden=()):
+    def _of_deck(self, bgr, quad, card, grays, f=None, hidden=(), corners=None):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
         the caller has it), then its fingerprint. `hidden`: the outlines of cards lying over part
-        of it; its face is then compared where it shows (at least VISIBLE of it)."""
+        of it; its face is then compared where it shows (at least VISIBLE of it). `corners`: the
+        index corners whose index place is checked (both when None)."""
         if not proportioned(quad, self.t.card_size):
             return False        # a card of another size: a bridge deck's under a poker deck's templates
         face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
@@ -235,7 +264,7 @@ class VisualRecognizer(SceneReader):
         # another deck with a like face: its corners or its index placed otherwise
         return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
                                     [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
-                                     for q in both_corners(quad)])
+                                     for q in corners or both_corners(quad)])
 
     def _face_over_twin(self, f, card, margin):
         """Whether the card's face `f` is more like `card`'s than like the same rank's in the
