@@ -7,6 +7,7 @@ matches none of them well: such cards are refused."""
 import cv2
 import numpy as np
 
+from . import defocus
 from . import streak as motion
 from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, rounding, visible_face_score
 from .hands import both_corners
@@ -54,7 +55,6 @@ def _like(m, shape, i, j):
 
 
 WAY_STREAK = 0.7
-DEFOCUS = 1.2           # pixels: the round blur tried last (the sharpest photo's edge less a defocused one's)
 # the blurred reads only for an outline whose plain read found an index-like corner: the others
 # (another object, a table's pattern) cost nothing more
 BLURRED_MIN = 0.55
@@ -89,9 +89,8 @@ class VisualRecognizer(SceneReader):
         self._small = {colour: np.stack([cv2.resize(templates.patches[c], None, fx=MATCH, fy=MATCH,
                                                     interpolation=cv2.INTER_AREA) for c in cards])
                        for colour, (cards, *_) in self._by_colour.items()}
-        w = templates.card_size[0]
-        k = motion.kernel(np.float32([[0, 0], [w, 0], [w, w * CH / CW], [0, w * CH / CW]]), templates.box, DEFOCUS)
-        self._defocused = {colour: motion.blurred(small, templates.cut, k) for colour, small in self._small.items()}
+        # and blurred round by each of defocus.GRID (a card out of focus: its blur estimated)
+        self._defocused = defocus.bank(templates, self._small)
         self.threshold = threshold
         self.margin = margin
 
@@ -113,9 +112,9 @@ class VisualRecognizer(SceneReader):
         cards, rank_m, suit_m, rank_like, suit_like = self._by_colour[colour]
         other_colour = "black" if colour == "red" else "red"
         other = self._by_colour[other_colour][2]
-        if streak is DEFOCUS:           # the card's size is the learned one's: blurred once
-            rank_m, suit_m = self._defocused[colour]
-            other = self._defocused[other_colour][1]
+        if np.ndim(streak) == 0 and streak in self._defocused:    # blurred once, at the learned size
+            rank_m, suit_m = self._defocused[streak][colour]
+            other = self._defocused[streak][other_colour][1]
         elif streak is not None:
             k = motion.kernel(quad, self.t.box, streak)
             rank_m, suit_m = motion.blurred(self._small[colour], self.t.cut, k)
@@ -210,13 +209,23 @@ class VisualRecognizer(SceneReader):
 
     def _read_streaked(self, bgr, quad, grays):
         """The card both index corners read against the learned indexes blurred by the card's
-        streak, then by a round blur (a card out of focus) (their patches kept in `grays` for
-        the deck check), or None."""
-        for streak in (motion.estimate(bgr, quad), DEFOCUS):
+        streak, then by a round blur estimated from its corners (a card out of focus: defocus.py)
+        (their patches kept in `grays` for the deck check), or None."""
+        for streak in (motion.estimate(bgr, quad), None):
+            if streak is None:
+                sigma = self.defocus_of(bgr, quad)
+                if sigma is None:
+                    return None
+                streak = defocus.nearest(sigma)
             a, b = (self.read_corner(bgr, q, keep=grays, streak=streak)[0] for q in both_corners(quad))
             if a and a == b:
                 return a
         return None
+
+    def defocus_of(self, bgr, quad):
+        """The card's round blur beyond the learned indexes' (sigma, image pixels; defocus.py),
+        or None (no index ink of a clear colour)."""
+        return defocus.estimate(bgr, both_corners(quad), self.t, self._defocused)
 
     def _of_deck(self, bgr, quad, card, grays, f=None, hidden=()):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when

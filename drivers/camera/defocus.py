@@ -1,0 +1,60 @@
+"""A card out of focus (issue 17): how much its index is blurred beyond the learned indexes,
+estimated from the card itself. A fixed round blur (sigma 1.2 px) read the held-out deck 66% under
+the camera model's defocus (sigma 1.2-1.8 px on the frame, the reference photos 0.4-0.9); a real
+lens's blur differs again. The estimate: the round blur whose blurred learned indexes the card's
+two index corners match best (rank and suit parts, every card of the ink's colour, the reader's
+shifts), between the grid's steps by a parabola. Matching the index against itself blurred is
+the measure the reader needs: the blur left between this photo and the reference photos, the
+lens's, the sensor's and the warp's together, whatever the table around the card. Only for a
+whole card whose plain and streak reads failed (visual._read_streaked): no cost on a sharp frame."""
+import numpy as np
+
+from . import streak as motion
+from .index import CH, CW, S, SEARCH, _ink, _match_gray, _product, _windows, corner
+
+GRID = (0.6, 0.9, 1.2, 1.5, 1.8, 2.1)     # image pixels: the round blurs the estimate weighs
+FLOOR = 1.2             # read at no less: the fixed blur read before, never a sharper (looser) one
+
+
+def bank(templates, small):
+    """{sigma: {colour: (rank, suit) matrices}} of the learned indexes `small` ({colour: N x h x
+    w at MATCH}) blurred by each of GRID, for a card of the learned size."""
+    w = templates.card_size[0]
+    quad = np.float32([[0, 0], [w, 0], [w, w * CH / CW], [0, w * CH / CW]])
+    return {s: {colour: motion.blurred(m, templates.cut, motion.kernel(quad, templates.box, s))
+                for colour, m in small.items()} for s in GRID}
+
+
+def estimate(bgr, corners, templates, blurred):
+    """The blur (sigma, image pixels) of the card whose index corners are `corners` (quads with
+    the index at tl): the grid's blur whose learned indexes (`blurred`, bank()) both corners
+    match best, refined by a parabola through it and its neighbours; None when no corner's ink
+    colour is clear."""
+    total, n = np.zeros(len(GRID)), 0
+    s = templates.cut + S
+    for q in corners:
+        patch = corner(bgr, q, templates.box, SEARCH)
+        colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]
+        if colour is None:
+            continue
+        gray = _match_gray(patch)
+        top = _windows(gray[:s + S], templates.part_shapes[0])
+        bottom = _windows(gray[s - S:], templates.part_shapes[1])
+        for i, sigma in enumerate(GRID):
+            rank_m, suit_m = blurred[sigma][colour]
+            total[i] += float(_product(top, rank_m).max()) + float(_product(bottom, suit_m).max())
+        n += 1
+    if not n:
+        return None
+    i = int(np.argmax(total))
+    if 0 < i < len(GRID) - 1:
+        a, b, c = total[i - 1:i + 2]
+        d = a - 2 * b + c
+        if d < 0:
+            return float(GRID[i] + 0.5 * (a - c) / d * (GRID[1] - GRID[0]))
+    return float(GRID[i])
+
+
+def nearest(sigma):
+    """The grid's blur to read at for an estimate `sigma`: the nearest, not under FLOOR."""
+    return min((g for g in GRID if g >= FLOOR), key=lambda g: abs(g - sigma))
