@@ -18,6 +18,7 @@ import json
 import os
 import sys
 
+import cv2
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -122,13 +123,56 @@ def run(deck, trials, verbose, cond="defocus"):
     return rows
 
 
+def estimates(deck, n, seed=0):
+    """The estimate on `n` single cards of `deck` (any surface, the sweep's pose) each under a
+    round blur drawn from 0.3-2.5 px (the camera model's clean photo otherwise: sensor noise and
+    JPEG): [(the frame's sigma, the estimate on the true outline)]."""
+    rec = VisualRecognizer(templates(deck))
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        sigma = float(rng.uniform(0.3, 2.5))
+        frame = cm.surface(cm.SURFACES[i % len(cm.SURFACES)], 400, 300, rng)
+        face = cm.load_deck(deck)[CARDS[int(rng.integers(52))]]
+        q = cm.pose(rng, "clean", (200, 150), 125, face.shape[0] / face.shape[1])
+        cm.lay(frame, face, q)
+        f = cv2.GaussianBlur(frame, (0, 0), sigma).astype(np.float32)
+        f = np.clip(f + rng.normal(0, rng.uniform(1.5, 3.5), f.shape), 0, 255).astype(np.uint8)
+        f = cv2.imdecode(cv2.imencode(".jpg", f, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(60, 91))])[1], 1)
+        est = rec.defocus_of(f, q)
+        if est is not None:
+            out.append((sigma, est))
+    return out
+
+
+def report_estimates(deck, pairs):
+    e = np.float32(pairs)
+    rel = np.sqrt(np.maximum(e[:, 0] ** 2 - REF ** 2, 0))
+    print(f"{deck}: estimate on {len(e)} cards, sigma 0.3-2.5: estimate - sqrt(sigma^2 - {REF}^2)")
+    for lo in np.arange(0.3, 2.5, 0.4):
+        m = (e[:, 0] >= lo) & (e[:, 0] < lo + 0.4)
+        err = e[m, 1] - rel[m]
+        print(f"  sigma {lo:.1f}-{lo + 0.4:.1f} ({m.sum()}): mean {err.mean():+.2f}, sd {err.std():.2f}, "
+              f"max |err| {abs(err).max():.2f}; estimate {e[m, 1].min():.2f}-{e[m, 1].max():.2f}")
+    m = (e[:, 0] >= 1.2) & (e[:, 0] <= 1.8)
+    err = e[m, 1] - rel[m]
+    print(f"  the model's defocus (sigma 1.2-1.8, {m.sum()}): mean {err.mean():+.2f}, sd {err.std():.2f}, "
+          f"|err| < 0.2 {np.mean(abs(err) < 0.2):.0%}, < 0.3 {np.mean(abs(err) < 0.3):.0%}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--decks", default=",".join(cm.DECKS))
     ap.add_argument("--trials", type=int, default=1)
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--out", default=None, help="every card's row as JSON lines")
+    ap.add_argument("--estimate", type=int, default=0,
+                    help="only the estimate's error on this many single cards a deck, blur drawn 0.3-2.5")
     a = ap.parse_args()
+    if a.estimate:
+        for deck in a.decks.split(","):
+            report_estimates(deck, estimates(deck, a.estimate))
+        return
     out = open(a.out, "w") if a.out else None
     for deck in a.decks.split(","):
         rows = run(deck, a.trials, a.verbose)

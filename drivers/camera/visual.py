@@ -58,6 +58,7 @@ WAY_STREAK = 0.7
 # the blurred reads only for an outline whose plain read found an index-like corner: the others
 # (another object, a table's pattern) cost nothing more
 BLURRED_MIN = 0.55
+FACE_SUIT_DEFOCUS = 0.1     # the face's margin over the other suit when it decides a defocused suit
 
 
 class VisualRecognizer(SceneReader):
@@ -210,16 +211,23 @@ class VisualRecognizer(SceneReader):
     def _read_streaked(self, bgr, quad, grays):
         """The card both index corners read against the learned indexes blurred by the card's
         streak, then by a round blur estimated from its corners (a card out of focus: defocus.py)
-        (their patches kept in `grays` for the deck check), or None."""
+        (their patches kept in `grays` for the deck check), or None. Out of focus, a suit the
+        index leaves open between the two of its colour is the face's (_suit_by_face, by
+        FACE_SUIT_DEFOCUS): a blurred small club and spade are alike (the held-out deck's clubs
+        beat its spades by 0.002-0.03 at the estimated blur), its faces' pips and pictures not."""
         for streak in (motion.estimate(bgr, quad), None):
+            short = None
             if streak is None:
                 sigma = self.defocus_of(bgr, quad)
                 if sigma is None:
                     return None
-                streak = defocus.nearest(sigma)
-            a, b = (self.read_corner(bgr, q, keep=grays, streak=streak)[0] for q in both_corners(quad))
+                streak, short = defocus.nearest(sigma), []
+            a, b = (self.read_corner(bgr, q, keep=grays, streak=streak, short=short)[0]
+                    for q in both_corners(quad))
             if a and a == b:
                 return a
+            if short:
+                return self._suit_by_face(face(bgr, quad), a, b, short, FACE_SUIT_DEFOCUS)
         return None
 
     def defocus_of(self, bgr, quad):
@@ -258,10 +266,10 @@ class VisualRecognizer(SceneReader):
         the located corner is too rough for them; docs/camera.md.)"""
         return corner_face_score(face(bgr, quad), self.t.faces[card]) >= CORNER_FACE_MIN
 
-    def _suit_by_face(self, f, a, b, short):
+    def _suit_by_face(self, f, a, b, short, margin=FACE_SUIT):
         """The card when each index corner read it or read its rank with the suit short of its
         margin (every such corner the same card first, the same runner-up), and the whole face
-        is that card's by FACE_SUIT more than the runner-up's: Responsive's spade and club
+        is that card's by `margin` (FACE_SUIT) more than the runner-up's: Responsive's spade and club
         indexes correlate 0.95 at the table's scale, its faces' pips and pictures far less
         (docs/camera.md). Else None."""
         if (a is not None) + (b is not None) + len(short) != 2 or not short:
@@ -272,7 +280,7 @@ class VisualRecognizer(SceneReader):
             return None
         card, alt = tops.pop(), alts.pop()
         mine, other = face_score(f, self.t.faces[card]), face_score(f, self.t.faces[alt])
-        return card if mine >= FACE_MIN and mine - other >= FACE_SUIT else None
+        return card if mine >= FACE_MIN and mine - other >= margin else None
 
     def read(self, card_img):
         """(card or None, confidence) of an image holding one rectified card (the whole image)."""
