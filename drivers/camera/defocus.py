@@ -14,6 +14,9 @@ from .index import CH, CW, S, SEARCH, _ink, _match_gray, _product, _windows, cor
 
 GRID = (0.6, 0.9, 1.2, 1.5, 1.8, 2.1)     # image pixels: the round blurs the estimate weighs
 FLOOR = 1.2             # read at no less: the fixed blur read before, never a sharper (looser) one
+# under this a card is as sharp as the reference photos (estimated 0.60 for every frame blurred
+# under theirs, 0.6-1.06 at 0.7-1.1 px, 0.8 and more at the camera model's defocus, 1.2-1.8 px)
+SHARP = 0.9
 
 
 def bank(templates, small):

@@ -221,7 +221,9 @@ class VisualRecognizer(SceneReader):
                 sigma = self.defocus_of(bgr, quad)
                 if sigma is None:
                     return None
-                streak, short = defocus.nearest(sigma), []
+                # a card as sharp as the reference photos is read as before the estimate: at
+                # FLOOR, its suit left to the index
+                streak, short = defocus.nearest(sigma), [] if sigma >= defocus.SHARP else None
             a, b = (self.read_corner(bgr, q, keep=grays, streak=streak, short=short)[0]
                     for q in both_corners(quad))
             if a and a == b:
