@@ -210,27 +210,29 @@ class VisualRecognizer(SceneReader):
 
     def _read_streaked(self, bgr, quad, grays):
         """The card both index corners read against the learned indexes blurred by the card's
-        streak, then by a round blur estimated from its corners (a card out of focus: defocus.py)
-        (their patches kept in `grays` for the deck check), or None. Out of focus, a suit the
-        index leaves open between the two of its colour is the face's (_suit_by_face, by
-        FACE_SUIT_DEFOCUS): a blurred small club and spade are alike (the held-out deck's clubs
-        beat its spades by 0.002-0.03 at the estimated blur), its faces' pips and pictures not."""
-        for streak in (motion.estimate(bgr, quad), None):
-            short = None
+        streak, then by a round blur of defocus.FLOOR, then (a card out of focus) by the round
+        blur estimated from its corners (defocus.py) (their patches kept in `grays` for the deck
+        check), or None. The first two as before the estimate: a card they read is read as
+        before (at the estimated blur alone the drawn deck lost cards the fixed blur read).
+        Out of focus, a suit the index leaves open between the two of its colour is the face's
+        (_suit_by_face, by FACE_SUIT_DEFOCUS): a blurred small club and spade are alike (the
+        held-out deck's clubs beat its spades by 0.002-0.03 at the estimated blur), its faces'
+        pips and pictures not. A card as sharp as the reference photos stops before it."""
+        short = None
+        for streak in (motion.estimate(bgr, quad), defocus.FLOOR, None):
             if streak is None:
                 sigma = self.defocus_of(bgr, quad)
-                if sigma is None:
+                if sigma is None or sigma < defocus.SHARP:
                     return None
-                # a card as sharp as the reference photos is read as before the estimate: at
-                # FLOOR, its suit left to the index
-                streak, short = defocus.nearest(sigma), [] if sigma >= defocus.SHARP else None
+                streak = defocus.nearest(sigma)
+                if streak == defocus.FLOOR:     # read there already: its suit the face's
+                    break
+            short = [] if np.ndim(streak) == 0 else None
             a, b = (self.read_corner(bgr, q, keep=grays, streak=streak, short=short)[0]
                     for q in both_corners(quad))
             if a and a == b:
                 return a
-            if short:
-                return self._suit_by_face(face(bgr, quad), a, b, short, FACE_SUIT_DEFOCUS)
-        return None
+        return self._suit_by_face(face(bgr, quad), a, b, short, FACE_SUIT_DEFOCUS) if short else None
 
     def defocus_of(self, bgr, quad):
         """The card's round blur beyond the learned indexes' (sigma, image pixels; defocus.py),
