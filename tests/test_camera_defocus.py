@@ -79,8 +79,8 @@ def test_another_decks_defocused_cards_are_refused(tigullio):
     fingerprint is what tells them apart)."""
     responsive = VisualRecognizer(cm.reference_templates("responsive", seed=5, size=SIZE))
     read = {}
-    for seed in range(3):
-        for table in ("green_felt", "wood"):
+    for seed in range(2):
+        for table in ("green_felt", "grey", "wood"):
             for deck, rec in (("cardsjs", tigullio), ("kennard", tigullio), ("cardsjs", responsive)):
                 got = [c for c, _ in rec.read_image(scene(deck, table, "defocus", seed)[0])]
                 if got:
