@@ -6,7 +6,11 @@ two index corners match best (rank and suit parts, every card of the ink's colou
 shifts), between the grid's steps by a parabola. Matching the index against itself blurred is
 the measure the reader needs: the blur left between this photo and the reference photos, the
 lens's, the sensor's and the warp's together, whatever the table around the card. Only for a
-whole card whose plain and streak reads failed (visual._read_streaked): no cost on a sharp frame."""
+whole card whose plain, streak and fixed-blur reads failed (visual._read_streaked): no cost on a
+sharp frame. Measured (bench/diag_defocus.py --estimate 150, six decks, 900 single cards): at the
+camera model's defocus the estimate less the blur left (sqrt(sigma^2 - 0.65^2), the reference
+photos drawn at 0.4-0.9) is -0.05 to 0.00 on average per deck, sd 0.07-0.14, within 0.3 px for
+97-100%; a frame as sharp as the reference photos is estimated at the grid's foot (0.6)."""
 import numpy as np
 
 from . import streak as motion
