@@ -7,6 +7,7 @@ matches none of them well: such cards are refused."""
 import cv2
 import numpy as np
 
+from . import defocus
 from . import streak as motion
 from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, rounding, visible_face_score
 from .hands import both_corners
@@ -54,10 +55,10 @@ def _like(m, shape, i, j):
 
 
 WAY_STREAK = 0.7
-DEFOCUS = 1.2           # pixels: the round blur tried last (the sharpest photo's edge less a defocused one's)
 # the blurred reads only for an outline whose plain read found an index-like corner: the others
 # (another object, a table's pattern) cost nothing more
 BLURRED_MIN = 0.55
+FACE_SUIT_DEFOCUS = 0.1     # the face's margin over the other suit when it decides a defocused suit
 
 
 class VisualRecognizer(SceneReader):
@@ -89,9 +90,8 @@ class VisualRecognizer(SceneReader):
         self._small = {colour: np.stack([cv2.resize(templates.patches[c], None, fx=MATCH, fy=MATCH,
                                                     interpolation=cv2.INTER_AREA) for c in cards])
                        for colour, (cards, *_) in self._by_colour.items()}
-        w = templates.card_size[0]
-        k = motion.kernel(np.float32([[0, 0], [w, 0], [w, w * CH / CW], [0, w * CH / CW]]), templates.box, DEFOCUS)
-        self._defocused = {colour: motion.blurred(small, templates.cut, k) for colour, small in self._small.items()}
+        # and blurred round by each of defocus.GRID (a card out of focus: its blur estimated)
+        self._defocused = defocus.bank(templates, self._small)
         self.threshold = threshold
         self.margin = margin
 
@@ -113,9 +113,9 @@ class VisualRecognizer(SceneReader):
         cards, rank_m, suit_m, rank_like, suit_like = self._by_colour[colour]
         other_colour = "black" if colour == "red" else "red"
         other = self._by_colour[other_colour][2]
-        if streak is DEFOCUS:           # the card's size is the learned one's: blurred once
-            rank_m, suit_m = self._defocused[colour]
-            other = self._defocused[other_colour][1]
+        if np.ndim(streak) == 0 and streak in self._defocused:    # blurred once, at the learned size
+            rank_m, suit_m = self._defocused[streak][colour]
+            other = self._defocused[streak][other_colour][1]
         elif streak is not None:
             k = motion.kernel(quad, self.t.box, streak)
             rank_m, suit_m = motion.blurred(self._small[colour], self.t.cut, k)
@@ -238,13 +238,34 @@ class VisualRecognizer(SceneReader):
 
     def _read_streaked(self, bgr, quad, grays):
         """The card both index corners read against the learned indexes blurred by the card's
-        streak, then by a round blur (a card out of focus) (their patches kept in `grays` for
-        the deck check), or None."""
-        for streak in (motion.estimate(bgr, quad), DEFOCUS):
-            a, b = (self.read_corner(bgr, q, keep=grays, streak=streak)[0] for q in both_corners(quad))
+        streak, then by a round blur of defocus.FLOOR, then (a card out of focus) by the round
+        blur estimated from its corners (defocus.py) (their patches kept in `grays` for the deck
+        check), or None. The first two as before the estimate: a card they read is read as
+        before (at the estimated blur alone the drawn deck lost cards the fixed blur read).
+        Out of focus, a suit the index leaves open between the two of its colour is the face's
+        (_suit_by_face, by FACE_SUIT_DEFOCUS): a blurred small club and spade are alike (the
+        held-out deck's clubs beat its spades by 0.002-0.03 at the estimated blur), its faces'
+        pips and pictures not. A card as sharp as the reference photos stops before it."""
+        short = None
+        for streak in (motion.estimate(bgr, quad), defocus.FLOOR, None):
+            if streak is None:
+                sigma = self.defocus_of(bgr, quad)
+                if sigma is None or sigma < defocus.SHARP:
+                    return None
+                streak = defocus.nearest(sigma)
+                if streak == defocus.FLOOR:     # read there already: its suit the face's
+                    break
+            short = [] if np.ndim(streak) == 0 else None
+            a, b = (self.read_corner(bgr, q, keep=grays, streak=streak, short=short)[0]
+                    for q in both_corners(quad))
             if a and a == b:
                 return a
-        return None
+        return self._suit_by_face(face(bgr, quad), a, b, short, FACE_SUIT_DEFOCUS) if short else None
+
+    def defocus_of(self, bgr, quad):
+        """The card's round blur beyond the learned indexes' (sigma, image pixels; defocus.py),
+        or None (no index ink of a clear colour)."""
+        return defocus.estimate(bgr, both_corners(quad), self.t, self._defocused)
 
     def _of_deck(self, bgr, quad, card, grays, f=None, hidden=(), corners=None):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
@@ -278,10 +299,10 @@ class VisualRecognizer(SceneReader):
         the located corner is too rough for them; docs/camera.md.)"""
         return corner_face_score(face(bgr, quad), self.t.faces[card]) >= CORNER_FACE_MIN
 
-    def _suit_by_face(self, f, a, b, short):
+    def _suit_by_face(self, f, a, b, short, margin=FACE_SUIT):
         """The card when each index corner read it or read its rank with the suit short of its
         margin (every such corner the same card first, the same runner-up), and the whole face
-        is that card's by FACE_SUIT more than the runner-up's: Responsive's spade and club
+        is that card's by `margin` (FACE_SUIT) more than the runner-up's: Responsive's spade and club
         indexes correlate 0.95 at the table's scale, its faces' pips and pictures far less
         (docs/camera.md). Else None."""
         if (a is not None) + (b is not None) + len(short) != 2 or not short:
@@ -292,7 +313,7 @@ class VisualRecognizer(SceneReader):
             return None
         card, alt = tops.pop(), alts.pop()
         mine, other = face_score(f, self.t.faces[card]), face_score(f, self.t.faces[alt])
-        return card if mine >= FACE_MIN and mine - other >= FACE_SUIT else None
+        return card if mine >= FACE_MIN and mine - other >= margin else None
 
     def read(self, card_img):
         """(card or None, confidence) of an image holding one rectified card (the whole image)."""
