@@ -7,7 +7,9 @@ photo scale; another design's templates refuse its cards and its templates refus
 small sample; the figures are bench/bench_camera.py, bench_webcam.py, bench_hands.py and
 bench_capture.py's."""
 import copy
+import hashlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -62,6 +64,13 @@ def test_the_design_is_a_whole_deck_with_transparent_rounded_corners_added_after
         ink = ink[ink.sum(1) < 500]
         b, g, r = ink.mean(0)
         assert (r - g > 100) == (c[1] in "hd"), c
+    # the renders are scripts/fetch-decks' (SHA256SUMS), beside their licence
+    with open(os.path.join(cm.DECKS_DIR, "SHA256SUMS")) as f:
+        sums = {name: digest for digest, name in (line.split() for line in f if line.strip())}
+    for c in CARDS:
+        png = open(os.path.join(cm.DECKS_DIR, DECK, c + ".png"), "rb").read()
+        assert hashlib.sha256(png).hexdigest() == sums[f"{DECK}/{c}.png"], c
+    assert {"GPL-2", "copyright-debian"} <= set(os.listdir(os.path.join(cm.DECKS_DIR, DECK)))
     # held out: last, so that every other deck keeps its place (its templates' seed)
     assert cm.DECKS[-1] == DECK and cm.DECKS.index("tigullio") == 5
 
