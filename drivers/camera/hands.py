@@ -69,7 +69,9 @@ def refine_corner(gray, quad, card_size, outer=False):
     to the card below in the top card's shadow), a line fitted to each twice, the two crossed;
     the card rebuilt from that corner along the two lines at the measured size. `gray`: the
     frame's whiteness, blurred, float32 (once per frame). None when either edge is not found
-    (no card corner there)."""
+    (no card corner there). `outer`: each side moved out to a parallel line of falls at least
+    _BEYOND px beyond the steepest one's (a frame printed inside the edge: a corner that is the
+    reader's to judge beside the plain one); None when neither side has one."""
     w, h = card_size
     r = max(4.0, 0.08 * w)
     g, q = gray, quad
@@ -103,7 +105,7 @@ _TURN_MAX = 0.2     # sin of the largest turn of an edge from the laid side (12 
 _PAIRS = [np.triu_indices(m, 1) for m in range(25)]
 
 
-_BEYOND = 2.0
+_BEYOND = 2.0       # px: a frame's line and the card's edge beyond it lie 4-6 px apart (Tigullio, 125 px)
 _PARALLEL = 0.05    # sin of the largest angle between a printed frame's line and the card's edge
 
 
