@@ -78,7 +78,8 @@ def classify(rec, bgr, card, tq, blobs, quads, gray):
                 hyps += [v for v in both_corners(q) if np.linalg.norm(v[0] - tc) < 0.15 * w]
     if not hyps:
         return "no_hyp"
-    refined = [r for r in (refine_corner(gray, v, rec.t.card_size) for v in hyps) if r is not None]
+    refined = [r for r in (refine_corner(gray, v, rec.t.card_size, outer=o) for v in hyps for o in (False, True))
+               if r is not None]
     if not refined:         # the corner as laid from the fitted outline corner (read at LAID)
         got, conf = rec.read_corner(bgr, hyps[0], strict=True)
         return "dup/other" if got == card and conf >= V.LAID else "edges"

@@ -55,3 +55,30 @@ def test_a_far_corner_on_paper_over_paper_is_placed_by_its_sides_offsets():
     flat[200:, :] = 40
     flat += np.random.default_rng(1).normal(0, 1.5, flat.shape).astype(np.float32)
     assert whole_card(cv2.GaussianBlur(flat, (0, 0), 1.0), near, SIZE, parallel=True) is None
+
+
+def test_a_printed_frame_inside_the_edge_leaves_a_corner_on_the_card_edge():
+    """A court card whose frame is printed 6 px inside its edge (the held-out Tigullio deck) lying
+    over a card below: along its sides the frame's dark line falls harder than the paper's edge
+    over the paper below, so the corner refined on the steepest fall lies on the frame (6 px in:
+    its index unread, the hand's top card refused and the hand with it). The corner beyond the
+    frame's lines is the card's own; a card with no frame has none."""
+    true = _card((100, 100))
+    base = np.full((300, 300), 40, np.float32)          # the table
+    base[60:270, 60:250] = 225                          # the card below, paper
+    for framed in (True, False):
+        g = base.copy()
+        g[98:100, 98:230], g[98:240, 98:100] = 205, 205     # the top card's edge: a faint line
+        g[100:240, 100:200] = 235                           # the top card
+        if framed:
+            g[106:108, 106:194], g[106:234, 106:108] = 120, 120     # its frame's line
+        g = cv2.GaussianBlur(g, (0, 0), 1.0)
+        for off in ((2, -2), (-1, 2)):
+            laid = true + np.float32(off)
+            plain, outer = refine_corner(g, laid, SIZE), refine_corner(g, laid, SIZE, outer=True)
+            if framed:
+                assert plain is not None and np.abs(plain[0] - true[0]).max() > 4, (off, plain)
+                assert outer is not None and np.abs(outer[0] - true[0]).max() < 1.0, (off, outer)
+            else:
+                assert plain is not None and np.abs(plain[0] - true[0]).max() < 1.0, (off, plain)
+                assert outer is None, (off, outer)

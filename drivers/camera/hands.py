@@ -44,17 +44,24 @@ def hand_corners(bgr, blobs, quads, card_size, gray=None):
                 if len(tried) and np.abs(tried - v[:2]).max(axis=(1, 2)).min() < 0.05 * w:
                     continue
                 tried = np.concatenate([tried, v[None, :2]])
-                # on its own edges; and as laid from the fitted outline corner, for a covered
-                # card whose edges over the card below do not show (its index decides)
-                for r, located in ((refine_corner(gray, v, card_size), True), (v, False)):
+                # on its own edges; on the edges beyond a printed frame's line along them (the
+                # court's frame of a deck that prints it against the index: the steepest fall
+                # along a top card's side over the card below is the frame's, 6 px inside);
+                # and as laid from the fitted outline corner, for a covered card whose edges
+                # over the card below do not show (its index decides)
+                # (beyond the frame's line a corner lies only its margin away, 4-6 px: kept
+                # unless within 2 px of one found, where the same corner's is)
+                for r, located, apart in ((refine_corner(gray, v, card_size), True, 0.04 * w),
+                                          (refine_corner(gray, v, card_size, outer=True), True, 2.0),
+                                          (v, False, 0.04 * w)):
                     if r is not None and (not len(found)
-                                          or np.abs(found - r[:2]).max(axis=(1, 2)).min() > 0.04 * w):
+                                          or np.abs(found - r[:2]).max(axis=(1, 2)).min() > apart):
                         found = np.concatenate([found, r[None, :2]])
                         out.append((r, located))
     return out
 
 
-def refine_corner(gray, quad, card_size):
+def refine_corner(gray, quad, card_size, outer=False):
     """A covered card's index corner (the quad's tl) moved onto its two visible edges: a corner
     hypothesis laid from another corner of the hand's outline is a few pixels and degrees off
     (each card is dealt a little turned), which the index reader cannot afford. Along the top
@@ -62,20 +69,29 @@ def refine_corner(gray, quad, card_size):
     to the card below in the top card's shadow), a line fitted to each twice, the two crossed;
     the card rebuilt from that corner along the two lines at the measured size. `gray`: the
     frame's whiteness, blurred, float32 (once per frame). None when either edge is not found
-    (no card corner there)."""
+    (no card corner there). `outer`: each side moved out to a parallel line of falls at least
+    _BEYOND px beyond the steepest one's (a frame printed inside the edge: a corner that is the
+    reader's to judge beside the plain one); None when neither side has one."""
     w, h = card_size
     r = max(4.0, 0.08 * w)
     g, q = gray, quad
     offs = np.arange(-r, r + 0.01, 0.5, dtype=np.float32)
-    lines = []
+    lines, moved = [], False
     # the top side from tl (index 0 -> 1) past the index; the left side (3 -> 0) short of it
     for a, b, ts in ((q[0], q[1], _TOP_TS), (q[3], q[0], _LEFT_TS)):
         d = (b - a) / max(float(_norm(b - a)), 1e-6)
         n = np.float32([d[1], -d[0]])                       # outward (clockwise, y down)
-        line = _edge(g, a[None] + ts[:, None] * (b - a)[None], n, d, offs)
+        base = a[None] + ts[:, None] * (b - a)[None]
+        line = _edge(g, base, n, d, offs)
         if line is None:
             return None
+        if outer:
+            far = _edge(g, base, n, d, offs, beyond=line)
+            if far is not None and abs(float(far[1][0] * line[1][1] - far[1][1] * line[1][0])) < _PARALLEL:
+                line, moved = far, True
         lines.append(line)
+    if outer and not moved:
+        return None
     tl = _cross(lines)
     if tl is None or _norm(tl - q[0]) > 2 * r:
         return None
@@ -89,7 +105,11 @@ _TURN_MAX = 0.2     # sin of the largest turn of an edge from the laid side (12 
 _PAIRS = [np.triu_indices(m, 1) for m in range(25)]
 
 
-def _edge(g, base, n, d, offs, need=6):
+_BEYOND = 2.0       # px: a frame's line and the card's edge beyond it lie 4-6 px apart (Tigullio, 125 px)
+_PARALLEL = 0.05    # sin of the largest angle between a printed frame's line and the card's edge
+
+
+def _edge(g, base, n, d, offs, need=6, beyond=None):
     """A straight edge near the points `base`: along the outward normal `n`, the steepest fall
     from the card's white outward at each; the line most of them lie on (a glyph or a shadow
     pulls some off), fitted to those. (point, direction along `d`) or None."""
@@ -97,6 +117,13 @@ def _edge(g, base, n, d, offs, need=6):
     prof = cv2.remap(g, pts[..., 0].copy(), pts[..., 1].copy(), cv2.INTER_LINEAR,
                      borderMode=cv2.BORDER_REPLICATE)
     drop = prof[:, :-1] - prof[:, 1:]
+    if beyond is not None:
+        # only falls outward of the line `beyond` (point, direction) by more than _BEYOND px
+        p, v = beyond
+        m = np.float32([-v[1], v[0]])
+        at = -((base - p[None]) @ m) / float(n @ m)          # where the line crosses each normal
+        mids = (offs[:-1] + offs[1:]) / 2
+        drop = np.where(mids[None, :] > at[:, None] + _BEYOND, drop, -np.inf)
     k = np.argmax(drop, axis=1)
     strong = drop[np.arange(len(k)), k] > 4
     sel = (base + ((offs[k] + offs[k + 1]) / 2)[:, None] * n[None])[strong]
