@@ -38,6 +38,7 @@ REF_CONDS = ("clean", "white_balance", "tungsten", "defocus", "gloss", "shadow",
 # a refusal's cause, from its message (the first pattern that matches)
 CAUSES = (
     ("finder: not one card", r"expected one card"),
+    ("another deck's card (deckcheck)", r"a card of another deck|two designs"),
     ("templates not written (load refused them)", r"could not be written"),
     ("finder: too dark", r"too dark"),
     ("size", r"at another size"),

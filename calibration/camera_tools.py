@@ -12,7 +12,7 @@ from drivers.camera.frame import to_card_edge
 from drivers.camera.outline import card_size_of
 from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
 from drivers.camera.index import CH, CW
-from drivers.camera.templates import BadReference
+from drivers.camera.templates import BadReference, OtherDeck
 
 CANON = (CW, CH)
 
@@ -159,6 +159,8 @@ def _save_templates(samples, out_dir, names=None):
                         f"height, the table camera's")
     try:
         t = Templates.capture(framed(samples))
+    except OtherDeck as e:      # not a photo to take again: a card to replace
+        raise ToolError(e.say(names.get if names else lambda c: f"the reference image of {c}")) from None
     except BadReference as e:
         if not names:
             raise ToolError(str(e)) from None

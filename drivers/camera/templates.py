@@ -8,7 +8,8 @@ import cv2
 import numpy as np
 
 from controller.cards import CARDS
-from .deckprint import DeckPrint, rounding
+from . import deckcheck
+from .deckprint import DeckPrint
 from .outline import card_size_of
 from .hands import both_corners
 from .index import (
@@ -29,6 +30,19 @@ class BadReference(ValueError):
         super().__init__(message)
         self.cards = cards
         self.why = why or {}        # {card: why its image was refused}, when said per card
+
+
+class OtherDeck(BadReference):
+    """Reference photos of cards unlike the rest of the deck (deckcheck.py): `odd` {card: why},
+    or `mixed` (the smaller group, why) when the set splits into two designs. Not photos to take
+    again: cards to replace with the studio's own."""
+
+    def __init__(self, cards, odd, mixed):
+        self.odd, self.mixed = odd, mixed
+        super().__init__(cards, self.say(lambda c: f"the reference image of {c}"))
+
+    def say(self, name):
+        return deckcheck.say(self.odd, self.mixed, name)
 
 
 class Templates:
@@ -98,6 +112,12 @@ class Templates:
             t.warnings.append((unclear, "its index shows no clear ink colour (a colour cast, or the "
                                         "light clipped): captured; take it again under white light "
                                         "if `accuracy` refuses that card"))
+        # each card's proportions, corners and index place against the rest of the deck: a card of
+        # another deck passes the label checks (its index is its label's), and its template then
+        # never reads the studio's card; said before the checks below, which say "take it again"
+        measured, other = deckcheck.refusal(samples, t)
+        if other:
+            raise OtherDeck(*other)
         bad = t.inconsistent()
         # each corner read against the rest of the deck: a photo of another card than its label,
         # or a card whose corners show two cards (A at one, K at the other), passed every test
@@ -122,7 +142,7 @@ class Templates:
             raise BadReference(*wrong)
         # the fingerprint: each photo's rounding, and its far index corner's shift from the
         # template its near corner gave (the outline's error at this camera's scale)
-        t.print = DeckPrint.learn([rounding(img, q, (CW, CH)) for img, q, _ in samples],
+        t.print = DeckPrint.learn([measured[c][1] for _, _, c in samples],
                                   [index_shift(t, img, both_corners(q)[1], c) for img, q, c in samples],
                                   t.card_size[0])
         return t

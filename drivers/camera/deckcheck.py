@@ -1,0 +1,160 @@
+"""At capture, each reference card against the rest of the deck (issue 17's cold trial): one photo
+of another deck's card (Tigullio's 7h in Kennard's set, an svg-cards 5s) passed every label check
+and the set was accepted; its templates then refused that card every time. A set half of one
+design and half of another (Responsive's and cardsJS' like artwork, their corners cut otherwise)
+was accepted too and read 68-84%.
+
+Each card's own measurements, as the reader's deck check takes them (deckprint.py): its
+proportions, its corners' rounding, and where its rank and suit lie against the same rank's and
+the same suit's templates of the OTHER cards. A card far from the others' median (leave-one-out,
+by a tolerance from their spread with a floor) is another deck's; cards that fall into two groups
+of several each are two designs mixed."""
+import math
+
+import numpy as np
+
+from .deckprint import rounding
+from .index import CH, CW, MATCH, S, SEARCH, _match_gray, _peak, _scores, corner
+
+# per measure: the floor of its tolerance (proportions: log of height/width, 0.025 = 2.5%;
+# rounding and index place: canonical pixels) and how many of the others' spreads (1.48 MAD)
+# it is at least. Correct sets (bench/bench_capture.py's conditions, every deck) lay within
+# ... of them; another deck's card at 2.4-3.6 times them (docs: the lead's camera.md)
+FLOOR = {"proportions": 0.025, "corners": 1.5, "index place": 4.5}
+SPREADS = 5.0
+MIX_GROUP = 6          # cards: a group this large of one measure apart from the rest is a design
+
+
+def measure(samples, t):
+    """{card: (log aspect, rounding, (rank dx, rank dy, suit dx, suit dy))} of each reference
+    photo; the index place against the other cards' templates of its rank and its suit (its
+    own template was learned from this photo), canonical pixels."""
+    out = {}
+    s = t.cut + S
+    for img, q, c in samples:
+        gray = _match_gray(corner(img, q, t.box, SEARCH))
+        ranks = [j for j, d in enumerate(t.cards) if d[0] == c[0] and d != c]
+        suits = [j for j, d in enumerate(t.cards) if d[1] == c[1] and d != c]
+        place = [math.nan] * 4
+        for k, (part, shape, m, js) in enumerate(((gray[:s + S], t.part_shapes[0], t.rank_m, ranks),
+                                                  (gray[s - S:], t.part_shapes[1], t.suit_m, suits))):
+            if not js:
+                continue
+            sc = _scores(part, shape, m[:, js])
+            peaks = np.array([_peak(part, shape, None, sc[:, i]) for i in range(len(js))])
+            place[2 * k:2 * k + 2] = np.median(peaks, axis=0) / MATCH
+        out[c] = (math.log(aspect(q)), rounding(img, q, (CW, CH)), tuple(place))
+    return out
+
+
+def aspect(quad):
+    """The card's long sides over its short ones, as `deckprint.proportioned` takes them: of each
+    pair of opposite sides the longer (a tilted card's far side is the shorter)."""
+    q = np.float32(quad)
+    s = np.linalg.norm(q[[1, 2, 3, 0]] - q, axis=1)
+    a, b = max(s[0], s[2]), max(s[1], s[3])
+    return max(a, b) / max(min(a, b), 1e-6)
+
+
+def _table(m):
+    """cards, and the measures as rows of columns: log aspect, rounding, 4 index components."""
+    cards = list(m)
+    return cards, np.array([[m[c][0], m[c][1], *m[c][2]] for c in cards], np.float64)
+
+
+_NAMES = ("proportions", "corners", "index place", "index place", "index place", "index place")
+
+
+def _tol(values, col):
+    med = np.nanmedian(values, axis=0)
+    spread = 1.4826 * np.nanmedian(np.abs(values - med), axis=0)
+    return med, np.maximum([FLOOR[_NAMES[k]] for k in col], SPREADS * spread)
+
+
+def _court(card):
+    return card[0] in "JQK"
+
+
+def odd_cards(m):
+    """{card: why} for the cards unlike the rest of the deck (each against the others' median
+    and spread), said as the technician reads it. The index place against the cards of its kind
+    only (courts, or A-10): a design may place its courts' index otherwise (cardsJS' kings 2-4
+    canonical pixels from its number cards')."""
+    cards, a = _table(m)
+    court = np.array([_court(c) for c in cards])
+    why = {}
+    for i, c in enumerate(cards):
+        others = np.arange(len(cards)) != i
+        med, tol = _tol(a[others], range(6))
+        kind = others & (court == court[i])
+        med[2:], tol[2:] = _tol(a[kind][:, 2:], range(2, 6))
+        with np.errstate(invalid="ignore"):
+            off = np.abs(a[i] - med) / tol
+        if not np.nanmax(off, initial=0) > 1:
+            continue
+        what, said = [], []
+        if off[0] > 1:
+            what.append("proportions")
+            said.append(f"height {math.exp(a[i, 0]):.2f} times its width against {math.exp(med[0]):.2f}")
+        if off[1] > 1:
+            what.append("corners")
+            said.append(f"corners rounded {a[i, 1]:.1f} canonical pixels against {med[1]:.1f}")
+        if np.nanmax(off[2:], initial=0) > 1:
+            what.append("index place")
+            d = np.nanmax(np.abs(a[i, 2:] - med[2:]))
+            said.append(f"rank and suit {d:.1f} canonical pixels from where the other cards' lie, "
+                        f"against within {np.nanmax(tol[2:]) / SPREADS:.1f}")
+        why[c] = f"its {', '.join(what)} are not the rest of the deck's ({'; '.join(said)})"
+    return why
+
+
+def two_designs(m):
+    """(group, why) when the cards split by one measure into two groups of MIX_GROUP or more,
+    the gap between them wider than either's spread allows: `group` the smaller one's cards.
+    The index place among the number cards only (a design's courts may place it otherwise)."""
+    cards, a = _table(m)
+    for k in range(a.shape[1]):
+        ok = ~np.isnan(a[:, k])
+        if k >= 2:
+            ok &= np.array([not _court(c) for c in cards])
+        idx = np.flatnonzero(ok)[np.argsort(a[ok, k])]
+        v = a[idx, k]
+        for n in range(MIX_GROUP, len(v) - MIX_GROUP + 1):
+            lo, hi = v[:n], v[n:]
+            gap = hi[0] - lo[-1]
+            _, tol_lo = _tol(lo[:, None], [k])
+            _, tol_hi = _tol(hi[:, None], [k])
+            if gap > max(tol_lo[0], tol_hi[0]):
+                small = idx[:n] if n <= len(v) - n else idx[n:]
+                # the named (smaller) group's value first
+                lo_m, hi_m = float(np.median(lo)), float(np.median(hi))
+                if n > len(v) - n:
+                    lo_m, hi_m = hi_m, lo_m
+                why = (f"proportions (height {math.exp(lo_m):.2f} and {math.exp(hi_m):.2f} times the width)"
+                       if k == 0 else f"corners (rounded {lo_m:.1f} and {hi_m:.1f} canonical pixels)"
+                       if k == 1 else f"index place ({gap:.1f} canonical pixels apart)")
+                return [cards[i] for i in small], why
+    return None
+
+
+def refusal(samples, t):
+    """(m, None) when every card is like the rest of the deck (m: the measures, for the
+    fingerprint), else (m, (cards, odd {card: why} or None, mixed (group, why) or None))."""
+    m = measure(samples, t)
+    mixed = two_designs(m)
+    if mixed:
+        return m, (mixed[0], None, mixed)
+    odd = odd_cards(m)
+    return m, ((list(odd), odd, None) if odd else None)
+
+
+def say(odd, mixed, name=lambda c: c, total=52):
+    """The refusal as the technician reads it, each photo by `name` (its file, or its card)."""
+    if mixed:
+        group, why = mixed
+        return (f"the reference photos split into two designs by their {why}: "
+                f"{', '.join(name(c) for c in group)} ({len(group)} photos, the first value) against "
+                f"the other {total - len(group)}: the set mixes two decks' cards; photograph the "
+                f"studio's own deck, every card of it")
+    return "; ".join(f"{name(c)}: {w}" for c, w in odd.items()) + \
+        ": a card of another deck? photograph the studio's own card"
