@@ -14,36 +14,45 @@ import math
 import numpy as np
 
 from .deckprint import rounding
+from .hands import both_corners
 from .index import CH, CW, MATCH, S, SEARCH, _match_gray, _peak, _scores, corner
 
 # per measure: the floor of its tolerance (proportions: log of height/width, 0.025 = 2.5%;
-# rounding and index place: canonical pixels) and how many of the others' spreads (1.48 MAD)
-# it is at least. Correct sets (bench/bench_capture.py's conditions, every deck) lay within
-# ... of them; another deck's card at 2.4-3.6 times them (docs: the lead's camera.md)
-FLOOR = {"proportions": 0.025, "corners": 1.5, "index place": 4.5}
+# rounding and index place: canonical pixels), and how many of the others' spreads (1.48 MAD) it
+# is at least. The index place at its better corner (as the reader's check: an outline off on
+# one side shifts one corner's index, at 125 pixels Tigullio's Qs 6 pixels at one corner), and
+# its floor the reader's SHIFT_TOL ceiling and more: correct cards under bench_capture's
+# conditions lay up to 4 off at one corner
+FLOOR = (0.025, 1.5, 4.5)
 SPREADS = 5.0
-MIX_GROUP = 6          # cards: a group this large of one measure apart from the rest is a design
+# two designs: groups of MIX_GROUP cards or more, the gap between them MIX_SPREADS times the
+# wider group's spread (and the floor): Responsive's corners 0.0-0.5, cardsJS' 3.2-4.6 at 125
+# pixels (a spread of 0.57: 5 of them would not part them)
+MIX_GROUP, MIX_SPREADS = 6, 3.0
+_COLS = ("proportions", "corners")
 
 
 def measure(samples, t):
-    """{card: (log aspect, rounding, (rank dx, rank dy, suit dx, suit dy))} of each reference
-    photo; the index place against the other cards' templates of its rank and its suit (its
-    own template was learned from this photo), canonical pixels."""
+    """{card: (log aspect, rounding, near (rank dx, rank dy, suit dx, suit dy), far (the same))}
+    of each reference photo; the index place at each index corner against the other cards'
+    templates of its rank and its suit (its own was learned from this photo), canonical pixels."""
     out = {}
     s = t.cut + S
     for img, q, c in samples:
-        gray = _match_gray(corner(img, q, t.box, SEARCH))
         ranks = [j for j, d in enumerate(t.cards) if d[0] == c[0] and d != c]
         suits = [j for j, d in enumerate(t.cards) if d[1] == c[1] and d != c]
-        place = [math.nan] * 4
-        for k, (part, shape, m, js) in enumerate(((gray[:s + S], t.part_shapes[0], t.rank_m, ranks),
-                                                  (gray[s - S:], t.part_shapes[1], t.suit_m, suits))):
-            if not js:
-                continue
-            sc = _scores(part, shape, m[:, js])
-            peaks = np.array([_peak(part, shape, None, sc[:, i]) for i in range(len(js))])
-            place[2 * k:2 * k + 2] = np.median(peaks, axis=0) / MATCH
-        out[c] = (math.log(aspect(q)), rounding(img, q, (CW, CH)), tuple(place))
+        places = []
+        for cq in both_corners(q):
+            gray = _match_gray(corner(img, cq, t.box, SEARCH))
+            place = [math.nan] * 4
+            for k, (part, shape, m, js) in enumerate(((gray[:s + S], t.part_shapes[0], t.rank_m, ranks),
+                                                      (gray[s - S:], t.part_shapes[1], t.suit_m, suits))):
+                if js:
+                    sc = _scores(part, shape, m[:, js])
+                    peaks = np.array([_peak(part, shape, None, sc[:, i]) for i in range(len(js))])
+                    place[2 * k:2 * k + 2] = np.median(peaks, axis=0) / MATCH
+            places.append(tuple(place))
+        out[c] = (math.log(aspect(q)), rounding(img, q, (CW, CH)), *places)
     return out
 
 
@@ -57,18 +66,18 @@ def aspect(quad):
 
 
 def _table(m):
-    """cards, and the measures as rows of columns: log aspect, rounding, 4 index components."""
+    """cards, and the measures as rows of columns: log aspect, rounding, 4 index components at
+    the near corner, 4 at the far one."""
     cards = list(m)
-    return cards, np.array([[m[c][0], m[c][1], *m[c][2]] for c in cards], np.float64)
+    return cards, np.array([[m[c][0], m[c][1], *m[c][2], *m[c][3]] for c in cards], np.float64)
 
 
-_NAMES = ("proportions", "corners", "index place", "index place", "index place", "index place")
-
-
-def _tol(values, col):
-    med = np.nanmedian(values, axis=0)
-    spread = 1.4826 * np.nanmedian(np.abs(values - med), axis=0)
-    return med, np.maximum([FLOOR[_NAMES[k]] for k in col], SPREADS * spread)
+def _tol(values, floors):
+    """The values' median per column, and the tolerance: the floor, or SPREADS spreads."""
+    with np.errstate(invalid="ignore"):
+        med = np.nanmedian(values, axis=0)
+        spread = 1.4826 * np.nanmedian(np.abs(values - med), axis=0)
+    return med, np.maximum(floors, SPREADS * np.nan_to_num(spread)), spread
 
 
 def _court(card):
@@ -82,15 +91,18 @@ def odd_cards(m):
     canonical pixels from its number cards')."""
     cards, a = _table(m)
     court = np.array([_court(c) for c in cards])
+    floors = np.array(FLOOR[:2] + FLOOR[2:] * 8)
     why = {}
     for i, c in enumerate(cards):
         others = np.arange(len(cards)) != i
-        med, tol = _tol(a[others], range(6))
+        med, tol, _ = _tol(a[others], floors)
         kind = others & (court == court[i])
-        med[2:], tol[2:] = _tol(a[kind][:, 2:], range(2, 6))
+        med[2:], tol[2:], _ = _tol(a[kind][:, 2:], floors[2:])
         with np.errstate(invalid="ignore"):
             off = np.abs(a[i] - med) / tol
-        if not np.nanmax(off, initial=0) > 1:
+        near, far = np.nanmax(off[2:6], initial=0), np.nanmax(off[6:], initial=0)
+        place = min(near, far)
+        if not (np.nanmax(off[:2], initial=0) > 1 or place > 1):
             continue
         what, said = [], []
         if off[0] > 1:
@@ -99,40 +111,38 @@ def odd_cards(m):
         if off[1] > 1:
             what.append("corners")
             said.append(f"corners rounded {a[i, 1]:.1f} canonical pixels against {med[1]:.1f}")
-        if np.nanmax(off[2:], initial=0) > 1:
+        if place > 1:
             what.append("index place")
-            d = np.nanmax(np.abs(a[i, 2:] - med[2:]))
-            said.append(f"rank and suit {d:.1f} canonical pixels from where the other cards' lie, "
-                        f"against within {np.nanmax(tol[2:]) / SPREADS:.1f}")
-        why[c] = f"its {', '.join(what)} are not the rest of the deck's ({'; '.join(said)})"
+            cols = slice(2, 6) if near <= far else slice(6, 10)
+            d = np.nanmax(np.abs(a[i, cols] - med[cols]))
+            said.append(f"rank and suit {d:.1f} canonical pixels from where the other cards' lie "
+                        f"at both index corners, against within {np.nanmax(tol[cols]) / SPREADS:.1f}")
+        verb = "is" if what == ["index place"] else "are"
+        why[c] = f"its {' and '.join(what)} {verb} not the rest of the deck's ({'; '.join(said)})"
     return why
 
 
 def two_designs(m):
-    """(group, why) when the cards split by one measure into two groups of MIX_GROUP or more,
-    the gap between them wider than either's spread allows: `group` the smaller one's cards.
-    The index place among the number cards only (a design's courts may place it otherwise)."""
+    """(group, why) when the cards split by their proportions or corners into two groups of
+    MIX_GROUP or more, the gap between them wider than MIX_SPREADS of either's spread and the
+    floor: `group` the smaller one's cards."""
     cards, a = _table(m)
-    for k in range(a.shape[1]):
+    for k in (0, 1):
         ok = ~np.isnan(a[:, k])
-        if k >= 2:
-            ok &= np.array([not _court(c) for c in cards])
         idx = np.flatnonzero(ok)[np.argsort(a[ok, k])]
         v = a[idx, k]
         for n in range(MIX_GROUP, len(v) - MIX_GROUP + 1):
             lo, hi = v[:n], v[n:]
             gap = hi[0] - lo[-1]
-            _, tol_lo = _tol(lo[:, None], [k])
-            _, tol_hi = _tol(hi[:, None], [k])
-            if gap > max(tol_lo[0], tol_hi[0]):
+            spread = max(_tol(lo, FLOOR[k])[2], _tol(hi, FLOOR[k])[2])
+            if gap > max(FLOOR[k], MIX_SPREADS * spread):
                 small = idx[:n] if n <= len(v) - n else idx[n:]
                 # the named (smaller) group's value first
-                lo_m, hi_m = float(np.median(lo)), float(np.median(hi))
+                g, r = float(np.median(lo)), float(np.median(hi))
                 if n > len(v) - n:
-                    lo_m, hi_m = hi_m, lo_m
-                why = (f"proportions (height {math.exp(lo_m):.2f} and {math.exp(hi_m):.2f} times the width)"
-                       if k == 0 else f"corners (rounded {lo_m:.1f} and {hi_m:.1f} canonical pixels)"
-                       if k == 1 else f"index place ({gap:.1f} canonical pixels apart)")
+                    g, r = r, g
+                why = (f"proportions (height {math.exp(g):.2f} and {math.exp(r):.2f} times the width)"
+                       if k == 0 else f"corners (rounded {g:.1f} and {r:.1f} canonical pixels)")
                 return [cards[i] for i in small], why
     return None
 
