@@ -23,12 +23,15 @@ from .index import CH, CW, MATCH, S, SEARCH, _match_gray, _peak, _scores, corner
 # one side shifts one corner's index, at 125 pixels Tigullio's Qs 6 pixels at one corner), and
 # its floor the reader's SHIFT_TOL ceiling and more: correct cards under bench_capture's
 # conditions lay up to 4 off at one corner
-FLOOR = (0.025, 1.5, 4.5)
+# the corners' floor above the reader's ROUND_TOL_MIN: a gloss put one correct Tigullio photo's
+# rounding 2.1 off the others' (bench_capture seed 17, white table; correct sets' largest 0.4-0.8);
+# a square-cut card among round-cut ones (Responsive's, cardsJS') 3.3-3.8 off
+FLOOR = (0.025, 3.0, 4.5)
 SPREADS = 5.0
 # two designs: groups of MIX_GROUP cards or more, the gap between them MIX_SPREADS times the
 # wider group's spread (and the floor): Responsive's corners 0.0-0.5, cardsJS' 3.2-4.6 at 125
 # pixels (a spread of 0.57: 5 of them would not part them)
-MIX_GROUP, MIX_SPREADS = 6, 3.0
+MIX_GROUP, MIX_SPREADS, MIX_FLOOR = 6, 3.0, (0.025, 1.5)
 _COLS = ("proportions", "corners")
 
 
@@ -134,8 +137,8 @@ def two_designs(m):
         for n in range(MIX_GROUP, len(v) - MIX_GROUP + 1):
             lo, hi = v[:n], v[n:]
             gap = hi[0] - lo[-1]
-            spread = max(_tol(lo, FLOOR[k])[2], _tol(hi, FLOOR[k])[2])
-            if gap > max(FLOOR[k], MIX_SPREADS * spread):
+            spread = max(_tol(lo, MIX_FLOOR[k])[2], _tol(hi, MIX_FLOOR[k])[2])
+            if gap > max(MIX_FLOOR[k], MIX_SPREADS * spread):
                 small = idx[:n] if n <= len(v) - n else idx[n:]
                 # the named (smaller) group's value first
                 g, r = float(np.median(lo)), float(np.median(hi))
