@@ -306,3 +306,14 @@ def test_a_photo_whose_far_index_a_glare_washes_out_reads_at_the_other_corner(ca
     q, = find_cards(img, rec.t.card_size)
     assert rec.read_quad(img, q)[0] is None                       # 3c at one corner, 8c at the other
     assert rec.read_quad(_washed(img, q, rec.t.box, 0.8), q)[0] is None    # 8c too faint to read
+    # the far corner another colour's index, washed till its colour is unclear: still an 8 and a
+    # diamond by shape (a review read such a 3c as a 3c at strengths 0.8-0.95, seeds 32 and 33)
+    for other, card in (("8d", "3c"), ("Ad", "5c")):
+        doctored = faces[card].copy()
+        doctored[int(0.72 * h):, int(0.83 * w):] = faces[other][int(0.72 * h):, int(0.83 * w):]
+        monkeypatch.setitem(cm._cache, "doctored", {**faces, card: doctored})
+        for seed in (32, 33):
+            img, _ = cm.webcam_photo("doctored", card, "grey", np.random.default_rng(seed), "clean")
+            q, = find_cards(img, rec.t.card_size)
+            for strength in (0.8, 0.85, 0.9, 0.95):
+                assert rec.read_quad(_washed(img, q, rec.t.box, strength), q)[0] is None, (card, seed, strength)

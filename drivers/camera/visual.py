@@ -108,6 +108,8 @@ class VisualRecognizer(SceneReader):
         patch = corner(bgr, quad, self.t.box, SEARCH)
         colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]   # not the table beyond the edge
         if colour is None:
+            if cand is not None:        # what a washed corner still says, whatever its colour
+                cand.append(self._any_colour(_match_gray(patch)))
             return None, 0.0
         gray = _match_gray(patch)
         cards, rank_m, suit_m, rank_like, suit_like = self._by_colour[colour]
@@ -134,8 +136,8 @@ class VisualRecognizer(SceneReader):
         (r1, k1), (r2, k2) = sorted(rank, reverse=True)[:2]
         (s1, j1), (s2, j2) = sorted(suit, reverse=True)[:2]
         conf = min(r1, s1)
-        if cand is not None:        # the best candidate, read or not (a corner read alone: _one_corner)
-            cand.append((k1 + j1, conf))
+        if cand is not None:        # the best rank and suit, read or not (a corner read alone: _one_corner)
+            cand.append((k1, r1, j1, s1))
         threshold, margin = self.threshold, self.margin
         if strict:      # a corner located on its two edges: a higher score
             threshold = max(threshold, STRICT)
@@ -180,7 +182,9 @@ class VisualRecognizer(SceneReader):
     def _read_quad(self, bgr, quad, need_both=True):
         """read_quad's answer and the card it refused when that card read at both corners but
         failed the deck check (another deck: the hand it lies in is refused too), else False."""
-        grays, corners, short, cands = {}, both_corners(quad), [], ([], [])
+        # each corner's best rank and suit, for a card read at one corner (photos only: _one_corner)
+        cands = ([], []) if self.t.card_size[0] >= SMALL else (None, None)
+        grays, corners, short = {}, both_corners(quad), []
         (a, ca), (b, cb) = (self.read_corner(bgr, q, strict=not need_both, keep=grays,
                                              short=short if need_both else None, cand=cand)
                             for q, cand in zip(corners, cands))
@@ -214,24 +218,38 @@ class VisualRecognizer(SceneReader):
             return None, 0.0, a
         return a or b, max(ca, cb) if (a or b) else 0.0, False
 
+    def _any_colour(self, gray):
+        """(rank, its score, suit, its score): the best of each over all 52 learned indexes, for
+        a corner whose ink colour is unclear (a washed corner's 8d is still an 8 and a diamond
+        by shape: a review read a doctored 3c whose far corner showed it, washed, as a 3c)."""
+        s, best = self.t.cut + S, []
+        for cards, rank_m, suit_m, *_ in self._by_colour.values():
+            rs = _scores(gray[:s + S], self.t.part_shapes[0], rank_m).max(axis=0)
+            ss = _product(_windows(gray[s - S:], self.t.part_shapes[1]), suit_m).max(axis=0)
+            i, j = int(rs.argmax()), int(ss.argmax())
+            best.append((float(rs[i]), cards[i][0], float(ss[j]), cards[j][1]))
+        (r, k), (q, j) = max(b[:2] for b in best), max(b[2:] for b in best)
+        return k, r, j, q
+
     def _one_corner(self, bgr, quad, ra, rb, cands, grays):
         """(card, confidence, False) of a whole card at the photo's scale that read at one index
         corner only, or (None, its lower confidence, False): a gloss's or glare's streak, an
         overexposed or a shadow's corner washes one index out (at 300 pixels, 6 of Kennard's
         and Responsive's 14 refusals in 448 photos, bench_webcam.py seed 0) where the other reads
         clearly. The corner that read must score STRICT (a covered card's single corner), the
-        other must not say another card: its best candidate the same card, or no index there
-        at all (no ink colour, or nothing index-like: under BLURRED_MIN); then the face over
-        its twin's, and the deck check with the reading corner's index place alone."""
+        other must not say another rank or suit: its best rank and its best suit (over all 52
+        when its colour is unclear) each the card's, or under BLURRED_MIN (nothing index-like);
+        then the face over its twin's by FACE_SUIT, and the deck check with the reading
+        corner's index place alone."""
         (a, ca), (b, cb) = ra, rb
         i = 0 if a else 1
         card, conf = (a, ca) if a else (b, cb)
-        other = cands[1 - i]
-        if self.t.card_size[0] < SMALL or conf < STRICT or (
-                other and other[0][0] != card and other[0][1] >= BLURRED_MIN):
+        said = cands[1 - i][0] if cands[1 - i] else None
+        if self.t.card_size[0] < SMALL or conf < STRICT or said and (
+                said[0] != card[0] and said[1] >= BLURRED_MIN or said[2] != card[1] and said[3] >= BLURRED_MIN):
             return None, min(ca, cb), False
         f = face(bgr, quad)
-        if not self._face_over_twin(f, card, 0.0) or \
+        if not self._face_over_twin(f, card, FACE_SUIT) or \
                 not self._of_deck(bgr, quad, card, grays, f, corners=(both_corners(quad)[i],)):
             return None, 0.0, False
         return card, conf, False
