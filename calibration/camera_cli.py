@@ -104,7 +104,7 @@ def cmd_camera(a):
                                 f"{', '.join(zones)}; --zone names one)")
             try:
                 # spaces, lines, or a spreadsheet's commas and semicolons between the cards
-                order = [w for w in re.split(r"[\s,;]+", open(a.order).read()) if w] if a.order else list(CARDS)
+                order = [w for w in re.split(r"[\s,;]+", open(a.order, encoding="utf-8-sig").read()) if w] if a.order else list(CARDS)
             except OSError as e:
                 raise ToolError(f"--order {a.order}: {e.strerror}") from None
             except UnicodeDecodeError:
