@@ -9,26 +9,17 @@ import cv2
 import numpy as np
 import pytest
 
-from controller.cards import CARDS
 from drivers.camera import camera_model as cm
 from drivers.camera import defocus, visual
 from drivers.camera.visual import VisualRecognizer
+from test_camera_heldout_deck import SIZE, scene  # the same small table frame
 
-SIZE = (640, 400)
-ZONES = {"a": [(100, 120), (220, 120), (220, 280), (100, 280)],
-         "b": [(420, 120), (540, 120), (540, 280), (420, 280)]}
 REF = 0.65          # the reference photos' own blur: camera_model draws 0.4-0.9 px
 
 
 @pytest.fixture(scope="module")
 def tigullio():
     return VisualRecognizer(cm.reference_templates("tigullio", seed=5, size=SIZE))
-
-
-def scene(deck, table, cond, seed):
-    rng = np.random.default_rng(seed)
-    cards = {"a": CARDS[int(rng.integers(52))], "b": CARDS[int(rng.integers(52))]}
-    return cm.table_frame(deck, cards, ZONES, table, cond, rng, size=SIZE)[0], cards
 
 
 def blurred_card(card, sigma, seed):

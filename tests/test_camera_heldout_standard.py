@@ -21,20 +21,12 @@ from drivers.camera.index import _unit
 from drivers.camera.labelcheck import mixed_up
 from drivers.camera.visual import VisualRecognizer
 from test_camera_decks import write_photos
+from test_camera_heldout_deck import SIZE, scene  # the same small table frame
 
 DECK = "kdestandard"
-SIZE = (640, 400)
-ZONES = {"a": [(100, 120), (220, 120), (220, 280), (100, 280)],
-         "b": [(420, 120), (540, 120), (540, 280), (420, 280)]}
 SCENES = [("green_felt", "clean", 1), ("grey", "rotation", 2), ("wood", "noise", 3),
           ("blue_felt", "perspective", 4), ("red_felt", "white_balance", 5), ("white", "shadow", 6),
           ("light_grey", "defocus", 7)]
-
-
-def scene(deck, table, cond, seed):
-    rng = np.random.default_rng(seed)
-    cards = {"a": CARDS[int(rng.integers(52))], "b": CARDS[int(rng.integers(52))]}
-    return cm.table_frame(deck, cards, ZONES, table, cond, rng, size=SIZE)[0], cards
 
 
 @pytest.fixture(scope="module")
