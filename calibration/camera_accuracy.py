@@ -37,7 +37,9 @@ def accuracy(labelled, templates_dir):
         if outcome == "unknown":
             refused[card] = refused.get(card, 0) + 1
         elif outcome == "wrong":
-            wrong_as.setdefault(card, []).append(",".join(c for c in cards if c != card) or card + "x2")
+            # several cards found: all of them, so that a second card in the photo shows as such
+            wrong_as.setdefault(card, []).append(
+                f"{'+'.join(cards)} ({len(cards)} cards found)" if len(cards) > 1 else cards[0])
     return {**total, "groups": groups, "refused": refused, "wrong_as": wrong_as}
 
 

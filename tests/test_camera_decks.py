@@ -101,6 +101,22 @@ def test_templates_from_webcam_photos_read_other_photos_on_every_surface(cardsjs
                  "--min-read", "1"]) == (0 if r["daemon"] == 24 else 1)
 
 
+def test_a_check_photo_with_two_cards_says_both(cardsjs_templates, tmp_path, capsys):
+    """A cold trial: a check photo labelled 7h that showed the 7h and a 3c said only
+    "7h -> 3c", as if the 7h had been misread. It is still no pass (which card the label
+    meant cannot be known), but the report names every card found."""
+    zones = {"a": [(100, 60), (400, 60), (400, 540), (100, 540)],
+             "b": [(600, 60), (900, 60), (900, 540), (600, 540)]}
+    img, _ = cm.table_frame("cardsjs", {"a": "7h", "b": "3c"}, zones, "grey", "clean",
+                            np.random.default_rng(5), size=(1000, 600), width=300)
+    cv2.imwrite(str(tmp_path / "two.jpg"), img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+    (tmp_path / "l.csv").write_text("image,rank,suit\ntwo.jpg,7,h\n")
+    capsys.readouterr()
+    assert main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels", str(tmp_path / "l.csv")]) == 1
+    out = capsys.readouterr().out
+    assert "7h -> 7h+3c (2 cards found)" in out or "7h -> 3c+7h (2 cards found)" in out, out
+
+
 def test_another_decks_templates_refuse_every_card(cardsjs_templates, tmp_path, capsys):
     """Templates of one deck never read another deck's cards (svg-cards, and the drawn deck),
     though the fonts are alike: the other deck's cards are refused."""

@@ -18,6 +18,9 @@ FACE_MIN = 0.62                   # a whole card reads only if its face is this 
 # camera's Kennard templates, that deck's own cards 0.77 and more (docs/camera.md)
 FACE_MIN_SMALL = 0.75
 STRICT = 0.88                     # a single corner (a covered card) reads only at this score
+# the blurred reads only for an outline whose plain read found an index-like corner: the others
+# (another object, a table's pattern) cost nothing more; under it a corner says no card
+BLURRED_MIN = 0.55
 TWIN = {"s": "c", "c": "s", "h": "d", "d": "h"}      # the other suit of the same colour
 INK = {"s": "black", "c": "black", "h": "red", "d": "red"}
 _FACE_KERNEL = np.ones((13, 13), np.uint8)
