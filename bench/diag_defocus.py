@@ -23,16 +23,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench.bench_camera import ZONES, noisy  # noqa: E402
+from bench.bench_camera import ZONES  # noqa: E402
 from bench import diag_motion  # noqa: E402
-from bench.diag_motion import classify, templates  # noqa: E402
+from bench.diag_motion import classify, five_frames, templates  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera import index as V  # noqa: E402
 from drivers.camera.find import find_cards  # noqa: E402
 from drivers.camera.hands import both_corners  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
-from drivers.camera.tracker import ZoneTracker  # noqa: E402
 
 diag_motion.CACHE = "/tmp/diag_defocus_templates"    # its own: templates of this branch's code
 REF = 0.65                  # the reference photos' blur: camera_model draws 0.4-0.9
@@ -92,17 +91,7 @@ def run(deck, trials, verbose, cond="defocus"):
                 proxy.sigmas.clear()
                 base, where = cm.table_frame(deck, cards, ZONES, table, cond, rng)
                 sigma = float(proxy.sigmas[-1])
-                tracker = ZoneTracker(3, 8)
-                reported, first, wrong = set(), None, 0
-                for i in range(5):
-                    img = noisy(base, rng)
-                    first = img if first is None else first
-                    got = rec.read_image(img)
-                    for z in ZONES:
-                        tq = np.float32(where[z])
-                        cs = [c for c, q in got if np.linalg.norm(tq.mean(axis=0) - q.mean(axis=0)) < 25]
-                        wrong += sum(c != cards[z] for c in cs)
-                        reported |= {z for ev, c in tracker.update(z, cs) if ev == "seen" and c == cards[z]}
+                reported, first, wrong = five_frames(rec, base, cards, where, rng)
                 for z in ZONES:
                     tq = np.float32(where[z])
                     q = found_quad(rec, first, tq)

@@ -86,6 +86,24 @@ def classify(rec, bgr, tq, card, width):
     return whole(rec, bgr, np.roll(q, -k, axis=0), card)
 
 
+def five_frames(rec, base, cards, where, rng):
+    """The sweep's five frames of one scene (fresh sensor noise each), read by `rec` and tracked
+    per zone as the driver does: (the zones whose card was reported, the first frame, the cards
+    read wrongly near a zone's card)."""
+    tracker = ZoneTracker(3, 8)
+    reported, first, wrong = set(), None, 0
+    for i in range(5):
+        img = noisy(base, rng)
+        first = img if first is None else first
+        got = rec.read_image(img)
+        for z in ZONES:
+            tq = np.float32(where[z])
+            cs = [c for c, q in got if np.linalg.norm(tq.mean(axis=0) - q.mean(axis=0)) < 25]
+            wrong += sum(c != cards[z] for c in cs)
+            reported |= {z for ev, c in tracker.update(z, cs) if ev == "seen" and c == cards[z]}
+    return reported, first, wrong
+
+
 def run(deck, conditions, trials, verbose):
     rec = VisualRecognizer(templates(deck))
     causes = collections.Counter()
@@ -95,17 +113,8 @@ def run(deck, conditions, trials, verbose):
             for k in range(trials):
                 cards = {z: CARDS[int(rng.integers(52))] for z in ZONES}
                 base, where = cm.table_frame(deck, cards, ZONES, table, cond, rng)
-                tracker = ZoneTracker(3, 8)
-                reported, first = set(), None
-                for i in range(5):
-                    img = noisy(base, rng)
-                    first = img if first is None else first
-                    got = rec.read_image(img)
-                    for z in ZONES:
-                        tq = np.float32(where[z])
-                        cs = [c for c, q in got if np.linalg.norm(tq.mean(axis=0) - q.mean(axis=0)) < 25]
-                        causes[cond, "WRONG"] += sum(c != cards[z] for c in cs)
-                        reported |= {z for ev, c in tracker.update(z, cs) if ev == "seen" and c == cards[z]}
+                reported, first, wrong = five_frames(rec, base, cards, where, rng)
+                causes[cond, "WRONG"] += wrong
                 for z in ZONES:
                     causes[cond, "cards"] += 1
                     if z in reported:

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .deckprint import rounding
+from .deckprint import aspect, rounding
 from .hands import both_corners
 from .index import CH, CW, MATCH, S, SEARCH, _match_gray, _peak, _scores, corner
 
@@ -57,15 +57,6 @@ def measure(samples, t):
             places.append(tuple(place))
         out[c] = (math.log(aspect(q)), rounding(img, q, (CW, CH)), *places)
     return out
-
-
-def aspect(quad):
-    """The card's long sides over its short ones, as `deckprint.proportioned` takes them: of each
-    pair of opposite sides the longer (a tilted card's far side is the shorter)."""
-    q = np.float32(quad)
-    s = np.linalg.norm(q[[1, 2, 3, 0]] - q, axis=1)
-    a, b = max(s[0], s[2]), max(s[1], s[3])
-    return max(a, b) / max(min(a, b), 1e-6)
 
 
 def _table(m):

@@ -295,12 +295,17 @@ class DeckPrint:
         return min(shifts) <= self.shift_tol
 
 
-def proportioned(quad, card_size):
-    """Whether the card outlined by `quad` has the learned card's proportions: of each pair of
-    opposite sides the longer (a tilted card's far side is the shorter), the long pair's over the
-    short pair's within ASPECT_TOL of the learned card's (either way round: not every caller's
-    quad starts on the short side)."""
+def aspect(quad):
+    """The card's long sides over its short ones: of each pair of opposite sides the longer (a
+    tilted card's far side is the shorter), either way round (not every caller's quad starts on
+    the short side)."""
     q = np.float32(quad)
     s = np.linalg.norm(q[[1, 2, 3, 0]] - q, axis=1)
     a, b = max(s[0], s[2]), max(s[1], s[3])
-    return abs(max(a, b) / max(min(a, b), 1e-6) / (max(card_size) / min(card_size)) - 1) <= ASPECT_TOL
+    return max(a, b) / max(min(a, b), 1e-6)
+
+
+def proportioned(quad, card_size):
+    """Whether the card outlined by `quad` has the learned card's proportions: its aspect within
+    ASPECT_TOL of the learned card's."""
+    return abs(aspect(quad) / (max(card_size) / min(card_size)) - 1) <= ASPECT_TOL
