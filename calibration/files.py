@@ -2,6 +2,7 @@
 import datetime
 import json
 import os
+import re
 import tomllib
 
 from dealer_station import __version__
@@ -73,36 +74,69 @@ def _value(v):
 HEADER = "# written by shoe-calibrate "
 
 
+KEY = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[A-Za-z0-9_-]+)\s*=')
+TABLE = re.compile(r'\[\s*("(?:[^"\\]|\\.)*"|[A-Za-z0-9_.-]+)\s*\]$')
+
+
+def split_comment(line):
+    """(the line's TOML, its trailing comment or ""): the first # outside a string (TOML's rule;
+    the tool writes no multi-line strings)."""
+    quote = None
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return line[:i], line[i:].strip()
+        i += 1
+    return line, ""
+
+
+def _name(token):
+    return json.loads(token) if token.startswith('"') else token
+
+
 def comments(path):
-    """The technician's whole-line comments in the file at `path`, by the place they stand
-    before: {(table, key): lines}, (table, None) before a table's header, (table, "") at its end,
-    (None, None) at the top. The tool rewrites the file; what a person wrote in it must stay."""
+    """The technician's comments in the file at `path`, by the place they stand: whole-line ones
+    {(table, key): lines} before a key, (table, None) before a table's header, (table, "") at its
+    end, (None, None) at the top; and those at a line's end {(table, key): text}, key None for
+    the header's. The tool rewrites the file; what a person wrote in it must stay."""
     try:
         with open(path) as f:
             text = f.read().splitlines()
     except OSError:
-        return {}
-    notes, pending, table = {}, [], None
+        return {}, {}
+    notes, inline, pending, table = {}, {}, [], None
     for line in text:
-        bare = line.strip()
-        if bare.startswith(HEADER.strip()):
+        code, note = split_comment(line)
+        bare = code.strip()
+        if not bare:
+            if note and not note.startswith(HEADER.strip()):
+                pending.append(note)
             continue
-        if bare.startswith("#"):
-            pending.append(bare)
-        elif bare.startswith("[") and bare.endswith("]"):
-            table = bare.strip("[]").strip()
+        header, key = TABLE.match(bare), KEY.match(bare)
+        if header:
+            table = _name(header.group(1))
             notes.setdefault((table, None), []).extend(pending)
-            pending = []
-        elif bare and pending:
-            try:
-                key = next(iter(tomllib.loads(line)))
-            except (tomllib.TOMLDecodeError, StopIteration):
-                key = ""
+            pending, key = [], None
+        elif key:
+            key = _name(key.group(1))
             notes.setdefault((table, key), []).extend(pending)
             pending = []
+        else:                       # a line inside a multi-line value: its note goes before the next key
+            pending += [note] if note else []
+            continue
+        if note:
+            inline[(table, key)] = note
     if pending:
         notes.setdefault((table, ""), []).extend(pending)
-    return notes
+    return notes, inline
 
 
 def save(path, data, step):
@@ -112,21 +146,23 @@ def save(path, data, step):
     merged.update({k: v for k, v in data.items() if v is not None})
     merged["calibration"] = {**merged.get("calibration", {}), "tool": f"shoe-calibrate {__version__}",
                              "date": now(), "last_step": step}
-    notes = comments(path)
+    notes, inline = comments(path)
     lines = [HEADER + f"{__version__} on {now()} ({step})"] + notes.pop((None, None), [])
+    end = lambda table, key: f"  {inline.pop((table, key))}" if (table, key) in inline else ""
     for table, values in merged.items():
         lines.append("")
         lines += notes.pop((table, None), [])
-        lines.append(f"[{table}]")
+        lines.append(f"[{table}]" + end(table, None))
         ends = notes.pop((table, ""), [])
         for k, v in values.items():
             key = k if k.replace("_", "").isalnum() else json.dumps(k)
             lines += notes.pop((table, k), [])
-            lines.append(f"{key} = {_value(v)}")
-        # a key no longer written takes its comment to the end of its table
+            lines.append(f"{key} = {_value(v)}" + end(table, k))
+        # a key no longer written takes its comments to the end of its table
         lines += [c for (t, _), cs in list(notes.items()) if t == table for c in cs] + ends
+        lines += [inline.pop(tk) for tk in [tk for tk in inline if tk[0] == table]]
         notes = {tk: cs for tk, cs in notes.items() if tk[0] != table}
-    lines += [c for cs in notes.values() for c in cs]
+    lines += [c for cs in notes.values() for c in cs] + list(inline.values())
     tmp = f"{path}.new"
     with open(tmp, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -376,3 +376,39 @@ def test_rewriting_the_file_keeps_every_comment_the_technician_wrote(cards, note
     assert data["codebook"] == book and data["other"] == {"a": 1}
     kept = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("#")][1:]   # 1: the tool's
     assert sorted(kept) == sorted(f"# {t}".strip() for _, t in notes)
+
+
+NOTE = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.text("ab#\"' =", max_size=6), NOTE, st.booleans()), min_size=1, max_size=5),
+       NOTE, NOTE)
+def test_rewriting_the_file_keeps_a_comment_at_a_lines_end(keys, on_header, in_array):
+    """The docs' calibration example comments at a line's end ("auto_exposure = 1  # manual",
+    "[zones]  # polygons ..."); the tool's rewrite (camera zones --card) dropped those. Each stays,
+    once, beside its key, also after a value holding a # or a quote and inside a multi-line array."""
+    import tempfile
+    from calibration.files import save, split_comment
+    lines = [f"[camera]   # {on_header}"]
+    for i, (value, note, commented) in enumerate(keys):
+        lines.append(f"k{i} = {json.dumps(value)}" + (f"   # {note}" if commented else ""))
+    lines += ["[zones]", "dealer = [", f"  [1, 2], [3, 2],  # {in_array}", "  [3, 4], [1, 4]]"]
+    wanted = [f"# {on_header}".strip(), f"# {in_array}".strip()] + [
+        f"# {n}".strip() for _, n, c in keys if c]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "cal.toml")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        for _ in range(2):
+            save(path, {"card": {"width": 120, "height": 170}}, "camera zones --card")
+        text = open(path).read()
+    data = tomllib.loads(text)
+    assert data["camera"] == {f"k{i}": v for i, (v, _, _) in enumerate(keys)}
+    assert data["zones"]["dealer"] == [[1, 2], [3, 2], [3, 4], [1, 4]]
+    found = [split_comment(ln)[1] for ln in text.splitlines()[1:]]
+    assert sorted(c for c in found if c) == sorted(wanted)
+    for i, (_, note, commented) in enumerate(keys):   # beside its own key
+        if commented:
+            assert any(ln.startswith(f"k{i} = ") and split_comment(ln)[1] == f"# {note}".strip()
+                       for ln in text.splitlines())
