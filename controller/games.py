@@ -54,6 +54,10 @@ class Game:
         """{camera zone: [cards placed there]} as far as a camera may see them."""
         return {}
 
+    def zone_names(self, profile):
+        """The camera zones a table of `profile` has (what zones() may name)."""
+        return ()
+
     def public_view(self, rnd):
         """The round as a player may see it (the status snapshot)."""
         return {"round": rnd.number}
@@ -114,6 +118,9 @@ class Blackjack(Game):
             return "dealer", rnd.dealer[rnd.hole_index]
         return None
 
+    def zone_names(self, profile):
+        return tuple(f"seat_{i}" for i in range(1, profile.seats + 1)) + ("dealer",)
+
     def zones(self, rnd):
         out = {f"seat_{s.seat}": list(s.dealt) for s in rnd.seats}
         dealer = list(rnd.dealer)
@@ -148,6 +155,9 @@ class Baccarat(Game):
     def profile_problem(self, p):
         return super().profile_problem(p) or (
             ("seats", "baccarat takes no seats, set 0") if p.seats != 0 else None)
+
+    def zone_names(self, profile):
+        return "player", "banker"
 
     def zones(self, rnd):
         return {"player": list(rnd.player), "banker": list(rnd.banker)}

@@ -69,6 +69,8 @@ def _calibration(cfg, errors):
         except (ValueError, TypeError) as e:
             errors.append(f"{where}: {e}")
             zones_ok = False
+        if zones_ok and cfg.get("profile") is not None:
+            _zone_names(cfg["profile"], cal.get("zones") or {}, where, errors)
         if "card" in cal:
             from drivers.camera.driver import card_fit_error, measured_card
             try:
@@ -81,6 +83,18 @@ def _calibration(cfg, errors):
                                   f"shoe-calibrate camera zones --card")
             except ValueError as e:
                 errors.append(f"{where}: {e}")
+
+
+def _zone_names(profile, zones, where, errors):
+    """A zone the game has no place for ("seat 9", "seat_5" at a three-seat table): every card
+    the camera saw there would pause the table as a misplaced card."""
+    from controller.games import game_of
+    names = game_of(profile).zone_names(profile)
+    for name in zones:
+        if names and name not in names:
+            errors.append(f"{where}: zones.{name}: not a place of this table ({profile.game}, "
+                          f"{profile.name}: {', '.join(names)})")
+            return
 
 
 def _templates(cfg, errors):

@@ -98,6 +98,7 @@ import os  # noqa: E402
 import shutil  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from calibration.cli import main  # noqa: E402
 from drivers.camera.template_files import write_manifest  # noqa: E402
@@ -215,6 +216,47 @@ def test_templates_whose_card_fits_no_zone_are_an_error(saved, tmp_path):
 def test_the_calibrations_camera_values_are_checked(saved, tmp_path, camera, text):
     errs = config_errors(table_config(tmp_path, saved, SEATS, "[camera]\n" + camera))
     assert len(errs) == 1 and text in errs[0] and errs[0].startswith("table.calibration: "), errs
+
+
+@pytest.mark.parametrize("zones, text", [
+    ({"dealer": '"everywhere"'}, "zones.dealer: a polygon is a list of at least three [x, y]"),
+    ({"seat_1": "[[150, 20, 1], [300, 20, 1], [300, 200, 1]]"}, "zones.seat_1: a polygon"),
+    ({"seat_1": '[[100, 300], [256, "x"], [256, 500]]'}, 'not [256, "x"]'),
+    ({"seat_1": "[[true, 300], [256, 300], [256, 500]]"}, "not [true, 300]"),
+    ({"seat_1": "[[100, 300], [256, 500], [256, 300], [100, 500]]"}, "zones.seat_1: its sides cross"),
+    ({"seat_1": "[[100, 300], [256, 300], [256, 500], [100, 500]]",
+      '"seat 9"': "[[300, 300], [456, 300], [456, 500]]"},
+     "zones.seat 9: not a place of this table (blackjack, luxury21: seat_1, seat_2, seat_3, "
+     "seat_4, seat_5, seat_6, seat_7, dealer)"),
+])
+def test_a_zone_the_table_cannot_use_is_named(saved, tmp_path, zones, text):
+    """The cold trial (trial31): "everywhere", [x, y, z] and [650, "x"] were numpy's and int()'s
+    words without the key; [true, 20], a bow tie and a zone named "seat 9" passed (every card the
+    camera saw in a misnamed zone would pause the table as misplaced)."""
+    cal = tmp_path / "cal.toml"
+    p = table_config(tmp_path, saved, {})
+    cal.write_text("[zones]\n" + "".join(f"{n} = {v}\n" for n, v in zones.items()))
+    errs = config_errors(p)
+    assert len(errs) == 1 and errs[0].startswith("table.calibration: ") and text in errs[0], errs
+
+
+POINT = st.one_of(st.integers(-5, 1300), st.floats(allow_nan=True), st.booleans(), st.text(max_size=2),
+                  st.none())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.lists(st.one_of(st.lists(POINT, max_size=3), POINT), max_size=6),
+                 st.lists(st.tuples(st.integers(0, 1279), st.integers(0, 719)), max_size=7), POINT))
+def test_any_zone_value_is_a_simple_polygon_or_an_error_naming_it(value):
+    """Whatever a calibration file holds for a zone: a polygon of three or more points whose sides
+    do not cross, or a ValueError naming zones.<name>; never another exception."""
+    try:
+        z = Zones({"seat_3": value}, frame_size=(1280, 720))
+    except ValueError as e:
+        assert str(e).startswith("zones.seat_3: "), e
+        return
+    p = z.polygons["seat_3"]
+    assert len(p) >= 3 and abs(cv2.contourArea(np.float32(p))) >= 1
 
 
 # -- accuracy and recognize say what the daemon would read ----------------------------------------

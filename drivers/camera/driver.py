@@ -1,6 +1,8 @@
 """The camera driver: frames from a video source, cards read inside the table's zones (barcodes
 or visual), tracked, and reported once as CardSeen (and CardGone when picked up)."""
+import json
 import logging
+import math
 import threading
 import time
 
@@ -22,6 +24,45 @@ def _thumb(entry):
     return entry[1]
 
 
+def _number(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) \
+        and math.isfinite(v) and abs(v) < 1e6
+
+
+def _crossed(p):
+    """Whether two edges of the closed polygon `p` cross (a bow tie: its inside is not the area
+    the technician drew) or it encloses no area."""
+    def side(a, b, c):
+        return np.sign((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+    n = len(p)
+    edges = [(p[i], p[(i + 1) % n]) for i in range(n)]
+    for i in range(n):
+        for j in range(i + 2, n):
+            if i == 0 and j == n - 1:       # neighbours through the closing corner
+                continue
+            (a, b), (c, d) = edges[i], edges[j]
+            if side(a, b, c) * side(a, b, d) < 0 and side(c, d, a) * side(c, d, b) < 0:
+                return True
+    return abs(cv2.contourArea(np.float32(p))) < 1
+
+
+def _polygon(pts, where):
+    """The zone's corners as int32, or a ValueError naming `where` ("everywhere", [x, y, z],
+    [true, 20] or a bow tie were taken, or raised numpy's words without the key)."""
+    shape = f"{where}: a polygon is a list of at least three [x, y] points (pixels)"
+    if isinstance(pts, (str, bytes, dict)) or not hasattr(pts, "__len__") or len(pts) < 3:
+        raise ValueError(shape)
+    for q in pts:
+        if isinstance(q, (str, bytes, dict)) or not hasattr(q, "__len__") or len(q) != 2 \
+                or not all(_number(v) for v in q):
+            raise ValueError(f"{shape}, not {json.dumps(q, default=str)}")
+    p = np.int32(np.float64([[float(v) for v in q] for q in pts]))     # as before: truncated
+    if _crossed(p):
+        raise ValueError(f"{where}: its sides cross or it encloses nothing: list the corners "
+                         f"in order round the zone")
+    return p
+
+
 class Zones:
     """The table's card areas: polygons in frame pixels, from the calibration file."""
 
@@ -30,9 +71,7 @@ class Zones:
             raise ValueError("zones: at least one zone polygon is needed")
         self.polygons = {}
         for name, pts in polygons.items():
-            p = np.int32(pts)
-            if p.ndim != 2 or p.shape[1] != 2 or len(p) < 3:
-                raise ValueError(f"zones.{name}: a polygon is a list of at least three [x, y] points")
+            p = _polygon(pts, f"zones.{name}")
             if frame_size and ((p < 0).any() or (p[:, 0] >= frame_size[0]).any()
                                or (p[:, 1] >= frame_size[1]).any()):
                 raise ValueError(f"zones.{name}: a point lies outside the {frame_size[0]}x"
