@@ -82,6 +82,15 @@ def cmd_camera(a):
     if a.action == "zones":
         zones = _zones(a.calibration)
         img = ct.read_image(a.image)
+        cam = load(a.calibration).get("camera") or {}
+        size = (cam.get("width"), cam.get("height"))
+        if all(isinstance(v, int) for v in size) and (img.shape[1], img.shape[0]) != size:
+            # zones and [card] are in the table camera's pixels: another size misplaces both
+            # (cold trial: a 1000 x 750 photo's [card] passed here, check-config then blamed the
+            # templates)
+            raise ToolError(f"{a.image}: {img.shape[1]} x {img.shape[0]} pixels, but the camera is "
+                            f"set to {size[0]} x {size[1]} ([camera] of {a.calibration}): take "
+                            f"the picture with the table camera at its settings")
         if ct.too_dark(img):
             print("warning: the image is very dark; recognition needs more light")
         print(ct.draw_zones(img, zones, a.out, a.calibration))

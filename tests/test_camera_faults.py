@@ -733,6 +733,34 @@ def test_templates_unlike_the_card_measured_at_the_table_are_an_error(saved, tmp
                                   f"expected a whole number of pixels, 16 to 4000"]
 
 
+def test_a_table_picture_of_another_size_than_the_camera_sends_is_refused(tmp_path, capsys):
+    """Cold trial (trial31): a 1000 x 750 photo against [camera] 800 x 600 wrote a [card] of
+    361 x 478, and check-config then blamed the templates. Zones and [card] are in the table
+    camera's pixels: the picture must be the camera's, and nothing is written when it is not."""
+    from drivers.camera import camera_model as cm
+    rng = np.random.default_rng(5)
+    frame = cm.surface(cm.SURFACES[0], 1000, 750, rng)
+    face = cm.load_deck("cardsjs")["7h"]
+    cm.lay(frame, face, cm.pose(rng, "clean", (400, 300), 300, face.shape[0] / face.shape[1]))
+    cv2.imwrite(str(tmp_path / "big.png"), cm.camera(frame, rng))
+    cal = tmp_path / "cal.toml"
+    cal.write_text("[camera]\nwidth = 800\nheight = 600\n\n"
+                   "[zones]\nseat_1 = [[100, 50], [700, 50], [700, 590], [100, 590]]\n")
+    before = cal.read_bytes()
+    for card in ([], ["--card"]):
+        capsys.readouterr()
+        assert main(["camera", "zones", *card, "--image", str(tmp_path / "big.png"), "--calibration",
+                     str(cal), "--out", str(tmp_path / "z.png")]) == 2
+        assert "big.png: 1000 x 750 pixels, but the camera is set to 800 x 600 ([camera] of " \
+            in capsys.readouterr().err
+    assert cal.read_bytes() == before and not (tmp_path / "z.png").exists()
+    small = cm.camera(frame, rng)[:600, :800]
+    cv2.imwrite(str(tmp_path / "ok.png"), small)     # the camera's size: measured and written
+    assert main(["camera", "zones", "--card", "--image", str(tmp_path / "ok.png"), "--calibration",
+                 str(cal), "--out", str(tmp_path / "z.png")]) == 0
+    assert "[card]" in cal.read_text()
+
+
 @pytest.mark.parametrize("card, text", [
     ("width = 125\nheight = 175\ndepth = 3", "card.depth: unknown key (expected width and height)"),
     ("width = 178\nheight = 127", "card: width 178, height 127: not a card upright"),
