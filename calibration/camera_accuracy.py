@@ -1,6 +1,38 @@
 """`shoe-calibrate camera accuracy`: labelled photos read with the templates, counted per deck and
 condition, with the confusion (what was refused, what was ever read wrongly)."""
-from .camera_tools import recognize
+import os
+
+from controller.cards import CARDS
+
+from .camera_tools import label_card, recognize
+from .shoe_tools import ToolError
+
+
+def labelled(path, rows):
+    """[(photo, card, (deck, condition))] from the labels CSV's rows, every row checked first: a
+    card named, a photo listed once (twice it was counted twice, and another card not at all)."""
+    base = os.path.dirname(os.path.abspath(path))
+    out, photos = [], {}
+    for n, r in enumerate(rows, 2):
+        if not (r.get("image") or "").strip():
+            raise ToolError(f"{path}:{n}: expected image,rank,suit naming a card")
+        card = label_card(r.get("rank") or "", r.get("suit") or "")
+        if card is None:
+            raise ToolError(f"{path}:{n}: {(r.get('rank') or '').strip() + (r.get('suit') or '').strip()!r} "
+                            f"is not a card (rank A 2-9 T or 10 J Q K, suit s h d c)")
+        photo = os.path.normpath(r["image"].strip())
+        if photo in photos:
+            raise ToolError(f"{path}:{n}: {r['image']} is listed twice (lines {photos[photo]} and {n})")
+        photos[photo] = n
+        # optional columns deck and condition group the report
+        out.append((os.path.join(base, r["image"]), card, (r.get("deck") or "-", r.get("condition") or "-")))
+    return out
+
+
+def never_read(r, least=2):
+    """The cards checked in at least `least` photos and refused in every one: a card the templates
+    cannot read (two templates swapped pass the share of photos read)."""
+    return [c for c in CARDS if r["checked"].get(c, 0) >= least and r["refused"].get(c, 0) == r["checked"][c]]
 
 
 def size_warning(card_size, n, of):
@@ -16,12 +48,17 @@ def accuracy(labelled, templates_dir):
     """labelled: [(image path, card, group)], group a (deck, condition) pair. Counts in total and
     per group, and the confusion: per true card, how often it was refused and what (if ever) it
     was wrongly read as. A photo counts as correct only when its card, and no other, is read."""
-    res = dict(recognize([p for p, _, _ in labelled], templates_dir))
+    res = dict(recognize([p for p, _, _ in labelled], templates_dir, keep_going=True))
+    # a photo that cannot be read is named and the others still read (it fails the check)
+    unreadable = [(p, e) for p, e in res.items() if isinstance(e, ToolError)]
     # `daemon`: photos the daemon's reader reads right (a card of the templates' size); `fallback`:
     # photos with no card of that size, read here at any size
     total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0, "daemon": 0, "fallback": 0}
-    groups, refused, wrong_as = {}, {}, {}
+    groups, refused, wrong_as, checked = {}, {}, {}, {}
     for path, card, group in labelled:
+        if isinstance(res[str(path)], ToolError):
+            continue
+        checked[card] = checked.get(card, 0) + 1
         cards = [f["card"] for f in res[str(path)] if f["card"] != "unknown"]
         outcome = "correct" if cards == [card] else "unknown" if not cards else "wrong"
         fallback = any(f["fallback"] for f in res[str(path)])
@@ -40,7 +77,9 @@ def accuracy(labelled, templates_dir):
             # several cards found: all of them, so that a second card in the photo shows as such
             wrong_as.setdefault(card, []).append(
                 f"{'+'.join(cards)} ({len(cards)} cards found)" if len(cards) > 1 else cards[0])
-    return {**total, "groups": groups, "refused": refused, "wrong_as": wrong_as}
+    missing = [c for c in CARDS if c not in checked]
+    return {**total, "groups": groups, "refused": refused, "wrong_as": wrong_as, "checked": checked,
+            "missing": missing, "not_read": [p for p, _ in unreadable], "unreadable": unreadable}
 
 
 def accuracy_table(r):
@@ -58,4 +97,7 @@ def accuracy_table(r):
         f"{c} -> {'/'.join(v)}" for c, v in sorted(r["wrong_as"].items())) or "never"))
     lines.append(f"read as the daemon reads (cards of the templates' size): {r['daemon']} of "
                  f"{r['photos']} correct")
+    if r["missing"]:            # a check that leaves cards out says nothing about them
+        lines.append(f"not checked ({len(r['missing'])} card(s) with no photo): "
+                     f"{', '.join(r['missing'][:13])}{' ...' if len(r['missing']) > 13 else ''}")
     return "\n".join(lines)

@@ -163,16 +163,9 @@ def cmd_camera(a):
             return 2
         return 1 if failed else 0
     if a.action == "accuracy":
-        base = os.path.dirname(os.path.abspath(a.labels))
-        # optional columns deck and condition group the report
-        labelled = []
-        for n, r in enumerate(rows, 2):
-            card = ct.label_card(r.get("rank") or "", r.get("suit") or "")
-            if card is None or not r.get("image"):
-                raise ToolError(f"{a.labels}:{n}: expected image,rank,suit naming a card")
-            labelled.append((os.path.join(base, r["image"]), card,
-                             (r.get("deck") or "-", r.get("condition") or "-")))
-        r = ca.accuracy(labelled, a.templates)
+        r = ca.accuracy(ca.labelled(a.labels, rows), a.templates)
+        for path, e in r.pop("unreadable"):
+            print(f"shoe-calibrate: {e}", file=sys.stderr)
         print(json.dumps(r) if a.json else ca.accuracy_table(r))
         if r["fallback"]:
             print(ca.size_warning(ct.load_templates(a.templates).card_size, r["fallback"],
@@ -227,6 +220,9 @@ def _accuracy_verdict(r, a):
     every one is refused; the studio deck's when none is read wrongly and at least --min-read of
     them are read as the daemon reads them (a set of templates that refuses a third of the deck
     is no pass)."""
+    if r["not_read"]:
+        print(f"fail: {len(r['not_read'])} photo(s) could not be read (named above)", file=sys.stderr)
+        return 1
     if a.another_deck:
         read = r["correct"] + r["wrong"]
         if read:
@@ -235,9 +231,15 @@ def _accuracy_verdict(r, a):
             return 1
         print(f"pass: all {r['photos']} photo(s) of another deck refused", file=sys.stderr)
         return 0
+    from .camera_accuracy import never_read
     rate = r["daemon"] / max(r["photos"], 1)
+    never = never_read(r)
     if r["wrong"]:
         print(f"fail: {r['wrong']} photo(s) read wrongly", file=sys.stderr)
+    elif never:
+        print(f"fail: {', '.join(never)} refused in every one of its photos: on a table that deals "
+              f"from the camera that card would stop the game each time (look at it on "
+              f"contact.png: a swapped or spoiled template?)", file=sys.stderr)
     elif rate < a.min_read:
         print(f"fail: {r['daemon']} of {r['photos']} photo(s) ({100 * rate:.1f}%) read as the daemon reads "
               f"them, under --min-read {a.min_read:g}", file=sys.stderr)
@@ -249,9 +251,12 @@ def _accuracy_verdict(r, a):
 
 
 def _fraction(v):
-    x = float(v)
-    if not 0 <= x <= 1:
-        raise argparse.ArgumentTypeError(f"{v}: a fraction from 0 to 1")
+    try:
+        x = float(v)
+    except ValueError:
+        x = None
+    if x is None or not 0 < x <= 1:     # 0 would pass a check that read nothing
+        raise argparse.ArgumentTypeError(f"{v!r}: a fraction more than 0, at most 1 (0.9: 90%)")
     return x
 
 

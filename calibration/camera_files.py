@@ -88,6 +88,15 @@ def label_rows(path, required=("image", "rank", "suit")):
     if missing:
         raise ToolError(f"{path}: no column {', '.join(missing)} (the columns are image,rank,suit; "
                         f"deck and condition are optional)")
+    # a misspelt optional column ("conditon") was silently no column at all
+    unknown = [c for c in reader.fieldnames if c not in (*required, "deck", "condition")]
+    if unknown:
+        raise ToolError(f"{path}: column {unknown[0]!r} is not known (the columns are image,rank,suit; "
+                        f"deck and condition are optional)")
+    for n, row in enumerate(rows, 2):
+        if None in row:         # more fields than the header names (csv's None key)
+            raise ToolError(f"{path}:{n}: {len(reader.fieldnames) + len(row[None])} fields, the "
+                            f"header names {len(reader.fieldnames)}")
     if not rows:
         raise ToolError(f"{path}: no photos listed: a check of nothing cannot pass")
     return rows

@@ -42,6 +42,8 @@ def read_image(path):
     """The photo at `path` as BGR, or a ToolError naming what is wrong with the file."""
     if os.path.isdir(path):
         raise ToolError(f"{path}: a folder, not a photo")
+    if os.path.islink(path) and not os.path.exists(path):
+        raise ToolError(f"{path}: a symbolic link to nothing (its target missing, or a loop)")
     if not os.path.isfile(path):
         raise ToolError(f"{path}: no such file")
     try:

@@ -101,6 +101,52 @@ def test_templates_from_webcam_photos_read_other_photos_on_every_surface(cardsjs
                  "--min-read", "1"]) == (0 if r["daemon"] == 24 else 1)
 
 
+def test_a_card_the_templates_never_read_fails_the_check(cardsjs_templates, tmp_path, capsys):
+    """Cold trial (trial31): KDE Standard's 7h and 8h face templates swapped and the manifest
+    signed again loaded, and the check passed on its share of photos (50 of 52) with both cards
+    refused every time (here cardsJS's 7h and Kh): on a table dealing from the camera they would stop the game each time. A card refused in
+    every one of its photos (two or more) now fails the check, a card with no photo is said, a
+    photo listed twice or a misspelt column is refused, and a photo that cannot be read is named
+    while the others are read."""
+    import shutil
+    from drivers.camera.template_files import write_manifest
+    t = tmp_path / "t"
+    shutil.copytree(cardsjs_templates, t)
+    a, b = t / "face_7h.png", t / "face_Kh.png"
+    a.rename(tmp_path / "x.png"), b.rename(a), (tmp_path / "x.png").rename(b)
+    write_manifest(str(t))
+    rng = np.random.default_rng(31)
+    rows = ["image,rank,suit"]
+    for i, c in enumerate(["7h", "Kh", "7h", "Kh", *CARDS[:16]]):
+        img, _ = cm.webcam_photo("cardsjs", c, "grey", rng, "clean")
+        cv2.imwrite(str(tmp_path / f"{i}.jpg"), img, [cv2.IMWRITE_JPEG_QUALITY, 85])
+        rows.append(f"{i}.jpg,{c[0]},{c[1]}")
+    (tmp_path / "l.csv").write_text("\n".join(rows) + "\n")
+    capsys.readouterr()
+    rc = main(["camera", "accuracy", "--templates", str(t), "--labels", str(tmp_path / "l.csv"),
+               "--min-read", "0.75"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and "fail: 7h, Kh refused in every one of its photos" in err, err
+    assert "not checked (34 card(s) with no photo)" in out, out
+    assert main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels",
+                 str(tmp_path / "l.csv"), "--min-read", "0.75"]) == 0      # the right templates
+    (tmp_path / "d.csv").write_text("\n".join(rows + ["3.jpg,8,h"]) + "\n")
+    assert main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels",
+                 str(tmp_path / "d.csv")]) == 2
+    assert "d.csv:22: 3.jpg is listed twice (lines 5 and 22)" in capsys.readouterr().err
+    (tmp_path / "c.csv").write_text("\n".join([rows[0] + ",conditon"] + [r + ",x" for r in rows[1:]]) + "\n")
+    assert main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels",
+                 str(tmp_path / "c.csv")]) == 2
+    assert "column 'conditon' is not known" in capsys.readouterr().err
+    (tmp_path / "5.jpg").write_bytes(b"not a photo")
+    (tmp_path / "6.jpg").unlink()
+    rc = main(["camera", "accuracy", "--templates", cardsjs_templates, "--labels", str(tmp_path / "l.csv"),
+               "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and "5.jpg: not an image" in err and "6.jpg: no such file" in err, err
+    assert "fail: 2 photo(s) could not be read" in err and json.loads(out)["photos"] == 18
+
+
 def test_a_check_photo_with_two_cards_says_both(cardsjs_templates, tmp_path, capsys):
     """A cold trial: a check photo labelled 7h that showed the 7h and a 3c said only
     "7h -> 3c", as if the 7h had been misread. It is still no pass (which card the label
