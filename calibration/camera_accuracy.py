@@ -1,6 +1,7 @@
 """`shoe-calibrate camera accuracy`: labelled photos read with the templates, counted per deck and
 condition, with the confusion (what was refused, what was ever read wrongly)."""
 import os
+import sys
 
 from controller.cards import CARDS
 
@@ -101,3 +102,37 @@ def accuracy_table(r):
         lines.append(f"not checked ({len(r['missing'])} card(s) with no photo): "
                      f"{', '.join(r['missing'][:13])}{' ...' if len(r['missing']) > 13 else ''}")
     return "\n".join(lines)
+
+
+def verdict(r, a):
+    """accuracy's exit: 0 a pass, 1 a fail, said on stderr. Another design's photos pass when
+    every one is refused; the studio deck's when none is read wrongly and at least --min-read of
+    them are read as the daemon reads them (a set of templates that refuses a third of the deck
+    is no pass)."""
+    if r["not_read"]:
+        print(f"fail: {len(r['not_read'])} photo(s) could not be read (named above)", file=sys.stderr)
+        return 1
+    if a.another_deck:
+        read = r["correct"] + r["wrong"]
+        if read:
+            print(f"fail: {read} of {r['photos']} photo(s) of another deck read: these templates would "
+                  f"read that design's cards", file=sys.stderr)
+            return 1
+        print(f"pass: all {r['photos']} photo(s) of another deck refused", file=sys.stderr)
+        return 0
+    rate = r["daemon"] / max(r["photos"], 1)
+    never = never_read(r)
+    if r["wrong"]:
+        print(f"fail: {r['wrong']} photo(s) read wrongly", file=sys.stderr)
+    elif never:
+        print(f"fail: {', '.join(never)} refused in every one of its photos: on a table that deals "
+              f"from the camera that card would stop the game each time (look at it on "
+              f"contact.png: a swapped or spoiled template?)", file=sys.stderr)
+    elif rate < a.min_read:
+        print(f"fail: {r['daemon']} of {r['photos']} photo(s) ({100 * rate:.1f}%) read as the daemon reads "
+              f"them, under --min-read {a.min_read:g}", file=sys.stderr)
+    else:
+        print(f"pass: {r['daemon']} of {r['photos']} photo(s) ({100 * rate:.1f}%) read as the daemon reads "
+              f"them, none wrongly", file=sys.stderr)
+        return 0
+    return 1

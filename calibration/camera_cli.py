@@ -124,7 +124,8 @@ def cmd_camera(a):
             except VideoError as e:
                 raise ToolError(f"no camera: {e}") from None
             with _refused_leaves_nothing(a.out):
-                t = ct.templates_from_frames(src, zones[a.zone], order, a.out)
+                from .camera_live import templates_from_frames
+                t = templates_from_frames(src, zones[a.zone], order, a.out)
         elif a.labels:
             _labels(a.labels)
             with _refused_leaves_nothing(a.out):
@@ -170,7 +171,7 @@ def cmd_camera(a):
         if r["fallback"]:
             print(ca.size_warning(ct.load_templates(a.templates).card_size, r["fallback"],
                                   r["photos"]), file=sys.stderr)
-        return _accuracy_verdict(r, a)
+        return ca.verdict(r, a)
     if a.action == "sweep":
         from drivers.camera.driver import Zones
         from drivers.camera.recognize import ZxingDecoder, read_codes
@@ -213,41 +214,6 @@ def cmd_camera(a):
               f"report {path}")
         return 0
     raise ToolError(f"unknown camera action {a.action}")
-
-
-def _accuracy_verdict(r, a):
-    """accuracy's exit: 0 a pass, 1 a fail, said on stderr. Another design's photos pass when
-    every one is refused; the studio deck's when none is read wrongly and at least --min-read of
-    them are read as the daemon reads them (a set of templates that refuses a third of the deck
-    is no pass)."""
-    if r["not_read"]:
-        print(f"fail: {len(r['not_read'])} photo(s) could not be read (named above)", file=sys.stderr)
-        return 1
-    if a.another_deck:
-        read = r["correct"] + r["wrong"]
-        if read:
-            print(f"fail: {read} of {r['photos']} photo(s) of another deck read: these templates would "
-                  f"read that design's cards", file=sys.stderr)
-            return 1
-        print(f"pass: all {r['photos']} photo(s) of another deck refused", file=sys.stderr)
-        return 0
-    from .camera_accuracy import never_read
-    rate = r["daemon"] / max(r["photos"], 1)
-    never = never_read(r)
-    if r["wrong"]:
-        print(f"fail: {r['wrong']} photo(s) read wrongly", file=sys.stderr)
-    elif never:
-        print(f"fail: {', '.join(never)} refused in every one of its photos: on a table that deals "
-              f"from the camera that card would stop the game each time (look at it on "
-              f"contact.png: a swapped or spoiled template?)", file=sys.stderr)
-    elif rate < a.min_read:
-        print(f"fail: {r['daemon']} of {r['photos']} photo(s) ({100 * rate:.1f}%) read as the daemon reads "
-              f"them, under --min-read {a.min_read:g}", file=sys.stderr)
-    else:
-        print(f"pass: {r['daemon']} of {r['photos']} photo(s) ({100 * rate:.1f}%) read as the daemon reads "
-              f"them, none wrongly", file=sys.stderr)
-        return 0
-    return 1
 
 
 def _fraction(v):

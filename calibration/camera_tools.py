@@ -257,36 +257,6 @@ def framed(samples):
     return [(img, to_card_edge(img, q, size), card) for img, q, card in samples]
 
 
-def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=100000):
-    """Templates from live frames: the technician lays the reference deck's cards one by one, in
-    `order`, in one zone, taking each away before laying the next; the first frame showing a
-    single card after the zone was empty is taken as the next card of the order."""
-    zones = Zones({"capture": zone_polygon})
-    samples, armed = [], True
-    for _ in range(max_frames):
-        if len(samples) == len(order):
-            break
-        ok, frame = source.read()
-        if not ok:
-            break
-        if too_dark(frame):
-            raise ToolError("too dark: the camera image is almost black (add light, check exposure)")
-        _, crop, inside = next(zones.crops(frame))
-        quads = [q for q in find_cards(crop) if inside(*q.mean(axis=0))]
-        if not quads:
-            armed = True               # the zone is empty: ready for the next card
-            continue
-        if len(quads) != 1 or not armed:
-            continue                   # two cards, or the same card still lying there
-        armed = False
-        samples.append((crop, quads[0], order[len(samples)]))
-    if len(samples) < len(order):
-        why = getattr(source, "end_reason", None)       # a folder's files skipped or not read
-        raise ToolError(f"captured {len(samples)} of {len(order)} cards: the source ended first"
-                        + (f" ({why})" if why else ""))
-    return _save_templates(samples, out_dir)
-
-
 def recognize(images, templates_dir, keep_going=False):
     """[(image, [{card or 'unknown', confidence, corners, fallback}])] through the production
     recognition. `fallback` True: no card of the templates' size was in the photo, and this one

@@ -8,6 +8,7 @@ import threading
 import time
 
 import cv2
+import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,22 @@ class VideoError(RuntimeError):
     pass
 
 
+def _image(path):
+    """(the image at `path`, None) or (None, what it is instead). A JPEG cut short decodes to a
+    grey lower part (libjpeg says "Premature end of JPEG file" on stderr and nothing names the
+    file): a frame nobody saw, so it is no image."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return None, f"cannot be read ({e.strerror})"
+    # the end marker after the last scan's start (an EXIF thumbnail's own comes before it)
+    if data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
+        return None, "a damaged JPEG (cut short)"
+    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+    return img, None if img is not None else "not an image"
+
+
 class FolderSource:
     def __init__(self, folder, loop=False):
         exts = (".png", ".jpg", ".jpeg", ".bmp")
@@ -66,6 +83,7 @@ class FolderSource:
         self.i = 0
         self.loop = loop
         self.skipped = []                 # files that were no image, by name
+        self.why = {}                     # and what each was
 
     @staticmethod
     def _names(names):
@@ -82,20 +100,22 @@ class FolderSource:
                 self.i = 0
             path = self.files[self.i]
             self.i += 1
-            img = cv2.imread(path)
+            img, what = _image(path)
             if img is not None:
                 return True, img
             if path not in self.skipped:
                 self.skipped.append(path)
-                log.warning("%s: not an image, skipped", path)
+                self.why[path] = what
+                log.warning("%s: %s, skipped", path, what)
         return False, None        # looping over files none of which is an image
 
     @property
     def end_reason(self):
         said = []
         if self.skipped:
-            said.append(f"{len(self.skipped)} file(s) skipped as not images: "
-                        f"{', '.join(os.path.basename(p) for p in self.skipped[:5])}")
+            said.append(f"{len(self.skipped)} file(s) skipped as not images: " + ", ".join(
+                os.path.basename(p) + (" (a damaged JPEG)" if "damaged" in self.why[p] else "")
+                for p in self.skipped[:5]))
         if self.ignored:
             said.append(f"not read, not .png, .jpg, .jpeg, .bmp: {self._names(self.ignored)}")
         return f"the video source ended ({'; '.join(said)})" if said else None
