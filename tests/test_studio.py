@@ -645,3 +645,57 @@ def test_a_betting_system_renews_its_session_when_a_command_stays_unanswered_aft
         assert renewals == [bs.c] and bs.counts["session_renewals"] == 1
     finally:
         bs.close()
+
+
+@pytest.mark.parametrize("events_come", [False, True])
+def test_a_betting_system_renews_its_session_when_answered_probes_bring_no_events(
+        tmp_path, monkeypatch, events_come):
+    """The studio test's failure under load: after the whole-tier outage a roulette table's
+    betting system stopped at event 19 of 57 through 5 quiet probes, each answered (the table
+    republishing 20-57), not one event delivered, no renewal: its session on the tier came back
+    with `replies` delivering and `events` dead, and only an unanswered command renewed it. A
+    resend answered with a range is answered for good only when the events come: RENEW_SENDS
+    sends' time without one while connected renews the session; events that do come, none."""
+    import json
+    import time
+
+    from controller import get_profile
+    from dealer_station.sim import bettor, central_client
+    from dealer_station.sim.broker import free_port
+    from dealer_station.sim.tls import make_ca
+    central = {"nodes": [("127.0.0.1", free_port())], "ca": make_ca(str(tmp_path / "tls"))["ca"],
+               "username": "u", "password": "p"}
+    bs = bettor.BettingSystem(None, None, "t5", get_profile("roulette"), central=central)
+    bs.stop.set()                          # its own ticking thread: the test ticks by hand
+    renewals = []
+    monkeypatch.setattr(bs.c, "is_connected", lambda: True)
+    monkeypatch.setattr(central_client, "renew",
+                        lambda c: not renewals and (renewals.append(c) or True))
+    try:
+        bs.last = 19
+        t0 = bs.heard = time.monotonic()
+        for tenth in range(1, 300):        # 30 s: every probe answered "20-57 published again"
+            now = t0 + tenth / 10
+            bs.tick(now)
+            rid = bs.resend_id
+            if rid in bs.pending:
+                bs._reply(json.dumps({"type": "reply", "id": rid, "status": "accepted",
+                                      "seq": [20, 57]}).encode())
+                if events_come and bs.last < 57:
+                    for seq in range(bs.last + 1, 58):
+                        bs._message(None, None, type("M", (), {
+                            "topic": "dealer-station/v1/t5/events",
+                            "payload": json.dumps({"seq": seq, "type": "card_identified",
+                                                   "card": "7h"}).encode()})())
+            if renewals:
+                break
+        if events_come:
+            assert bs.last == 57 and renewals == [], renewals
+        else:
+            assert bs.counts["quiet_probes"] >= 1 and bs.last == 19
+            assert renewals == [bs.c] and bs.counts["session_renewals"] == 1
+            renewed_at = now - t0           # one probe's answer, then RENEW_SENDS sends' time
+            assert (bettor.QUIET_S + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S - 0.2 <= renewed_at
+                    <= bettor.QUIET_S + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S + 1.5), renewed_at
+    finally:
+        bs.close()
