@@ -699,3 +699,54 @@ def test_a_betting_system_renews_its_session_when_answered_probes_bring_no_event
                     <= bettor.QUIET_S + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S + 1.5), renewed_at
     finally:
         bs.close()
+
+
+@pytest.mark.parametrize("holder, result, tried", [
+    (0, "restarted", 1), (2, "restarted", 3), (None, "not restarted", 3)])
+def test_bridge_check_restarts_only_when_the_edge_says_its_bridge_went_down(
+        monkeypatch, holder, result, tried):
+    """The studio test's stall under load: after the whole tier restarted, `bridge-check` said
+    `restarted` 5 times in a row while the edge's bridge never reconnected (a node restored stale
+    took the bridge's client id and ended nothing; the bridge's deaf connection was on another
+    node). A takeover counts once the edge's `bridge` state says 0; until then each node is
+    tried in turn (`holder`: the node whose takeover ends the connection; None: none does)."""
+    from types import SimpleNamespace
+
+    from dealer_station import bridge_check
+    cfg, errors = cfg_with()
+    assert errors == []
+    state_topic = "dealer-station/v1/t7/bridge"
+    edge, taken = {}, []
+
+    class Fake:
+        def __init__(self, on_message=None):
+            self.on_message = on_message
+
+        def publish(self, *a, **k):
+            pass                            # the probe: never arrives at the edge
+
+        def disconnect(self):
+            pass
+
+        def loop_stop(self):
+            pass
+
+    def fake_edge(cfg, on_message, subscribed, refused):
+        edge["client"] = Fake(on_message)
+        subscribed.set()
+        on_message(None, None, SimpleNamespace(topic=state_topic, payload=b"1"))
+        return edge["client"]
+
+    def fake_central(cfg, client_id, clean=True, timeout=8.0, nodes=None):
+        if client_id.startswith("dealer-station-bridge-"):
+            taken.append(nodes)
+            if holder is not None and nodes == [cfg["bridge"]["central"][holder]]:
+                edge["client"].on_message(None, None,
+                                          SimpleNamespace(topic=state_topic, payload=b"0"))
+        return Fake()
+    monkeypatch.setattr(bridge_check, "_edge", fake_edge)
+    monkeypatch.setattr(bridge_check, "_central", fake_central)
+    monkeypatch.setattr(bridge_check, "TAKEOVER_WAIT_S", 0.2)
+    assert bridge_check.check(cfg, wait_s=0.1) == result
+    assert taken == [[a] for a in cfg["bridge"]["central"][:tried]]
+    assert bridge_check.EXIT[result] == (1 if result == "restarted" else 4)
