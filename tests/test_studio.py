@@ -750,3 +750,33 @@ def test_bridge_check_restarts_only_when_the_edge_says_its_bridge_went_down(
     assert bridge_check.check(cfg, wait_s=0.1) == result
     assert taken == [[a] for a in cfg["bridge"]["central"][:tried]]
     assert bridge_check.EXIT[result] == (1 if result == "restarted" else 4)
+
+
+def test_the_ledger_renews_its_session_when_an_answered_resend_brings_no_events(tmp_path,
+                                                                                monkeypatch):
+    """As the betting system: a resend answered "published again" whose events never come is
+    unanswered for the ledger too (UNANSWERED_S while connected), and renews its session."""
+    import json
+    import time
+    from types import SimpleNamespace
+
+    from dealer_station.sim import ledger as ledger_mod
+    monkeypatch.setattr(ledger_mod, "UNANSWERED_S", 0.3)
+    renewals = []
+    monkeypatch.setattr(ledger_mod, "renew", lambda c: renewals.append(c) or True)
+    s = _bare_studio(tmp_path)
+    led = s.ledger
+    monkeypatch.setattr(led.c, "is_connected", lambda: True)
+    try:
+        with led.lock:
+            led.asked["ledger-x"] = time.monotonic()
+        led._message(None, None, SimpleNamespace(
+            topic="dealer-station/v1/t2/replies",
+            payload=json.dumps({"type": "reply", "id": "ledger-x", "status": "accepted",
+                                "seq": [5, 9]}).encode()))
+        end = time.monotonic() + 10
+        while not renewals and time.monotonic() < end:
+            time.sleep(0.05)
+        assert renewals == [led.c] and led.counts["session_renewals"] == 1
+    finally:
+        s.close()
