@@ -20,7 +20,7 @@ GAP_S = 0.5          # a gap open this long: `resend` from it; again after twice
 GAP_MAX_S = 8.0      # while it stays open (each resend republishes everything from the gap on:
                      # asking faster than a slow uplink carries them queues copies of copies)
 UNANSWERED_S = 15.0  # a resend unanswered this long while connected (or answered "published
-                     # again" and not one of its events come): renew the session
+                     # again" and not one of its events comes): renew the session
 QUIET_S = 10.0       # a table silent this long: `resend` from last + 1 (again every QUIET_S):
                      # a lost tail is no gap, and a central tier that lost its state loses tails
 
