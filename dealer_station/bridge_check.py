@@ -174,22 +174,17 @@ def check(cfg, wait_s=PROBE_WAIT_S):
         # Only when the edge says its bridge went down (0): a node restored stale from a
         # whole-tier restart took the id, ended nothing and the bridge stayed up on another
         # node, deaf (seen: 5 "restarted" in a row, the edge's bridge never reconnecting),
-        # so each node is tried in turn: the one holding the connection ends it itself. That
-        # stale node refused a clean takeover ("unable to delete session ... record"): there
-        # the id is taken again with a persistent session, which deletes nothing
+        # so each node is tried in turn: the one holding the connection ends it itself
         answered = False
         for address in cfg["bridge"]["central"]:
-            for clean in (True, False):
-                went_down.clear()
-                taker = _central(cfg, f"dealer-station-bridge-{table}", clean=clean,
-                                 nodes=[address])
-                if taker is None:
-                    continue
-                answered = True
-                _close(taker)
-                if went_down.wait(TAKEOVER_WAIT_S):
-                    return "restarted"
-                break
+            went_down.clear()
+            taker = _central(cfg, f"dealer-station-bridge-{table}", nodes=[address])
+            if taker is None:
+                continue
+            answered = True
+            _close(taker)
+            if went_down.wait(TAKEOVER_WAIT_S):
+                return "restarted"
         return "not restarted" if answered else "unreachable"
     finally:
         _close(edge)
