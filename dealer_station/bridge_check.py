@@ -172,9 +172,10 @@ def check(cfg, wait_s=PROBE_WAIT_S):
         # the bridge's client id (bridge.py: remote_clientid): the tier ends its connection
         # and, clean, its session; Mosquitto's bridge connects again within restart_timeout.
         # Only when the edge says its bridge went down (0): a node restored stale from a
-        # whole-tier restart took the id, ended nothing and the bridge stayed up on another
-        # node, deaf (seen: 5 "restarted" in a row, the edge's bridge never reconnecting),
-        # so each node is tried in turn: the one holding the connection ends it itself
+        # whole-tier restart held the bridge's deaf connection and refused the takeover
+        # ("unable to delete session ... record"), another node took the id and ended nothing
+        # (seen: 5 "restarted" in a row, the edge's bridge never reconnecting). So each node
+        # is tried in turn, and `not restarted` says when none ended it (docs/scale.md)
         answered = False
         for address in cfg["bridge"]["central"]:
             went_down.clear()
