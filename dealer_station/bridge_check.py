@@ -29,6 +29,7 @@ from .config import ConfigError, read_config
 from .mqtt_link import login
 
 PROBE_WAIT_S = 10.0      # a probe sent again each 2 s: the bridge delivers in milliseconds
+TAKEOVER_WAIT_S = 5.0    # a takeover that ends the bridge's connection: the edge says 0 at once
 NEVER_SEQ = 2 ** 53 - 1  # a resend from here publishes nothing
 
 
@@ -39,13 +40,13 @@ class CheckError(Exception):
 REFUSED = (4, 5, 0x86, 0x87)  # CONNACK: bad user name or password, not authorised (3.1.1, v5)
 
 
-def _central(cfg, client_id, clean=True, timeout=8.0):
-    """A connection to the first central node that takes the table's credentials, or None when
-    none answers. A node that answers with a refusal (login, TLS) is a CheckError: retrying
-    every minute would never mend it, and it is not an outage."""
+def _central(cfg, client_id, clean=True, timeout=8.0, nodes=None):
+    """A connection to the first central node (of `nodes`, else all of them) that takes the
+    table's credentials, or None when none answers. A node that answers with a refusal (login,
+    TLS) is a CheckError: retrying every minute would never mend it, and it is not an outage."""
     from .bridge import CENTRAL, _password
     b, table = cfg["bridge"], cfg["table"]["id"]
-    for address in b["central"]:
+    for address in b["central"] if nodes is None else nodes:
         m = CENTRAL.match(address)
         c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                         protocol=mqtt.MQTTv311, clean_session=clean)
@@ -114,7 +115,9 @@ def _close(c):
 
 def check(cfg, wait_s=PROBE_WAIT_S):
     """'ok' (the probe came through), 'restarted' (it did not: the bridge's connection on the
-    tier was taken over, Mosquitto connects again), 'unreachable' (no central node took the
+    tier was taken over, the edge says it went down, Mosquitto connects again), 'not restarted'
+    (every node that answered took the bridge's id, and the bridge stayed up: the next run tries
+    again), 'unreachable' (no central node took the
     table's connection: an outage or a cut uplink, which the bridge's own retries cover) or
     'bridge down' (the tier answers but the edge says its bridge is not connected: it is in its
     own reconnection backoff, and a takeover would only be a false restart). CheckError: a
@@ -124,12 +127,15 @@ def check(cfg, wait_s=PROBE_WAIT_S):
     state_topic = f"{broker['topic_prefix']}/{table}/bridge"
     probe = {"type": "resend", "from": NEVER_SEQ, "id": f"bridge-check-{uuid.uuid4().hex[:12]}"}
     arrived, subscribed, stated = threading.Event(), threading.Event(), threading.Event()
+    went_down = threading.Event()
     state, refused = [], []
 
     def message(cl, u, msg):
         if msg.topic == state_topic:     # retained, 1 up / 0 down, set by Mosquitto itself
             state.append(msg.payload)
             stated.set()
+            if msg.payload == b"0":
+                went_down.set()
             return
         try:
             if json.loads(msg.payload).get("id") == probe["id"]:
@@ -164,19 +170,30 @@ def check(cfg, wait_s=PROBE_WAIT_S):
         if not bridge_up():     # went down meanwhile: its own reconnection is under way
             return "bridge down"
         # the bridge's client id (bridge.py: remote_clientid): the tier ends its connection
-        # and, clean, its session; Mosquitto's bridge connects again within restart_timeout
-        taker = _central(cfg, f"dealer-station-bridge-{table}")
-        if taker is None:
-            return "unreachable"
-        _close(taker)
-        return "restarted"
+        # and, clean, its session; Mosquitto's bridge connects again within restart_timeout.
+        # Only when the edge says its bridge went down (0): a node restored stale from a
+        # whole-tier restart held the bridge's deaf connection and refused the takeover
+        # ("unable to delete session ... record"), another node took the id and ended nothing
+        # (seen: 5 "restarted" in a row, the edge's bridge never reconnecting). So each node
+        # is tried in turn, and `not restarted` says when none ended it (docs/scale.md)
+        answered = False
+        for address in cfg["bridge"]["central"]:
+            went_down.clear()
+            taker = _central(cfg, f"dealer-station-bridge-{table}", nodes=[address])
+            if taker is None:
+                continue
+            answered = True
+            _close(taker)
+            if went_down.wait(TAKEOVER_WAIT_S):
+                return "restarted"
+        return "not restarted" if answered else "unreachable"
     finally:
         _close(edge)
         if central is not None:
             _close(central)
 
 
-EXIT = {"ok": 0, "restarted": 1, "unreachable": 0, "bridge down": 3}
+EXIT = {"ok": 0, "restarted": 1, "unreachable": 0, "bridge down": 3, "not restarted": 4}
 MOSQUITTO_CONF = "/etc/mosquitto"   # the edge broker's configuration, when it runs on this Pi
 
 

@@ -645,3 +645,138 @@ def test_a_betting_system_renews_its_session_when_a_command_stays_unanswered_aft
         assert renewals == [bs.c] and bs.counts["session_renewals"] == 1
     finally:
         bs.close()
+
+
+@pytest.mark.parametrize("events_come", [False, True])
+def test_a_betting_system_renews_its_session_when_answered_probes_bring_no_events(
+        tmp_path, monkeypatch, events_come):
+    """The studio test's failure under load: after the whole-tier outage a roulette table's
+    betting system stopped at event 19 of 57 through 5 quiet probes, each answered (the table
+    republishing 20-57), not one event delivered, no renewal: its session on the tier came back
+    with `replies` delivering and `events` dead, and only an unanswered command renewed it. A
+    resend answered with a range is answered for good only when the events come: RENEW_SENDS
+    sends' time without one while connected renews the session; events that do come, none."""
+    import json
+    import time
+
+    from controller import get_profile
+    from dealer_station.sim import bettor, central_client
+    from dealer_station.sim.broker import free_port
+    from dealer_station.sim.tls import make_ca
+    central = {"nodes": [("127.0.0.1", free_port())], "ca": make_ca(str(tmp_path / "tls"))["ca"],
+               "username": "u", "password": "p"}
+    bs = bettor.BettingSystem(None, None, "t5", get_profile("roulette"), central=central)
+    bs.stop.set()                          # its own ticking thread: the test ticks by hand
+    renewals = []
+    monkeypatch.setattr(bs.c, "is_connected", lambda: True)
+    monkeypatch.setattr(central_client, "renew",
+                        lambda c: not renewals and (renewals.append(c) or True))
+    try:
+        bs.last = 19
+        t0 = bs.heard = time.monotonic()
+        for tenth in range(1, 300):        # 30 s: every probe answered "20-57 published again"
+            now = t0 + tenth / 10
+            bs.tick(now)
+            rid = bs.resend_id
+            if rid in bs.pending:
+                bs._reply(json.dumps({"type": "reply", "id": rid, "status": "accepted",
+                                      "seq": [20, 57]}).encode())
+                if events_come and bs.last < 57:
+                    for seq in range(bs.last + 1, 58):
+                        bs._message(None, None, type("M", (), {
+                            "topic": "dealer-station/v1/t5/events",
+                            "payload": json.dumps({"seq": seq, "type": "card_identified",
+                                                   "card": "7h"}).encode()})())
+            if renewals:
+                break
+        if events_come:
+            assert bs.last == 57 and renewals == [], renewals
+        else:
+            assert bs.counts["quiet_probes"] >= 1 and bs.last == 19
+            assert renewals == [bs.c] and bs.counts["session_renewals"] == 1
+            renewed_at = now - t0           # one probe's answer, then RENEW_SENDS sends' time
+            assert (bettor.QUIET_S + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S - 0.2 <= renewed_at
+                    <= bettor.QUIET_S + bettor.RENEW_SENDS * bettor.REPLY_TIMEOUT_S + 1.5), renewed_at
+    finally:
+        bs.close()
+
+
+@pytest.mark.parametrize("holder, result, tried", [
+    (0, "restarted", 1), (2, "restarted", 3), (None, "not restarted", 3)])
+def test_bridge_check_restarts_only_when_the_edge_says_its_bridge_went_down(
+        monkeypatch, holder, result, tried):
+    """The studio test's stall under load: after the whole tier restarted, `bridge-check` said
+    `restarted` 5 times in a row while the edge's bridge never reconnected (a node restored stale
+    took the bridge's client id and ended nothing; the bridge's deaf connection was on another
+    node). A takeover counts once the edge's `bridge` state says 0; until then each node is
+    tried in turn (`holder`: the node whose takeover ends the connection; None: none does)."""
+    from types import SimpleNamespace
+
+    from dealer_station import bridge_check
+    cfg, errors = cfg_with()
+    assert errors == []
+    state_topic = "dealer-station/v1/t7/bridge"
+    edge, taken = {}, []
+
+    class Fake:
+        def __init__(self, on_message=None):
+            self.on_message = on_message
+
+        def publish(self, *a, **k):
+            pass                            # the probe: never arrives at the edge
+
+        def disconnect(self):
+            pass
+
+        def loop_stop(self):
+            pass
+
+    def fake_edge(cfg, on_message, subscribed, refused):
+        edge["client"] = Fake(on_message)
+        subscribed.set()
+        on_message(None, None, SimpleNamespace(topic=state_topic, payload=b"1"))
+        return edge["client"]
+
+    def fake_central(cfg, client_id, clean=True, timeout=8.0, nodes=None):
+        if client_id.startswith("dealer-station-bridge-"):
+            taken.append(nodes)
+            if holder is not None and nodes == [cfg["bridge"]["central"][holder]]:
+                edge["client"].on_message(None, None,
+                                          SimpleNamespace(topic=state_topic, payload=b"0"))
+        return Fake()
+    monkeypatch.setattr(bridge_check, "_edge", fake_edge)
+    monkeypatch.setattr(bridge_check, "_central", fake_central)
+    monkeypatch.setattr(bridge_check, "TAKEOVER_WAIT_S", 0.2)
+    assert bridge_check.check(cfg, wait_s=0.1) == result
+    assert taken == [[a] for a in cfg["bridge"]["central"][:tried]]
+    assert bridge_check.EXIT[result] == (1 if result == "restarted" else 4)
+
+
+def test_the_ledger_renews_its_session_when_an_answered_resend_brings_no_events(tmp_path,
+                                                                                monkeypatch):
+    """As the betting system: a resend answered "published again" whose events never come is
+    unanswered for the ledger too (UNANSWERED_S while connected), and renews its session."""
+    import json
+    import time
+    from types import SimpleNamespace
+
+    from dealer_station.sim import ledger as ledger_mod
+    monkeypatch.setattr(ledger_mod, "UNANSWERED_S", 0.3)
+    renewals = []
+    monkeypatch.setattr(ledger_mod, "renew", lambda c: renewals.append(c) or True)
+    s = _bare_studio(tmp_path)
+    led = s.ledger
+    monkeypatch.setattr(led.c, "is_connected", lambda: True)
+    try:
+        with led.lock:
+            led.asked["ledger-x"] = time.monotonic()
+        led._message(None, None, SimpleNamespace(
+            topic="dealer-station/v1/t2/replies",
+            payload=json.dumps({"type": "reply", "id": "ledger-x", "status": "accepted",
+                                "seq": [5, 9]}).encode()))
+        end = time.monotonic() + 10
+        while not renewals and time.monotonic() < end:
+            time.sleep(0.05)
+        assert renewals == [led.c] and led.counts["session_renewals"] == 1
+    finally:
+        s.close()

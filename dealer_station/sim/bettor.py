@@ -64,6 +64,10 @@ RENEW_SENDS = 5           # on the central tier: a command unanswered this many 
                           # starts again at each reconnection, and renew() allows one a minute
 QUIET_S = 5.0             # on the central tier: a table silent this long is asked `resend` from
                           # last + 1 (a lost tail is no gap: nothing after it shows it missing)
+CATCH_UP_S = 2 * QUIET_S + RENEW_SENDS * REPLY_TIMEOUT_S + 10
+                          # the longest a lost tail takes to come on the central tier: a quiet
+                          # probe, its events not coming that long, a renewal, the new session's
+                          # own probe, 10 s to connect, subscribe and be sent them (a report's wait)
 
 
 class BettingSystem:
@@ -109,6 +113,7 @@ class BettingSystem:
         self.quiet_probe = central is not None
         self.resend_id = None             # the resend under way (gap or quiet probe)
         self.gap_wait, self.gap_last = GAP_S, 0
+        self.promised = None              # a resend's reply's last seq, self.last then, when
         if central is not None:
             from .central_client import central_client
             self.c = central_client(
@@ -196,6 +201,17 @@ class BettingSystem:
                 return
             del self.pending[cid]
             self.counts[f"reply:{status}"] += 1
+            seq = m.get("seq")
+            if (self.quiet_probe and m.get("id") == self.resend_id and isinstance(seq, list)
+                    and len(seq) == 2 and isinstance(seq[1], int) and seq[1] > self.last):
+                # the table publishes [a, b] again: until an event comes, the resend is not
+                # answered (a session the tier restored with its `replies` alive and its
+                # `events` dead answers every probe and delivers nothing; seen: a roulette
+                # betting system stuck 38 events behind through 5 answered probes)
+                old = self.promised
+                # the next tick dates it; a probe answered again without progress keeps the date
+                self.promised = (seq[1], self.last,
+                                 old[2] if old is not None and old[1] == self.last else None)
 
     def _deadlines(self):
         while not self.stop.wait(0.1):
@@ -225,6 +241,16 @@ class BettingSystem:
                 p[1], p[2] = now + REPLY_TIMEOUT_S, p[2] + 1
                 again.append(p[0])
                 self.counts["commands_sent_again"] += 1
+            if self.promised is not None:
+                until, was, at = self.promised
+                if at is None:
+                    self.promised = (until, was, now)
+                    at = now
+                if self.last >= until or self.last > was:
+                    self.promised = None        # they come: the session delivers
+                elif (self.connected_since is not None
+                        and now - max(at, self.connected_since) >= RENEW_SENDS * REPLY_TIMEOUT_S):
+                    stuck = True                # answered, and not one event since: as unanswered
             gap = bool(self.held) and min(self.held) > self.last + 1
             if not gap:
                 self.gap_since = None
@@ -249,6 +275,8 @@ class BettingSystem:
             from .central_client import renew
             if renew(self.c):
                 self.counts["session_renewals"] += 1
+                with self.lock:
+                    self.promised = None        # the new session's own probe asks again
         for cmd in again:
             if cmd == "resend":
                 self.resend_id = self.command({"type": "resend", "from": self.last + 1})

@@ -618,7 +618,8 @@ class Harness:
             return build_report(self, in_flight_s=in_flight_s)
         if self.central:
             # on the central tier a lost last event shows only to the betting system's quiet
-            # probe (bettor.QUIET_S): the report waits for it
-            from .bettor import QUIET_S
-            return build_report(self, in_flight_s=QUIET_S + 5)
+            # probe, and a session restored broken only to a probe whose events do not come:
+            # the report waits for the whole catch-up (a wait for the events, this its ceiling)
+            from .bettor import CATCH_UP_S
+            return build_report(self, in_flight_s=CATCH_UP_S)
         return build_report(self)

@@ -19,7 +19,8 @@ from .central_client import central_client, renew
 GAP_S = 0.5          # a gap open this long: `resend` from it; again after twice as long each time
 GAP_MAX_S = 8.0      # while it stays open (each resend republishes everything from the gap on:
                      # asking faster than a slow uplink carries them queues copies of copies)
-UNANSWERED_S = 15.0  # a resend unanswered this long while connected: renew the session
+UNANSWERED_S = 15.0  # a resend unanswered this long while connected (or answered "published
+                     # again" and not one of its events comes): renew the session
 QUIET_S = 10.0       # a table silent this long: `resend` from last + 1 (again every QUIET_S):
                      # a lost tail is no gap, and a central tier that lost its state loses tails
 
@@ -51,6 +52,7 @@ class Ledger:
         self.first_at = self.last_at = None
         self.subscribed = threading.Event()
         self.asked = {}                # resend id -> when, until the table's reply comes
+        self.promised = {}             # table -> (a resend's reply's last seq, last then, when)
         self.c = central_client(
             client_id, central, on_message=self._message,
             on_connect=lambda cl, u, f, rc, p: cl.subscribe(
@@ -63,11 +65,20 @@ class Ledger:
         now = time.time()
         if msg.topic.endswith("/replies"):
             try:
-                cid = json.loads(msg.payload)["id"]
-            except (ValueError, KeyError, TypeError):
+                reply = json.loads(msg.payload)
+                cid, seq = reply["id"], reply.get("seq")
+            except (ValueError, KeyError, TypeError, AttributeError):
                 return
+            table = msg.topic[len(self.prefix) + 1:].split("/")[0]
             with self.lock:
-                self.asked.pop(cid, None)
+                if (self.asked.pop(cid, None) is not None and isinstance(seq, list)
+                        and len(seq) == 2 and isinstance(seq[1], int)
+                        and seq[1] > self.last[table]):
+                    # answered "published again": until an event of it comes the resend is not
+                    # answered (a session restored with `replies` alive and `events` dead)
+                    old = self.promised.get(table)
+                    self.promised[table] = (seq[1], self.last[table], old[2] if old and
+                                            old[1] == self.last[table] else time.monotonic())
             return
         try:
             m = json.loads(msg.payload)
@@ -154,6 +165,14 @@ class Ledger:
                 late = [cid for cid, at in self.asked.items() if now - at > UNANSWERED_S]
                 for cid in late:
                     del self.asked[cid]
+                for table, (until, was, at) in list(self.promised.items()):
+                    if self.last[table] >= until or self.last[table] > was:
+                        del self.promised[table]          # its events come
+                    elif not self.c.is_connected():
+                        self.promised[table] = (until, was, now)
+                    elif now - at > UNANSWERED_S:
+                        del self.promised[table]
+                        late.append(table)
             if late and renew(self.c):
                 self.counts["session_renewals"] += 1
             for table, start in ask:
