@@ -149,13 +149,18 @@ def _corner_roundings(grays, mended=None):
     `mended` (by its index) when given."""
     n = len(grays)
     paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
-    table = _row_percentiles(np.concatenate([grays[:, :P - 3].reshape(n, -1),
-                                             grays[:, :, :P - 3].reshape(n, -1)], axis=1), 50)
-    # compared with the float32 rows in float32, as a Python float mid was
-    mid = np.float32((paper + table) / 2)
+    beyond_left, beyond_top = grays[:, :, :P - 3].reshape(n, -1), grays[:, :P - 3].reshape(n, -1)
+    table = _row_percentiles(np.concatenate([beyond_top, beyond_left], axis=1), 50)
+    # each side's crossings at the middle between the paper and the table beyond that side: on
+    # a white table the contact shadow darkens the table beyond two of a card's sides only, and
+    # the light's gradient differs from side to side; at one middle for both, the lighter side's
+    # table stood above it (its crossings not found) or its paper's margin under it (svg-cards'
+    # printed border: crossings 13 pixels in), and the corner was left out or measured -4 to -13
+    # (compared with the float32 rows in float32, as a Python float mid was)
+    mids = [np.float32((paper + _row_percentiles(b, 50)) / 2) for b in (beyond_left, beyond_top)]
     rows = np.concatenate([grays[:, P:], grays[:, :, P:].transpose(0, 2, 1)])   # left, then top
     cross = _crossings(rows.reshape(-1, rows.shape[2]),
-                       np.repeat(np.concatenate([mid, mid]), rows.shape[1]))
+                       np.repeat(np.concatenate(mids), rows.shape[1]))
     cross = cross.reshape(2, n, -1)
     mid_side = _sides(cross).tolist()      # each side's place, all at once
     res = []
