@@ -94,13 +94,15 @@ def classify(rec, img, tq, card, width):
     return cause, truth, f"off {off:.1f} " + detail
 
 
-def run(deck, seed, surface, conditions, trials, verbose):
+def run(deck, seed, surface, conditions, trials, verbose, scenes=None):
     rec = VisualRecognizer(cm.reference_templates(deck, seed=seed))
     d = CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=rec)
     si = cm.SURFACES.index(surface)
     out = {}
     for cond in conditions:
-        rng = np.random.default_rng(1000 * si + cm.CONDITIONS.index(cond))
+        # the sweep's seed, or (--scenes N) other scenes than the sweep's, to fix on without its frames
+        key = 1000 * si + cm.CONDITIONS.index(cond)
+        rng = np.random.default_rng(key if scenes is None else (scenes, key))
         causes = collections.Counter()
         for k in range(trials):
             cards = {z: CARDS[int(rng.integers(52))] for z in ZONES}
@@ -135,12 +137,13 @@ def main():
     ap.add_argument("--decks", default=",".join(cm.DECKS))
     ap.add_argument("--conditions", default=",".join(cm.CONDITIONS))
     ap.add_argument("--trials", type=int, default=1)
+    ap.add_argument("--scenes", type=int, default=None, help="other scenes than the sweep's (a seed)")
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
     cv2.setNumThreads(1)
     total = collections.Counter()
     for deck in a.decks.split(","):
-        res = run(deck, cm.DECKS.index(deck), a.surface, a.conditions.split(","), a.trials, a.v)
+        res = run(deck, cm.DECKS.index(deck), a.surface, a.conditions.split(","), a.trials, a.v, a.scenes)
         mine = sum(res.values(), collections.Counter())
         total.update(mine)
         print(f"{deck} total: " + ", ".join(f"{k} {v}" for k, v in sorted(mine.items())), flush=True)

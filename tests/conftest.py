@@ -39,7 +39,8 @@ GROUPS = {
                      "test_camera_faults", "test_camera_labelcheck",
                      "test_camera_hand_edges", "test_camera_motion",
                      "test_camera_heldout_deck", "test_camera_heldout_standard", "test_camera_capture",
-                     "test_camera_frame", "test_camera_white_table", "test_camera_defocus",
+                     "test_camera_frame", "test_camera_white_table", "test_camera_white_rounding",
+                     "test_camera_defocus",
                      "test_camera_deckcheck"),     # #17
 }
 # the budget a group's issue states (seconds of wall time with the group run alone on this 2-core
