@@ -10,7 +10,7 @@ from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole
 from .index import CH, CW, FACE_H, FACE_MIN, FACE_MIN_SMALL, FACE_W, LAID, STRICT, face
 from .occluded import masked_face_score, occluders, visible
 from .outline import _refine_in
-from .templates import index_shift
+from .indexplace import placed_shift
 
 _SHOW_KERNEL = np.ones((9, 9), np.uint8)
 VISIBLE = 0.6                     # a whole card partly under another is judged on what shows: most of it
@@ -80,7 +80,7 @@ class SceneReader:
             return None, None, None
         if kind == "whole" and not self.t.print.matches(
                 rounding(bgr, quad, (CW, CH)),
-                [index_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners]):
+                [placed_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners]):
             return None, None, None
         return card, q, kind
 

@@ -239,6 +239,12 @@ def index_shift(t, bgr, quad, card, gray=None):
     the largest of their x and y shifts, in canonical pixels (the deck fingerprint). `gray`: the
     corner's patch as the reader compared it, when it has it (the same warp, not done twice), or
     (patch, cards, rank scores, suit scores) as read_corner keeps it (the products not done twice)."""
+    return max(abs(v) for v in index_offsets(t, bgr, quad, card, gray))
+
+
+def index_offsets(t, bgr, quad, card, gray=None):
+    """index_shift's parts: (rank dx, rank dy, suit dx, suit dy), canonical pixels, x and y
+    growing into the card."""
     rsc = usc = None
     if isinstance(gray, tuple):
         gray, cards, rs, us = gray
@@ -250,7 +256,7 @@ def index_shift(t, bgr, quad, card, gray=None):
     s, i = t.cut + S, t.cards.index(card)
     r = _peak(gray[:s + S], t.part_shapes[0], t.rank_m[:, i], rsc)
     u = _peak(gray[s - S:], t.part_shapes[1], t.suit_m[:, i], usc)
-    return max(abs(v) for v in r + u) / MATCH
+    return tuple(v / MATCH for v in r + u)
 
 
 def _most_like(scores, cards, card, j):

@@ -16,7 +16,7 @@ from .index import (
     _ink, _match_gray, _product, _scores, _windows, corner, face, face_score)
 from .onecorner import OneCorner
 from .scene import SceneReader, VISIBLE, _shows
-from .templates import index_shift
+from .indexplace import placed_shift
 
 
 def _groups(keys):
@@ -264,7 +264,7 @@ class VisualRecognizer(OneCorner, SceneReader):
             return False        # another deck whose index font is like this deck's
         # another deck with a like face: its corners or its index placed otherwise
         return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
-                                    [index_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
+                                    [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                      for q in corners or both_corners(quad)])
 
     def _face_over_twin(self, f, card, margin):
