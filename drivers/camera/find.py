@@ -228,9 +228,14 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     # a card cut by the image's edge is not a card, however its outline was found (one cut-off
     # corner is allowed a card under a shadow band: it let a turned card reaching 6 pixels
     # beyond the frame pass another deck's templates, docs/camera.md)
-    h, w = full.shape[:2]
-    quads = [q for q in quads if q.min() >= -2 and q[:, 0].max() <= w + 1 and q[:, 1].max() <= h + 1]
+    quads = [q for q in quads if in_frame(q, full.shape)]
     return (quads, blobs) if with_blobs else quads
+
+
+def in_frame(quad, shape):
+    """Whether a card's outline lies within the image (2 px of slack: a card's rounded corner)."""
+    h, w = shape[:2]
+    return bool(quad.min() >= -2 and quad[:, 0].max() <= w + 1 and quad[:, 1].max() <= h + 1)
 
 
 def _grazes(contour, shape, card_size):
