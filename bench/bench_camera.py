@@ -132,11 +132,31 @@ def visual_speed(t, deck, reps=5):
             "runs": reps, "load_average": [round(x, 1) for x in os.getloadavg()]}
 
 
+def in_frame(quad, shape):
+    """Whether a card's four corners lie within the frame (pixel centres 0 .. size - 1)."""
+    q = np.float32(quad)
+    return bool(q.min() >= 0 and q[:, 0].max() <= shape[1] - 1 and q[:, 1].max() <= shape[0] - 1)
+
+
+def _totals(sweep):
+    """{condition: [read, cards, wrong, inside, inside_read]} and the same per surface."""
+    by, on = {}, {}
+    for key, x in sweep.items():
+        for part, into in zip(key.split("/"), (on, by)):
+            b = into.setdefault(part, [0, 0, 0, 0, 0])
+            for i, k in enumerate(("read", "cards", "wrong", "inside", "inside_read")):
+                b[i] += x[k]
+    return by, on
+
+
 def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS, surfaces=cm.SURFACES):
     """Per surface and condition: eight cards (one per zone), five frames each with fresh
     sensor noise; read = reported by the tracker (three agreeing frames) within five. Every
     other deck's templates read the same frames: any card they read is a failure, listed (whose
-    templates, the card read and the card there, the frame) so that it can be looked at."""
+    templates, the card read and the card there, the frame) so that it can be looked at. Also
+    counted apart: the cards that lie wholly inside the frame ("inside", "inside_read"): under
+    'rotation' a card turned at seat 1 or 7 of the default zones reaches beyond the frame's edge
+    (about one in two of them), part of a card that the reader refuses by design."""
     res, foreign = {}, []
     d = CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=VisualRecognizer(tmpl[deck]))
     others = {k: CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=VisualRecognizer(v))
@@ -148,10 +168,11 @@ def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS, surfaces=cm.SURFACE
             # seeded by the surface's and the condition's places in SURFACES and CONDITIONS: a
             # sweep of some surfaces or conditions draws the same frames as the whole sweep
             rng = np.random.default_rng(1000 * si + cm.CONDITIONS.index(cond))
-            read = wrong = 0
+            read = wrong = inside = inside_read = 0
             for k in range(trials):
                 cards = {z: CARDS[int(rng.integers(52))] for z in ZONES}
-                base, _ = cm.table_frame(deck, cards, ZONES, table, cond, rng)
+                base, where = cm.table_frame(deck, cards, ZONES, table, cond, rng)
+                whole = {z for z, q in where.items() if in_frame(q, base.shape)}
                 d.tracker = type(d.tracker)(3, 8)
                 reported = set()
                 for i in range(5):
@@ -165,7 +186,10 @@ def deck_sweep(tmpl, deck, trials, conditions=cm.CONDITIONS, surfaces=cm.SURFACE
                                     for name, o in others.items() for z, cs in o.read_frame(base).items()
                                     for c in cs]
                 read += len(reported)
-            res[f"{table}/{cond}"] = {"cards": trials * len(ZONES), "read": read, "wrong": wrong}
+                inside += len(whole)
+                inside_read += len(reported & whole)
+            res[f"{table}/{cond}"] = {"cards": trials * len(ZONES), "read": read, "wrong": wrong,
+                                      "inside": inside, "inside_read": inside_read}
     return res, foreign
 
 
@@ -231,14 +255,11 @@ def main():
         tmpl = {deck: cm.reference_templates(deck, seed=i) for i, deck in enumerate(cm.DECKS)}
         for deck in decks:
             sweep, foreign = deck_sweep(tmpl, deck, args.deck_trials, conditions, surfaces)
-            by, on = {}, {}
-            for key, x in sweep.items():
-                for part, into in zip(key.split("/"), (on, by)):
-                    b = into.setdefault(part, [0, 0, 0])
-                    b[0], b[1], b[2] = b[0] + x["read"], b[1] + x["cards"], b[2] + x["wrong"]
+            by, on = _totals(sweep)
+            keys = ("read", "cards", "wrong", "inside", "inside_read")
             print(json.dumps({"deck": deck, "foreign_reads": len(foreign), "foreign": foreign, "conditions": {
-                k: {"read": r, "cards": n, "wrong": w} for k, (r, n, w) in by.items()}, "surfaces": {
-                k: {"read": r, "cards": n, "wrong": w} for k, (r, n, w) in on.items()}}), flush=True)
+                k: dict(zip(keys, b)) for k, b in by.items()}, "surfaces": {
+                k: dict(zip(keys, b)) for k, b in on.items()}}), flush=True)
         return
     t = templates()
     report = {"bench": "camera", "frame": "1280x720", "zones": len(ZONES)}
@@ -273,19 +294,15 @@ def main():
           f"(best {e['fps_wall_best']}), load average {e['load_average'][0]}")
     for deck, r in v["decks"].items():
         sw = r["sweep"]
-        by = {}
-        for key, x in sw.items():
-            for part in key.split("/"):
-                b = by.setdefault(part, [0, 0, 0])
-                b[0] += x["read"]
-                b[1] += x["cards"]
-                b[2] += x["wrong"]
+        by, on = _totals(sw)
+        by.update(on)
         n = sum(x["cards"] for x in sw.values())
         print(f"    {deck}: read within 5 frames {100 * sum(x['read'] for x in sw.values()) / n:.1f}% of "
               f"{n} cards, {sum(x['wrong'] for x in sw.values())} wrong; read by another deck's "
               f"templates: {r['foreign_reads']}; hands: {r['hands']['read']}/{r['hands']['cards']} "
               f"read, {r['hands']['wrong_reads']} wrong")
         print("      " + ", ".join(f"{k} {100 * b[0] / b[1]:.0f}%" + (f" ({b[2]} WRONG)" if b[2] else "")
+                                   + (f" (wholly in the frame: {b[4]}/{b[3]})" if b[3] < b[1] else "")
                                    for k, b in by.items()))
 
 

@@ -14,9 +14,11 @@ first frame:
 
 With the card's true outline the same steps are tried ("truth: ..."): what a perfect finder
 would leave. Usage:
-    diag_surface.py --surface white --decks cardsjs,svgcards [--conditions clean,rotation] [-v]"""
+    diag_surface.py --surface white --decks cardsjs,svgcards [--conditions clean,rotation] [-v]
+    (--surface all: every surface in turn, the deck sweep's frames)"""
 import argparse
 import collections
+import functools
 import os
 import sys
 
@@ -76,8 +78,10 @@ def steps(rec, img, q, card):
 
 def classify(rec, img, tq, card, width):
     h, w = img.shape[:2]
+    beyond = max(-tq.min(), tq[:, 0].max() - (w - 1), tq[:, 1].max() - (h - 1))
     if tq.min() < -2 or tq[:, 0].max() > w + 1 or tq[:, 1].max() > h + 1:
-        return "cut", "", ""            # beyond the frame: no card, by design (find_cards)
+        # beyond the frame: no card, by design (find_cards)
+        return "cut", "", f"beyond the frame by {beyond:.0f} px"
     quads, blobs = find_cards(img, rec.t.card_size, with_blobs=True)
     c = tq.mean(axis=0)
     near = [q for q in quads if np.linalg.norm(q.mean(axis=0) - c) < 0.2 * width]
@@ -94,8 +98,14 @@ def classify(rec, img, tq, card, width):
     return cause, truth, f"off {off:.1f} " + detail
 
 
+@functools.lru_cache(maxsize=None)
+def _templates(deck, seed):
+    """A deck's templates, captured once for every surface."""
+    return cm.reference_templates(deck, seed=seed)
+
+
 def run(deck, seed, surface, conditions, trials, verbose, scenes=None):
-    rec = VisualRecognizer(cm.reference_templates(deck, seed=seed))
+    rec = VisualRecognizer(_templates(deck, seed))
     d = CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=rec)
     si = cm.SURFACES.index(surface)
     out = {}
@@ -133,7 +143,7 @@ def run(deck, seed, surface, conditions, trials, verbose, scenes=None):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--surface", default="white", choices=cm.SURFACES)
+    ap.add_argument("--surface", default="white", choices=cm.SURFACES + ("all",))
     ap.add_argument("--decks", default=",".join(cm.DECKS))
     ap.add_argument("--conditions", default=",".join(cm.CONDITIONS))
     ap.add_argument("--trials", type=int, default=1)
@@ -143,8 +153,10 @@ def main():
     cv2.setNumThreads(1)
     total = collections.Counter()
     for deck in a.decks.split(","):
-        res = run(deck, cm.DECKS.index(deck), a.surface, a.conditions.split(","), a.trials, a.v, a.scenes)
-        mine = sum(res.values(), collections.Counter())
+        mine = collections.Counter()
+        for surface in cm.SURFACES if a.surface == "all" else (a.surface,):
+            res = run(deck, cm.DECKS.index(deck), surface, a.conditions.split(","), a.trials, a.v, a.scenes)
+            mine = sum(res.values(), mine)
         total.update(mine)
         print(f"{deck} total: " + ", ".join(f"{k} {v}" for k, v in sorted(mine.items())), flush=True)
     print("all: " + ", ".join(f"{k} {v}" for k, v in sorted(total.items())))

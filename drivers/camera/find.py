@@ -22,6 +22,11 @@ FAST = True
 # is only 30-40 levels above it in the min-channel, and a corner darkened by the lens's
 # vignetting fell out of the 18 mask while 36 was already below the table
 LEVELS = (18, 27, 36, 60, 90, 125, 160)
+# of a card's width: the most of an outline on the image's border where a turned card's corner
+# grazes it (its blur, contact shadow and the edges' width reach the border 1-2 px before its
+# paper does: 9 px of the border at half size, measured); a card cut by the border lies along it
+# for twice its overhang or more, and an outline beyond the frame is refused (find_cards' end)
+GRAZE = 0.15
 
 
 def _masks(bgr, card_size):
@@ -144,7 +149,7 @@ def find_cards(bgr, card_size=None, with_blobs=False):
             if bw * bh < least:
                 continue
             edge = bx <= 1 or by <= 1 or bx + bw >= mask.shape[1] - 1 or by + bh >= mask.shape[0] - 1
-            if edge and (i >= cuts or kind == "edges" or not card_size):
+            if edge and (i >= cuts or not card_size or kind == "edges" and not _grazes(c, mask.shape, card_size)):
                 continue
             # the hull: a court card's picture may cut its white frame open at one point
             raw, c = c, cv2.convexHull(c)
@@ -157,7 +162,11 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 # looked at as any outline (not a hand's blob: they rarely reach the edge)
                 if expect < area < 3 * expect:
                     _add_pieces(contours, outer, raw, c, card_size)
-                continue
+                # a card turned at a seat near the frame's side, wholly inside it, whose corner
+                # (with its blur and shadow) grazes the edge: looked at as any outline (a card
+                # cut by the edge lies along it; its outline, beyond the frame, is refused below)
+                if not _grazes(raw, mask.shape, card_size):
+                    continue
             if kind == "holes" and i < cuts and expect < area < 3 * expect:
                 # the filled outline with a streak's or a shadow edge's bumps still on it (its
                 # box too big to be the card's): also its pieces with the bumps cut off
@@ -219,9 +228,26 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     # a card cut by the image's edge is not a card, however its outline was found (one cut-off
     # corner is allowed a card under a shadow band: it let a turned card reaching 6 pixels
     # beyond the frame pass another deck's templates, docs/camera.md)
-    h, w = full.shape[:2]
-    quads = [q for q in quads if q.min() >= -2 and q[:, 0].max() <= w + 1 and q[:, 1].max() <= h + 1]
+    quads = [q for q in quads if in_frame(q, full.shape)]
     return (quads, blobs) if with_blobs else quads
+
+
+def in_frame(quad, shape):
+    """Whether a card's outline lies within the image (2 px of slack: a card's rounded corner)."""
+    h, w = shape[:2]
+    return bool(quad.min() >= -2 and quad[:, 0].max() <= w + 1 and quad[:, 1].max() <= h + 1)
+
+
+def _grazes(contour, shape, card_size):
+    """Whether an outline touches the image's border only at a point (a card's corner): at most
+    GRAZE of the card's width of it lies on the border, at one place."""
+    p = contour.reshape(-1, 2)
+    h, w = shape
+    on = (p[:, 0] <= 0) | (p[:, 1] <= 0) | (p[:, 0] >= w - 1) | (p[:, 1] >= h - 1)
+    if not on.any():
+        return False
+    q = p[on]
+    return bool(np.abs(q.max(axis=0) - q.min(axis=0)).max() <= GRAZE * card_size[0])
 
 
 def _add_pieces(contours, outer, raw, hull, card_size):

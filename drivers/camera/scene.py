@@ -5,7 +5,7 @@ import cv2
 import numpy as np
 
 from .deckprint import SMALL, rounding
-from .find import find_cards
+from .find import find_cards, in_frame
 from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
 from .index import CH, CW, FACE_H, FACE_MIN, FACE_MIN_SMALL, FACE_W, LAID, STRICT, face
 from .occluded import masked_face_score, occluders, visible
@@ -254,6 +254,12 @@ class SceneReader:
                 continue
             out.append((card, q))
             kinds.append("covered")
+        # a card built from a hand's corners in a blob that grazes the frame's edge (find_cards)
+        # may be one the edge cuts: no card, as a cut outline is none
+        keep = [i for i, (_, q) in enumerate(out) if in_frame(q, bgr.shape)]
+        if len(keep) < len(out):
+            refused += len(out) - len(keep)
+            out, kinds = [out[i] for i in keep], [kinds[i] for i in keep]
         self.refused, self.kinds = refused, kinds     # kinds: per card read, for the benches
         return out
 
