@@ -10,7 +10,8 @@ seeds, as diag_motion), the model's true streak recorded as it draws it. Diagnos
              outline_off, score, margin, face, deck_check, ...), 'streak' when the found
              outline reads with the true streak (the estimate is what failed), 'reads1' when
              the first frame reads (the other frames failed), 'outline<3px' when the true outline
-             reads (an outline off by less than diag_motion's 3 px)
+             reads (an outline off by less than diag_motion's 3 px); then after a '/' the step of
+             the blurred read that refused it on the found outline (refused_at)
 
 Usage: .venv/bin/python bench/diag_streak.py --decks svgcards --trials 1"""
 import argparse
@@ -18,6 +19,7 @@ import collections
 import copy
 import math
 import os
+import pickle
 import sys
 
 import numpy as np
@@ -25,11 +27,13 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.bench_camera import ZONES  # noqa: E402
-from bench.diag_motion import classify, five_frames, templates  # noqa: E402
+from bench.diag_motion import classify, five_frames  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera import streak as S  # noqa: E402
+from drivers.camera import index as V  # noqa: E402
 from drivers.camera import webcam_model  # noqa: E402
+from drivers.camera.deckprint import SMALL  # noqa: E402
 from drivers.camera.find import find_cards  # noqa: E402
 from drivers.camera.hands import both_corners  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
@@ -70,8 +74,41 @@ def found(rec, bgr, tq):
     return np.roll(q, -k, axis=0)
 
 
-def run(deck, trials, verbose, surfaces, seed=0):
-    rec = VisualRecognizer(templates(deck))
+def refused_at(rec, bgr, q, card):
+    """The step of the blurred read that refused the card at outline `q` (the estimated streak):
+    'corners' (the two index corners do not both read it), 'face' (under the face minimum),
+    'twin' (its face not clear of the other suit's), 'fingerprint' (rounding or index place), or
+    'passes'."""
+    st = S.estimate(bgr, q)
+    if any(rec.read_corner(bgr, cq, streak=st)[0] != card for cq in both_corners(q)):
+        return "corners"
+    f = V.face(bgr, q)
+    if V.face_score(f, rec.t.faces[card]) < (V.FACE_MIN if rec.t.card_size[0] >= SMALL else V.FACE_MIN_SMALL):
+        return "face"
+    if not rec._face_over_twin(f, card, V.FACE_SUIT):
+        return "twin"
+    if not rec._of_deck(bgr, q, card, {}, f):
+        return "fingerprint"
+    return "passes"
+
+
+def templates(deck, cache):
+    """reference_templates(deck, seed as the sweep's), kept in `cache` when given (pickled). Not
+    diag_motion's shared cache: templates built by older code read otherwise than the sweep's."""
+    path = os.path.join(cache, deck + ".pickle") if cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    t = cm.reference_templates(deck, seed=cm.DECKS.index(deck))
+    if path:
+        os.makedirs(cache, exist_ok=True)
+        with open(path, "wb") as f:
+            pickle.dump(t, f)
+    return t
+
+
+def run(deck, trials, verbose, surfaces, seed=0, cache=None):
+    rec = VisualRecognizer(templates(deck, cache))
     c = collections.Counter()
     errs = []
     cond = "motion"
@@ -124,6 +161,8 @@ def run(deck, trials, verbose, surfaces, seed=0):
                                 S.estimate = _estimate
                             print("   ", name, "corner off %.1f" % np.abs(qq - tq).max(), cands)
                 why = "other" if why == "reads" else why
+                if q is not None and why not in ("reads1", "streak"):
+                    why += "/" + refused_at(rec, first, q, cards[z])
                 c["miss:" + why] += 1
                 if verbose:
                     print(deck, table, z, cards[z], why, "true %.1f,%.1f" % true,
@@ -137,10 +176,11 @@ def main():
     ap.add_argument("--trials", type=int, default=1)
     ap.add_argument("--surfaces", default="")
     ap.add_argument("--seed", type=int, default=0, help="added to the sweep's seeds (0: the sweep's scenes)")
+    ap.add_argument("--cache", default=None, help="a directory keeping the templates between runs (of the same code)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     for deck in a.decks.split(","):
-        c, e = run(deck, a.trials, a.verbose, a.surfaces.split(",") if a.surfaces else [], a.seed)
+        c, e = run(deck, a.trials, a.verbose, a.surfaces.split(",") if a.surfaces else [], a.seed, a.cache)
         print(f"{deck}: read {c['read']}/{c['cards']} (wrong {c['WRONG']}), with the true streak "
               f"{c['oracle_read']} (wrong {c['oracle_WRONG']}); estimate within 1 px {np.mean(e[:, 0] <= 1):.0%}, "
               f"median error {np.median(e[:, 0]):.2f} px, |length| {np.median(abs(e[:, 1])):.2f}, "
