@@ -10,7 +10,7 @@ import pytest
 
 from controller.cards import CARDS
 from drivers.camera import camera_model as cm
-from drivers.camera import streak
+from drivers.camera import streak, visual
 from drivers.camera.outline import refine
 from drivers.camera.visual import VisualRecognizer
 
@@ -39,6 +39,15 @@ def test_a_blurred_card_the_plain_read_refuses_is_read(rec, monkeypatch, table, 
     # without the blurred templates the card is refused (what this test is about)
     monkeypatch.setattr(VisualRecognizer, "_read_streaked", lambda self, *a: None)
     assert card not in [c for c, _ in rec.read_image(frame)]
+
+
+def test_a_moving_cards_suit_its_index_left_open_is_the_faces(rec, monkeypatch):
+    """A moving Qd whose streaked index left its suit open at a corner (the diamond within the
+    heart's margin) is read, the face deciding the suit by FACE_SUIT_MOTION; refused without it."""
+    frame, cards = scene("cardsjs", "light_grey", "motion", 8)
+    assert sorted(c for c, _ in rec.read_image(frame)) == sorted(cards.values())
+    monkeypatch.setattr(visual, "FACE_SUIT_MOTION", math.inf)
+    assert "Qd" not in [c for c, _ in rec.read_image(frame)]
 
 
 def _smeared_card(seed):

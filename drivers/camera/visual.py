@@ -57,6 +57,7 @@ def _like(m, shape, i, j):
 
 WAY_STREAK = 0.7
 FACE_SUIT_DEFOCUS = 0.1     # the face's margin over the other suit when it decides a defocused suit
+FACE_SUIT_MOTION = 0.1      # and a moving card's (cardsJS' aces of spades and clubs under a streak: 0.03-0.09)
 
 
 class VisualRecognizer(OneCorner, SceneReader):
@@ -225,22 +226,33 @@ class VisualRecognizer(OneCorner, SceneReader):
         Out of focus, a suit the index leaves open between the two of its colour is the face's
         (_suit_by_face, by FACE_SUIT_DEFOCUS): a blurred small club and spade are alike (the
         held-out deck's clubs beat its spades by 0.002-0.03 at the estimated blur), its faces'
-        pips and pictures not. A card as sharp as the reference photos stops before it."""
+        pips and pictures not. A card as sharp as the reference photos stops before it. Last,
+        the same for the streak: a moving card whose suit the streaked index left open (svg-cards'
+        6s: its spade 0.97 at one corner, under the club's margin) is the face's (by
+        FACE_SUIT_MOTION); only when nothing above read it (what read before reads as before)."""
         short = None
+        moving = None
         for streak in (motion.estimate(bgr, quad), defocus.FLOOR, None):
             if streak is None:
                 sigma = self.defocus_of(bgr, quad)
                 if sigma is None or sigma < defocus.SHARP:
-                    return None
+                    short = None
+                    break
                 streak = defocus.nearest(sigma)
                 if streak == defocus.FLOOR:     # read there already: its suit the face's
                     break
-            short = [] if np.ndim(streak) == 0 else None
+            short = []
             a, b = (self.read_corner(bgr, q, keep=grays, streak=streak, short=short)[0]
                     for q in both_corners(quad))
             if a and a == b:
                 return a
-        return self._suit_by_face(face(bgr, quad), a, b, short, FACE_SUIT_DEFOCUS) if short else None
+            if moving is None:
+                moving, short = (a, b, short), None      # the streak's: decided last
+        f = face(bgr, quad) if short or moving[2] else None
+        card = self._suit_by_face(f, a, b, short, FACE_SUIT_DEFOCUS) if short else None
+        if card is None and moving[2]:
+            card = self._suit_by_face(f, *moving, FACE_SUIT_MOTION)
+        return card
 
     def defocus_of(self, bgr, quad):
         """The card's round blur beyond the learned indexes' (sigma, image pixels; defocus.py),
