@@ -39,10 +39,23 @@ from drivers.camera.tracker import ZoneTracker  # noqa: E402
 CACHE = "/tmp/diag_motion_templates"
 
 
+def _code():
+    """A digest of the camera code: templates cached by other code (another branch, an older
+    commit) are not these (a stale cache once made this disagree with the sweep: 49 vs 43)."""
+    import glob
+    import hashlib
+    h = hashlib.sha256()
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "drivers", "camera")
+    for name in sorted(glob.glob(os.path.join(here, "*.py"))):
+        with open(name, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:12]
+
+
 def templates(deck):
-    """reference_templates(deck, seed as the sweep's), kept on disk between runs (pickled: the
-    saved format rounds the indexes to bytes)."""
-    path = os.path.join(CACHE, deck + ".pickle")
+    """reference_templates(deck, seed as the sweep's), kept on disk between runs for this camera
+    code (pickled: the saved format rounds the indexes to bytes)."""
+    path = os.path.join(CACHE, f"{deck}-{_code()}.pickle")
     if os.path.exists(path):
         with open(path, "rb") as f:
             return pickle.load(f)
