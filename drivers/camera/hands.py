@@ -34,8 +34,14 @@ def hand_corners(bgr, blobs, quads, card_size, gray=None):
         return []
     gray = corner_gray(bgr) if gray is None else gray
     fit = fit_outline_corner(gray, card_size)
-    tried, found = np.zeros((0, 2, 2), np.float32), np.zeros((0, 2, 2), np.float32)
-    out = []
+    tried, failed = np.zeros((0, 2, 2), np.float32), np.zeros((0, 2, 2), np.float32)
+    found, out, laid = np.zeros((0, 2, 2), np.float32), [], []
+
+    def add(r, located, apart):
+        nonlocal found
+        if not len(found) or np.abs(found - r[:2]).max(axis=(1, 2)).min() > apart:
+            found = np.concatenate([found, r[None, :2]])
+            out.append((r, located))
     # the same hand is a blob at several thresholds: each corner once; its outline simplified
     # twice (a short step of the outline's staircase is cut off by the coarser one)
     for blob, eps in ((b, e) for e in (0.012, 0.006) for b in blobs):
@@ -43,21 +49,31 @@ def hand_corners(bgr, blobs, quads, card_size, gray=None):
             for v in both_corners(q):
                 if len(tried) and np.abs(tried - v[:2]).max(axis=(1, 2)).min() < 0.05 * w:
                     continue
-                tried = np.concatenate([tried, v[None, :2]])
+                # a hypothesis whose edges were not found does not stand for the corner: another
+                # laid from elsewhere (2-4 px nearer; KDE Standard's covered cards laid 6 px off
+                # from one step of the outline, 2 px from another) may find them
+                if len(failed) and np.abs(failed - v[:2]).max(axis=(1, 2)).min() < _RETRY:
+                    continue
                 # on its own edges; on the edges beyond a printed frame's line along them (the
                 # court's frame of a deck that prints it against the index: the steepest fall
-                # along a top card's side over the card below is the frame's, 6 px inside);
-                # and as laid from the fitted outline corner, for a covered card whose edges
-                # over the card below do not show (its index decides)
+                # along a top card's side over the card below is the frame's, 6 px inside)
                 # (beyond the frame's line a corner lies only its margin away, 4-6 px: kept
                 # unless within 2 px of one found, where the same corner's is)
-                for r, located, apart in ((refine_corner(gray, v, card_size), True, 0.04 * w),
-                                          (refine_corner(gray, v, card_size, outer=True), True, 2.0),
-                                          (v, False, 0.04 * w)):
-                    if r is not None and (not len(found)
-                                          or np.abs(found - r[:2]).max(axis=(1, 2)).min() > apart):
-                        found = np.concatenate([found, r[None, :2]])
-                        out.append((r, located))
+                located = [(r, apart) for r, apart in ((refine_corner(gray, v, card_size), 0.04 * w),
+                                                       (refine_corner(gray, v, card_size, outer=True), 2.0))
+                           if r is not None]
+                if located:
+                    tried = np.concatenate([tried, v[None, :2]])
+                else:
+                    failed = np.concatenate([failed, v[None, :2]])
+                for r, apart in located:
+                    add(r, True, apart)
+                laid.append(v)
+    # and each as laid from the fitted outline corner, for a covered card whose edges over the
+    # card below do not show (its index decides): after every located corner, which it must
+    # not crowd out
+    for v in laid:
+        add(v, False, 0.04 * w)
     return out
 
 
@@ -105,6 +121,7 @@ _TURN_MAX = 0.2     # sin of the largest turn of an edge from the laid side (12 
 _PAIRS = [np.triu_indices(m, 1) for m in range(25)]
 
 
+_RETRY = 1.5       # px: a hypothesis this near one whose edges were not found is not tried again
 _BEYOND = 2.0       # px: a frame's line and the card's edge beyond it lie 4-6 px apart (Tigullio, 125 px)
 _PARALLEL = 0.05    # sin of the largest angle between a printed frame's line and the card's edge
 
@@ -127,28 +144,59 @@ def _edge(g, base, n, d, offs, need=6, beyond=None):
     k = np.argmax(drop, axis=1)
     strong = drop[np.arange(len(k)), k] > 4
     sel = (base + ((offs[k] + offs[k + 1]) / 2)[:, None] * n[None])[strong]
-    if len(sel) < need:
+    line = _line(sel[:, None], n, d, need) if len(sel) >= need else None
+    if line is not None:
+        return line
+    # the steepest fall alone split between two lines (a frame printed 5-6 px inside the edge,
+    # steeper than the edge's own fall over the card below at half the places: neither line
+    # kept `need` places, Tigullio's covered courts unlocated): each place's two steepest
+    # falls, the line through most places
+    mids = (offs[:-1] + offs[1:]) / 2
+    side = np.pad(drop, ((0, 0), (1, 1)), constant_values=-np.inf)
+    peak = np.where((drop >= side[:, :-2]) & (drop > side[:, 2:]) & (drop > 4), drop, -np.inf)
+    two = np.argsort(-peak, axis=1)[:, :2]
+    cand = base[:, None] + mids[two][..., None] * n[None, None]
+    cand[~np.isfinite(np.take_along_axis(peak, two, axis=1))] = np.nan
+    return _line(cand, n, d, need)
+
+
+def _line(cand, n, d, need):
+    """The line most places' candidates (`cand`: places x candidates x 2, NaN for none) lie on
+    within a pixel, each place counted once (every pair of candidates tried, the line within
+    _TURN_MAX of the side's direction), then least squares over the nearest candidate of each:
+    (point, direction along `d`) or None."""
+    if cand.shape[1] == 1:
+        sel = cand[:, 0]
+        # a first least-squares fit through all was pulled by a glyph or picture edge 7-9 px off
+        # near one end, cut the true edge's places and left too few (a top card's far corner
+        # unlocated in some frames: its hand refused with it), or turned onto the outliers
+        vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
+        if np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx).max() < 1.0 \
+                and abs(vx * n[0] + vy * n[1]) < _TURN_MAX:
+            v = np.float32([vx, vy])                        # every place on one line: the usual case
+            return np.float32([px, py]), v if v @ d > 0 else -v
+    places, per = cand.shape[:2]
+    flat = cand.reshape(-1, 2)
+    ok = ~np.isnan(flat[:, 0])
+    idx = np.flatnonzero(ok)
+    if len(idx) < 2 or len(idx) > 24:
         return None
-    # the places most of which one line within a pixel passes (every pair of places tried, the
-    # line within _TURN_MAX of the side's direction), then least squares over them: a first
-    # least-squares fit through all was pulled by a glyph or picture edge 7-9 px off near one
-    # end, cut the true edge's places and left too few (a top card's far corner unlocated in
-    # some frames: its hand refused with it), or turned onto the outliers (a corner 14 px off)
-    vx, vy, px, py = cv2.fitLine(sel, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
-    if np.abs((sel[:, 0] - px) * vy - (sel[:, 1] - py) * vx).max() < 1.0 \
-            and abs(vx * n[0] + vy * n[1]) < _TURN_MAX:
-        v = np.float32([vx, vy])                            # every place on one line: the usual case
-        return np.float32([px, py]), v if v @ d > 0 else -v
-    i, j = _PAIRS[len(sel)]
-    v = sel[j] - sel[i]
+    i, j = _PAIRS[len(idx)]
+    i, j = idx[i], idx[j]
+    i, j = i[i // per != j // per], j[i // per != j // per]        # two places, not one's two falls
+    v = flat[j] - flat[i]
     v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-6)
-    ok = np.abs(v @ np.float32([n[0], n[1]])) < _TURN_MAX           # near the side's direction
-    if not ok.any():
+    good = np.abs(v @ np.float32([n[0], n[1]])) < _TURN_MAX           # near the side's direction
+    if not good.any():
         return None
-    i, v = i[ok], v[ok]
-    dist = np.abs((sel[None, :, 0] - sel[i][:, None, 0]) * v[:, None, 1]
-                  - (sel[None, :, 1] - sel[i][:, None, 1]) * v[:, None, 0])
-    sel = sel[dist[int(np.argmax((dist < 1.0).sum(axis=1)))] < 1.0]
+    i, v = i[good], v[good]
+    with np.errstate(invalid="ignore"):
+        dist = np.abs((flat[None, :, 0] - flat[i][:, None, 0]) * v[:, None, 1]
+                      - (flat[None, :, 1] - flat[i][:, None, 1]) * v[:, None, 0])
+    dist = np.where(np.isnan(dist), np.inf, dist).reshape(len(i), places, per)
+    best = dist[int(np.argmax((dist < 1.0).any(axis=2).sum(axis=1)))]
+    nearest = np.argmin(best, axis=1)
+    sel = cand[np.arange(places), nearest][best[np.arange(places), nearest] < 1.0]
     if len(sel) < need:
         return None
     for _ in range(2):
