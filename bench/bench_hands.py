@@ -155,8 +155,11 @@ def foreign(args):
     pairs = [tuple(p.split(":")) for p in args.pairs.split(",")] if args.pairs else [
         (a, b) for a in decks for b in decks if a != b]
     # each deck's templates from the same seed as in the own-deck run (its place in --decks)
-    recs = {d: VisualRecognizer(cm.reference_templates(d, seed=args.seed + i, width=args.width))
-            for i, d in enumerate(decks) if any(d == t for _, t in pairs)}
+    # (a --pairs deck not in --decks, a held-out one: its place in camera_model.DECKS; it was a
+    # KeyError)
+    recs = {d: VisualRecognizer(cm.reference_templates(
+        d, seed=args.seed + (decks.index(d) if d in decks else cm.DECKS.index(d)), width=args.width))
+        for d in dict.fromkeys(t for _, t in pairs)}
     report = {}
     for scenes, tmpl in pairs:
         t0 = time.perf_counter()
