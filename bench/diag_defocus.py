@@ -25,11 +25,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.bench_camera import ZONES  # noqa: E402
 from bench import diag_motion  # noqa: E402
-from bench.diag_motion import classify, five_frames, templates  # noqa: E402
+from bench.diag_motion import classify, five_frames, found_quad, templates  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera import index as V  # noqa: E402
-from drivers.camera.find import find_cards  # noqa: E402
 from drivers.camera.hands import both_corners  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 
@@ -66,16 +65,6 @@ def blurred_stage(rec, bgr, quad, card, sigma):
     if not rec._of_deck(bgr, quad, a, grays, f):
         return "deck"
     return "ok"
-
-
-def found_quad(rec, bgr, tq):
-    c = tq.mean(axis=0)
-    near = [q for q in find_cards(bgr, rec.t.card_size) if np.linalg.norm(q.mean(axis=0) - c) < 25]
-    if not near:
-        return None
-    q = near[0]
-    k = min(range(4), key=lambda k: max(np.linalg.norm(q[k] - tq[0]), np.linalg.norm(q[(k + 2) % 4] - tq[2])))
-    return np.roll(q, -k, axis=0)
 
 
 def run(deck, trials, verbose, cond="defocus"):

@@ -66,6 +66,17 @@ def templates(deck):
     return t
 
 
+def found_quad(rec, bgr, tq):
+    """The outline find_cards finds at the card's true quad `tq`, its corners in the card's order."""
+    c = tq.mean(axis=0)
+    near = [q for q in find_cards(bgr, rec.t.card_size) if np.linalg.norm(q.mean(axis=0) - c) < 25]
+    if not near:
+        return None
+    q = near[0]
+    k = min(range(4), key=lambda k: max(np.linalg.norm(q[k] - tq[0]), np.linalg.norm(q[(k + 2) % 4] - tq[2])))
+    return np.roll(q, -k, axis=0)
+
+
 def whole(rec, bgr, quad, card):
     """The cause a whole card at `quad` is refused, or 'reads'."""
     got = [corner_detail(rec, bgr, q, need=rec.threshold) for q in both_corners(quad)]

@@ -27,14 +27,13 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.bench_camera import ZONES  # noqa: E402
-from bench.diag_motion import classify, five_frames  # noqa: E402
+from bench.diag_motion import classify, five_frames, found_quad  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera import streak as S  # noqa: E402
 from drivers.camera import index as V  # noqa: E402
 from drivers.camera import webcam_model  # noqa: E402
 from drivers.camera.deckprint import SMALL  # noqa: E402
-from drivers.camera.find import find_cards  # noqa: E402
 from drivers.camera.hands import both_corners  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 
@@ -61,17 +60,6 @@ def error(e, t):
     d = min(np.linalg.norm(e - t), np.linalg.norm(e + t))
     da = abs(math.degrees(math.atan2(e[1], e[0]) - math.atan2(t[1], t[0]))) % 180
     return float(d), float(np.linalg.norm(e) - np.linalg.norm(t)), min(da, 180 - da)
-
-
-def found(rec, bgr, tq):
-    """The outline find_cards finds at the card's true quad `tq`, its corners in the card's order."""
-    c = tq.mean(axis=0)
-    near = [q for q in find_cards(bgr, rec.t.card_size) if np.linalg.norm(q.mean(axis=0) - c) < 25]
-    if not near:
-        return None
-    q = near[0]
-    k = min(range(4), key=lambda k: max(np.linalg.norm(q[k] - tq[0]), np.linalg.norm(q[(k + 2) % 4] - tq[2])))
-    return np.roll(q, -k, axis=0)
 
 
 def refused_at(rec, bgr, q, card):
@@ -139,7 +127,7 @@ def run(deck, trials, verbose, surfaces, seed=0, cache=None):
                 if z in reported:
                     continue
                 why = classify(rec, first, tq, cards[z], 125)
-                q = found(rec, first, tq)
+                q = found_quad(rec, first, tq)
                 if q is not None and why not in ("not_found", "outline_off"):
                     plain = rec.read_quad(first, q)[0]
                     S.estimate = lambda bgr, quad: true
