@@ -1,9 +1,10 @@
 """The deck's fingerprint (issue 17): what refuses another deck design whose index font and pip
 layout pass the reader and the face check. Two measures, both cheap on a card already read:
 
-- the corners' rounding: how far the card's outline stands back from its two sides' crossing at
-  a corner (0 for a square-cut card, about 4 canonical pixels for the usual poker-deck radius);
-  measured against the sides' own positions near the corner, so the outline's error falls out;
+- the corners' rounding (`rounding.py`): how far the card's outline stands back from its two
+  sides' crossing at a corner (0 for a square-cut card, about 4 canonical pixels for the usual
+  poker-deck radius); measured against the sides' own positions near the corner, so the
+  outline's error falls out;
 - where the index sits (`visual.index_shift`): the rank and the suit of the read card
   lie where the learned ones lay, within the outline's error. A like font placed or sized a few
   pixels differently (Kennard's against the Vectorized Playing Cards': 3-6 pixels) is another
@@ -13,14 +14,11 @@ layout pass the reader and the face check. Two measures, both cheap on a card al
 
 Tolerances come from the spread over the reference photos, with floors measured on held-out
 photos (docs/camera.md)."""
-import math
-
-import cv2
 import numpy as np
 
-P, L = 8, 24                 # the corner patch: L canonical pixels of card, P of table beyond
+from .rounding import rounding  # noqa: F401  (the deck check measures it; re-exported)
+
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
-ROUND_MAX = 10.0             # canonical pixels: rounder than any deck measured (0-5) is a glyph's edge
 # canonical pixels (the ceiling for a card 300 pixels wide, more for a smaller one; between them
 # 2.5 times the reference photos' median shift, which grows as the card shrinks): the same deck's index lay
 # within 2.5 of the learned one at its better corner in 502 of 504 held-out photos of three designs
@@ -34,220 +32,11 @@ SMALL = 200                  # pixels: a card narrower than this is at the table
 # (their cards under its templates: 0.059-0.107 off; its Ad passed Kennard's face and index
 # checks, and Kennard's Ad its), docs/camera.md
 ASPECT_TOL = 0.05
-_TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corner k to tl
 # A covered card in a hand (docs/camera.md): the face along its top and left sides (a card dealt
 # over it leaves them visible: hands dealt 0.3 of a width and 0.22 of a height apart, a few
 # degrees turned) at least CORNER_FACE_MIN like the learned one's: a fifth of the height along
 # the top, a quarter of the width down the left side.
 CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
-# A corner's rounding is trusted only where its two sides' roundings agree within SIDES_DIFFER
-# and its sides lie within SIDE_OFF canonical pixels of the outline's: a gloss or a shadow's edge
-# across a corner on a light table made its two roundings 4-19 apart, or put a side's crossings
-# 5.5-15 pixels off (the corner's rounding -10 to +15); clean corners' two roundings lay within
-# 1, their sides 0.5-3 pixels in, a curled card's long sides up to 6 in at its ends. A side
-# within SIDE_OFF_ALONE is in place (a corner's only side must be: a shadow put one 6.4 pixels
-# out, its rounding 14)
-SIDE_OFF, SIDES_DIFFER, SIDE_OFF_ALONE = 7.5, 3.0, 4.5
-
-
-def _crossings(rows, mid):
-    """Per row, where it first rises above `mid` (subpixel, in canonical pixels from the side's
-    nominal line); nan where it never does (or already does at the patch's edge). `mid`: one
-    level, or one per row."""
-    above = rows > (mid[:, None] if np.ndim(mid) else mid)
-    i = np.argmax(above, axis=1)
-    n = np.arange(len(rows))
-    ok = above[n, i] & (i > 0)
-    i = np.maximum(i, 1)
-    lo, hi = rows[n, i - 1], rows[n, i]
-    x = i - 1 + (mid - lo) / np.maximum(hi - lo, 1e-6) - P
-    return np.where(ok, x, np.nan).astype(np.float32)
-
-
-def _median(a):
-    """The median of a few values, nan left out (in Python: np.median's overhead on ten values
-    was a third of the fingerprint's time)."""
-    v = sorted(x for x in a.tolist() if x == x)
-    n = len(v)
-    if not n:
-        return np.nan
-    return float(v[n // 2]) if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-
-
-def _medians(a):
-    """_median along the last axis, for every row at once (the same arithmetic: the sorted
-    values' middle two, nan left out, averaged in float64)."""
-    s = np.sort(a, axis=-1)                         # nan sort last
-    cnt = np.count_nonzero(~np.isnan(s), axis=-1)
-    lo = np.take_along_axis(s, np.maximum(cnt - 1, 0)[..., None] // 2, -1)[..., 0].astype(np.float64)
-    hi = np.take_along_axis(s, (cnt // 2)[..., None], -1)[..., 0].astype(np.float64)
-    return np.where(cnt > 0, (lo + hi) / 2, np.nan)
-
-
-# an index printed close to the edge (below): the rows searched for the edge's own crossings, how
-# close they must lie to count as one straight edge, how many of them, and how much further out
-# than the side's usual place (the median of rows 10-20) they must lie to be taken instead
-_SIDE, _AGREE, _NEED, _OUTER = slice(10, 32), 0.75, 6, 2.0
-
-
-def _sides(a):
-    """Each side's place from its crossings (rows of `a`: one per canonical pixel along the
-    side, nan left out): the median of rows 10-20; but when at least _NEED of rows 10-31 lie
-    within _AGREE of one another more than _OUTER further out, their median. An index printed
-    close to the edge (svg-cards at 125 pixels: the paper between edge and glyph blurred under
-    the mid level) puts most crossings of rows 10-20 9-13 pixels inside the edge (a 5's straight
-    bar as tightly as the edge's own); the median landed among them and clean corners measured
-    -3.9 to -4.6 against the learned 1.9 (docs/camera.md). A glyph only ever moves crossings
-    inward."""
-    usual = _medians(a[..., 10:20])
-    b = a[..., _SIDE]
-    ok = ~np.isnan(b)
-    if not (np.where(ok, b, np.inf).min(axis=-1) < usual - _OUTER).any():
-        return usual                # nothing further out: the usual case, at no further cost
-    near = (np.abs(b[..., :, None] - b[..., None, :]) <= _AGREE) & ok[..., None, :]
-    enough = ok & (near.sum(axis=-1) >= _NEED)
-    pick = np.argmin(np.where(enough, b, np.inf), axis=-1)
-    group = np.take_along_axis(near, pick[..., None, None], -2)[..., 0, :]
-    outer = _medians(np.where(group, b, np.nan))
-    return np.where(enough.any(axis=-1) & (outer < usual - _OUTER), outer, usual)
-
-
-def _percentile(a, q):
-    """np.percentile's linear answer from a partition at the two ranks around it (4x faster)."""
-    f = a.ravel()
-    pos = q / 100 * (f.size - 1)
-    k = int(pos)
-    k1 = min(k + 1, f.size - 1)
-    part = np.partition(f, [k, k1])
-    lo, hi = float(part[k]), float(part[k1])
-    return lo + (hi - lo) * (pos - k)
-
-
-def _row_percentiles(a, q):
-    """_percentile of each row of `a`, from one partition of them all (the same arithmetic)."""
-    pos = q / 100 * (a.shape[1] - 1)
-    k = int(pos)
-    k1 = min(k + 1, a.shape[1] - 1)
-    part = np.partition(a, [k, k1], axis=1)
-    lo, hi = part[:, k].astype(np.float64), part[:, k1].astype(np.float64)
-    return lo + (hi - lo) * (pos - k)
-
-
-def corner_rounding(gray):
-    """The rounding of one corner patch (tl corner of the card at (P, P)): the outline's distance
-    from the left side, 1-3 pixels below the top side, less the left side's own distance further
-    down (and the same with the sides swapped). nan when no outline shows (paper like table)."""
-    mended = {}
-    v = _corner_roundings(gray[None], mended)[0]
-    return mended.get(0, v)
-
-
-def _corner_roundings(grays, mended=None, own=False):
-    """corner_rounding of each of n patches (n x (L+2P) x (L+2P)): the array work done once for
-    all four corners of a card (per corner, numpy's call overhead was most of its cost). A corner
-    measured by one side alone, the other off the outline, is nan there and its value put in
-    `mended` (by its index) when given."""
-    n = len(grays)
-    paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
-    beyond_left, beyond_top = grays[:, :, :P - 3].reshape(n, -1), grays[:, :P - 3].reshape(n, -1)
-    table = _row_percentiles(np.concatenate([beyond_top, beyond_left], axis=1), 50)
-    # compared with the float32 rows in float32, as a Python float mid was; with `own`, each
-    # side's middle between the paper and the table beyond that side (rounding(): a white table)
-    mids = ([np.float32((paper + _row_percentiles(b, 50)) / 2) for b in (beyond_left, beyond_top)]
-            if own else [np.float32((paper + table) / 2)] * 2)
-    rows = np.concatenate([grays[:, P:], grays[:, :, P:].transpose(0, 2, 1)])   # left, then top
-    cross = _crossings(rows.reshape(-1, rows.shape[2]),
-                       np.repeat(np.concatenate(mids), rows.shape[1]))
-    cross = cross.reshape(2, n, -1)
-    mid_side = _sides(cross).tolist()      # each side's place, all at once
-    res = []
-    for c in range(n):
-        if paper[c] - table[c] < 12:
-            res.append(np.nan)
-            continue
-        left = cross[0, c]                      # per row y = 0..: the left side's x
-        top = cross[1, c]                       # per column x = 0..: the top side's y
-        sides = (mid_side[0][c], mid_side[1][c])
-        out = [v for v in (_side_rounding(left, sides[0], sides[1]), _side_rounding(top, sides[1], sides[0]))
-               if not math.isnan(v)]
-        off = SIDE_OFF if len(out) == 2 else SIDE_OFF_ALONE
-        if any(abs(v) > off for v in sides if not math.isnan(v)) \
-                or len(out) == 2 and abs(out[0] - out[1]) > SIDES_DIFFER:
-            # a side not where the outline put it (the light's edge, not the card's) spoils
-            # both measures: its own, and its partner's, taken beside where it lies. The side
-            # that is in place alone, its partner taken at its own inset (the outline's error
-            # is the same along both sides near a corner); else the corner is left out
-            ok = [k for k in (0, 1) if abs(sides[k]) <= SIDE_OFF_ALONE < abs(sides[1 - k])]
-            if ok and mended is not None:
-                v = _side_rounding((left, top)[ok[0]], sides[ok[0]], sides[ok[0]])
-                if not math.isnan(v):
-                    mended[c] = v
-            res.append(np.nan)
-            continue
-        res.append(sum(out) / len(out) if out else np.nan)      # np.mean's answer
-    return res
-
-
-def _side_rounding(a, side, other):
-    """How far a side's crossings `a` stand back from its place `side` just beyond the other
-    side's place `other` (nan when either is unknown)."""
-    if math.isnan(side) or math.isnan(other):
-        return np.nan
-    start = int(np.ceil(max(other, 0)))
-    near = _median(a[start + 1:start + 4])
-    # farther in than any card's corner is cut: the glyph of an index printed at the corner
-    # (svg-cards' 2 at 125 pixels: 11-23), not the outline; not measured here
-    return near - side if near - side < ROUND_MAX else np.nan
-
-
-def rounding(bgr, quad, canon):
-    """The card's corner rounding, in canonical pixels: the median of its four corners (a glare
-    or a covered corner spoils one)."""
-    cw, ch = canon
-    patches = []
-    for k in range(4):
-        q = np.float32(quad)[_TURNED[k]]          # np.roll(quad, -k, axis=0)
-        # the corner turned to tl: a canonical card of (cw, ch) or (ch, cw) for odd k
-        w, h = (cw, ch) if k % 2 == 0 else (ch, cw)
-        dst = np.float32([[P, P], [w + P, P], [w + P, h + P], [P, h + P]])
-        m = cv2.getPerspectiveTransform(q, dst)
-        patches.append(cv2.warpPerspective(bgr, m, (L + 2 * P, L + 2 * P), flags=cv2.INTER_LINEAR,
-                                           borderMode=cv2.BORDER_REPLICATE))
-    both = np.concatenate(patches)
-    v = _rounding(both, False)
-    if math.isnan(v):
-        # On a white table the contact shadow darkens the table beyond two of a card's sides
-        # only and the light differs from side to side: at one middle for all sides the lighter
-        # side's table stood above it (no crossing) or a thin paper margin under it (svg-cards'
-        # dark printed outline), and read cards were refused for no corner measured. Then each
-        # side's own middle (only then: at it, cards measured before measured otherwise and a
-        # few of the other decks' were lost)
-        v = _rounding(both, True)
-    return v
-
-
-def _rounding(both, own):
-    """rounding() of the four corner patches `both` (stacked), each side's crossings at one
-    middle for the card's corner or (`own`) at its own."""
-    grays = cv2.cvtColor(both, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    mended = {}
-    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended, own)
-    for ch in (2, 0):
-        if sum(not math.isnan(v) for v in per) >= 2:
-            break
-        # cream stock on a white table: in gray the card stands under 12 above the table (no
-        # rounding, refused), in red it stands 10-26 above it; a bluish table, in blue. Each
-        # corner in the first of them that shows it (a valid corner's rounding is the same in
-        # each, within 0.2): a shadow or a gloss may leave a different corner clear in each
-        one = np.ascontiguousarray(both[..., ch], np.float32).reshape(4, L + 2 * P, L + 2 * P)
-        more = {}
-        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one, more, own))]
-        mended = {**more, **mended}         # the first channel's first
-    if sum(not math.isnan(v) for v in per) < 2:
-        # too few corners whose two sides agree: those measured by one side, in any channel
-        per = [mended.get(k, np.nan) if math.isnan(v) else v for k, v in enumerate(per)]
-    vals = [v for v in per if not math.isnan(v)]
-    return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
 
 
 def corner_face_score(f, learned, fx=CORNER_FACE[0], fy=CORNER_FACE[1]):
