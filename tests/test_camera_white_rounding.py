@@ -1,34 +1,32 @@
-"""The deck check's corner rounding of cards on a white table at the table camera's scale (issue
-17). On a white table the contact shadow darkens the table beyond two of a card's sides only and
-the light differs from side to side: at one middle between paper and table for all sides,
-svg-cards' corners (a dark printed outline at the card's edge) went unmeasured and the card was
-refused although both its index corners and its face read it. A card measured at no corner is
-measured again at each side's own middle (deckprint.rounding)."""
-import math
-
+"""The deck check's corner rounding on a white or light table under glare (issue 17). A branch
+measured a card none of whose corners measured at the card's one paper-to-table middle again at
+each side's own middle; under glare that measured a cardsJS card's round corners as square, and
+Responsive's templates (the same artwork, square-cut corners: the rounding is what tells them
+apart) read its 5c (review31). A card no corner of which is measured stays refused."""
 import numpy as np
 
 from controller.cards import CARDS
 from drivers.camera import camera_model as cm
-from drivers.camera.deckprint import rounding
-from drivers.camera.find import find_cards
-from drivers.camera.index import CH, CW
-from drivers.camera.synth import default_zones
-
-ZONES = default_zones()   # the benchmark's (bench_camera.py)
-SVG_ROUNDING = 2.07      # svg-cards' learned rounding at 125 pixels (reference_templates, seed 1)
-TOL = 2.0                # its tolerance there (deckprint.ROUND_TOL_MIN)
+from drivers.camera.recognize import VisualRecognizer
 
 
-def test_svg_cards_corners_are_measured_on_a_white_table_under_a_colour_cast():
-    # one of the scenes the white table's misses were studied on (diag_surface --scenes 1):
-    # before, the 7s, 5s and Td measured nothing (refused), the others 1.2-1.6
-    rng = np.random.default_rng((1, 1000 * cm.SURFACES.index("white") + cm.CONDITIONS.index("white_balance")))
-    cards = {z: CARDS[int(rng.integers(52))] for z in ZONES}
-    frame, where = cm.table_frame("svgcards", cards, ZONES, "white", "white_balance", rng)
-    quads = find_cards(frame, (124, 182))
-    for z, card in cards.items():
-        c = np.float32(where[z]).mean(axis=0)
-        (q,) = [q for q in quads if np.linalg.norm(q.mean(axis=0) - c) < 25]
-        r = rounding(frame, q, (CW, CH))
-        assert not math.isnan(r) and abs(r - SVG_ROUNDING) < TOL, (card, r)
+def _frame(seed, k):
+    """The review's k-th frame of seed `seed`: one cardsJS card on a white or light grey table
+    under glare, 125 pixels wide (the random draws of the frames before it replayed)."""
+    rng = np.random.default_rng(seed)
+    for i in range(k + 1):
+        table = ("white", "light_grey")[i % 2]
+        card = CARDS[int(rng.integers(52))]
+        face = cm.load_deck("cardsjs")[card]
+        frame = cm.surface(table, 1280, 720, rng)
+        q = cm.pose(rng, "rotation" if i % 2 else "clean", (640, 360), 125, face.shape[0] / face.shape[1])
+        cm.lay(frame, face, q)
+        frame = cm.camera(frame, rng, "glare")
+    return frame, card
+
+
+def test_a_cardsjs_card_under_glare_is_refused_by_responsives_templates():
+    frame, card = _frame(21, 62)
+    assert card == "5c"
+    rec = VisualRecognizer(cm.reference_templates("responsive", seed=5))
+    assert rec.read_image(frame) == []

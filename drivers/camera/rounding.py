@@ -112,7 +112,7 @@ def corner_rounding(gray):
     return mended.get(0, v)
 
 
-def _corner_roundings(grays, mended=None, own=False):
+def _corner_roundings(grays, mended=None):
     """corner_rounding of each of n patches (n x (L+2P) x (L+2P)): the array work done once for
     all four corners of a card (per corner, numpy's call overhead was most of its cost). A corner
     measured by one side alone, the other off the outline, is nan there and its value put in
@@ -121,10 +121,8 @@ def _corner_roundings(grays, mended=None, own=False):
     paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
     beyond_left, beyond_top = grays[:, :, :P - 3].reshape(n, -1), grays[:, :P - 3].reshape(n, -1)
     table = _row_percentiles(np.concatenate([beyond_top, beyond_left], axis=1), 50)
-    # compared with the float32 rows in float32, as a Python float mid was; with `own`, each
-    # side's middle between the paper and the table beyond that side (rounding(): a white table)
-    mids = ([np.float32((paper + _row_percentiles(b, 50)) / 2) for b in (beyond_left, beyond_top)]
-            if own else [np.float32((paper + table) / 2)] * 2)
+    # compared with the float32 rows in float32, as a Python float mid was
+    mids = [np.float32((paper + table) / 2)] * 2
     rows = np.concatenate([grays[:, P:], grays[:, :, P:].transpose(0, 2, 1)])   # left, then top
     cross = _crossings(rows.reshape(-1, rows.shape[2]),
                        np.repeat(np.concatenate(mids), rows.shape[1]))
@@ -184,24 +182,13 @@ def rounding(bgr, quad, canon):
         patches.append(cv2.warpPerspective(bgr, m, (L + 2 * P, L + 2 * P), flags=cv2.INTER_LINEAR,
                                            borderMode=cv2.BORDER_REPLICATE))
     both = np.concatenate(patches)
-    v = _rounding(both, False)
-    if math.isnan(v):
-        # On a white table the contact shadow darkens the table beyond two of a card's sides
-        # only and the light differs from side to side: at one middle for all sides the lighter
-        # side's table stood above it (no crossing) or a thin paper margin under it (svg-cards'
-        # dark printed outline), and read cards were refused for no corner measured. Then each
-        # side's own middle (only then: at it, cards measured before measured otherwise and a
-        # few of the other decks' were lost)
-        v = _rounding(both, True)
-    return v
-
-
-def _rounding(both, own):
-    """rounding() of the four corner patches `both` (stacked), each side's crossings at one
-    middle for the card's corner or (`own`) at its own."""
+    # Not measured again at each side's own middle when no corner measured at the card's one
+    # middle: on a white table under glare that measured a cardsJS card's round corners as
+    # square (-0.16, -1.59) and Responsive's templates (same artwork, square-cut) read its 5c
+    # (review31); a card no corner of which is measured stays refused
     grays = cv2.cvtColor(both, cv2.COLOR_BGR2GRAY).astype(np.float32)
     mended = {}
-    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended, own)
+    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended)
     for ch in (2, 0):
         if sum(not math.isnan(v) for v in per) >= 2:
             break
@@ -211,7 +198,7 @@ def _rounding(both, own):
         # each, within 0.2): a shadow or a gloss may leave a different corner clear in each
         one = np.ascontiguousarray(both[..., ch], np.float32).reshape(4, L + 2 * P, L + 2 * P)
         more = {}
-        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one, more, own))]
+        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one, more))]
         mended = {**more, **mended}         # the first channel's first
     if sum(not math.isnan(v) for v in per) < 2:
         # too few corners whose two sides agree: those measured by one side, in any channel
