@@ -17,6 +17,9 @@ def _face(img, quad):
     return (g - g.mean()) / (g.std() + 1e-6)
 
 
+GLITCH = 2        # frames: an empty spell this short may be a glitch, not the card taken away
+
+
 def still_there(sample, crop, quad):
     """Whether the card of `sample` (crop, quad, card) lies where it lay, untouched: the outline
     within 3 pixels and the face the same. A frame in which the finder saw nothing (a hand, a
@@ -34,7 +37,7 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
     single card after the zone was empty is taken as the next card of the order, unless it is
     the card taken last still lying there."""
     zones = Zones({"capture": zone_polygon})
-    samples, armed, notes, changed = [], True, [], {}
+    samples, armed, notes, changed, empty = [], True, [], {}, 0
     for n in range(max_frames):
         if len(samples) == len(order):
             break
@@ -47,14 +50,17 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
         quads = [q for q in find_cards(crop) if inside(*q.mean(axis=0))]
         if not quads:
             armed = True               # the zone is empty: ready for the next card
+            empty += 1
             continue
         if len(quads) == 1 and not armed and samples and len(samples) not in changed \
                 and not still_there(samples[-1], crop, quads[0]):
             changed[len(samples)] = n + 1     # moved, or the next laid with no empty zone between
         if len(quads) != 1 or not armed:
             continue                   # two cards, or the same card still lying there
-        armed = False
-        if samples and still_there(samples[-1], crop, quads[0]):
+        armed, gap, empty = False, empty, 0
+        # a glitch is one or two frames; taking a card away and laying the next takes longer
+        # (the same face measure cannot tell two alike cards laid at one place from one card)
+        if samples and gap <= GLITCH and still_there(samples[-1], crop, quads[0]):
             notes.append(f"frame {n + 1}: the zone looked empty for a moment with {samples[-1][2]} "
                          f"lying there; not taken as {order[len(samples)]}")
             continue
@@ -64,6 +70,7 @@ def templates_from_frames(source, zone_polygon, order, out_dir, max_frames=10000
         last = "".join(f"; at frame {f} the card taken as {order[k - 1]} moved or another came with "
                        f"no empty zone between" for k, f in sorted(changed.items())[:3])
         last += ": take each card away, the zone empty, before laying the next" if samples else ""
+        last += "".join(f"; {n}" for n in notes)      # a frame not taken, which may be why
         raise ToolError(f"captured {len(samples)} of {len(order)} cards: the source ended first"
                         + (f" ({why})" if why else "") + last)
     t = _save_templates(samples, out_dir)

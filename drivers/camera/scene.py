@@ -226,7 +226,9 @@ class SceneReader:
                 judged.append((q, True, card))
             else:
                 covered.append((card, q))
-        judged = [j for j in judged if j is not None]
+        # a card the frame's edge cuts (dropped below) vouches for nothing, nor clears a
+        # failure at its place (review31: only its own read was dropped)
+        judged = [(q, ok and in_frame(q, bgr.shape), c) for q, ok, c in (j for j in judged if j is not None)]
         area = self.t.card_size[0] * self.t.card_size[1]
         # a whole card that failed the deck check where a card of the deck that passed it lies over
         # part of it (cards turned so that they touch): its face judged where it shows
