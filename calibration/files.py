@@ -99,7 +99,11 @@ def split_comment(line):
 
 
 def _name(token):
-    return json.loads(token) if token.startswith('"') else token
+    """A key or table name as TOML reads it (a quoted one's escapes, \\U00000031 too)."""
+    try:
+        return next(iter(tomllib.loads(f"{token} = 0"))) if token.startswith('"') else token
+    except (tomllib.TOMLDecodeError, StopIteration):
+        return token
 
 
 def comments(path):
@@ -109,7 +113,8 @@ def comments(path):
     the header's. The tool rewrites the file; what a person wrote in it must stay."""
     try:
         with open(path) as f:
-            text = f.read().splitlines()
+            # TOML's lines end at \n only (splitlines also cut a comment at U+2028)
+            text = [ln.rstrip("\r") for ln in f.read().split("\n")]
     except OSError:
         return {}, {}
     notes, inline, pending, table = {}, {}, [], None
