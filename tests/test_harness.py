@@ -3,6 +3,7 @@ panel on bridged mock pins, 200 rounds of every profile with every fault of the 
 (without the camera, whose own faults get a short run of their own: the camera costs a table
 simulator most of its time, and the rounds prove the rest)."""
 import json
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -51,8 +52,19 @@ def runs(tmp_path_factory):
     return out
 
 
+def _kept_log(text):
+    """The end of the daemon's log a failed table-sim kept ("daemon log kept in PATH"): a run
+    that heard nothing from the daemon says why only there, and the folder goes with the test."""
+    m = re.search(r"daemon log kept in (\S+)", text)
+    try:
+        with open(m.group(1), errors="replace") as f:
+            return "\n--- daemon log (end) ---\n" + f.read()[-4000:]
+    except (AttributeError, OSError):
+        return ""
+
+
 def assert_sound(p, r, rounds=200):
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + _kept_log(p.stderr)
     assert r["messages_lost"] == 0 and r["protocol_errors"] == 0
     # the daemon signed every event and the betting system verified each (signature and chain)
     assert r["events_signed"] is True and r["signature_errors"] == 0
