@@ -13,6 +13,7 @@ from drivers.camera.outline import card_size_of
 from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
 from drivers.camera.index import CH, CW
 from drivers.camera.templates import BadReference, OtherDeck
+from drivers.camera.video import cut_jpeg
 
 CANON = (CW, CH)
 
@@ -57,8 +58,7 @@ def read_image(path):
     if size and size[0] * size[1] > MAX_PIXELS:
         raise ToolError(f"{path}: {size[0]} x {size[1]} pixels: larger than any camera's photo "
                         f"(at most {MAX_PIXELS // 1_000_000} megapixels): scale it down")
-    # the end marker after the last scan's start (an EXIF thumbnail's own comes before it)
-    if data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
+    if cut_jpeg(data):
         raise ToolError(f"{path}: a damaged JPEG (cut short, no end marker): take it again")
     try:
         with quiet_stderr():        # libpng's "iCCP: known incorrect sRGB profile" and the like

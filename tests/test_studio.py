@@ -757,13 +757,14 @@ def test_the_ledger_renews_its_session_when_an_answered_resend_brings_no_events(
     """As the betting system: a resend answered "published again" whose events never come is
     unanswered for the ledger too (UNANSWERED_S while connected), and renews its session."""
     import json
+    import threading
     import time
     from types import SimpleNamespace
 
     from dealer_station.sim import ledger as ledger_mod
     monkeypatch.setattr(ledger_mod, "UNANSWERED_S", 0.3)
-    renewals = []
-    monkeypatch.setattr(ledger_mod, "renew", lambda c: renewals.append(c) or True)
+    renewals, renewed = [], threading.Event()
+    monkeypatch.setattr(ledger_mod, "renew", lambda c: renewals.append(c) or renewed.set() or True)
     s = _bare_studio(tmp_path)
     led = s.ledger
     monkeypatch.setattr(led.c, "is_connected", lambda: True)
@@ -774,9 +775,7 @@ def test_the_ledger_renews_its_session_when_an_answered_resend_brings_no_events(
             topic="dealer-station/v1/t2/replies",
             payload=json.dumps({"type": "reply", "id": "ledger-x", "status": "accepted",
                                 "seq": [5, 9]}).encode()))
-        end = time.monotonic() + 10
-        while not renewals and time.monotonic() < end:
-            time.sleep(0.05)
+        assert renewed.wait(10)
         assert renewals == [led.c] and led.counts["session_renewals"] == 1
     finally:
         s.close()

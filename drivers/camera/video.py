@@ -52,6 +52,12 @@ class VideoError(RuntimeError):
     pass
 
 
+def cut_jpeg(data):
+    """Whether `data` is a JPEG cut short: no end marker after the last scan's start (an EXIF
+    thumbnail's own comes before it)."""
+    return data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda")
+
+
 def _image(path):
     """(the image at `path`, None) or (None, what it is instead). A JPEG cut short decodes to a
     grey lower part (libjpeg says "Premature end of JPEG file" on stderr and nothing names the
@@ -61,8 +67,7 @@ def _image(path):
             data = f.read()
     except OSError as e:
         return None, f"cannot be read ({e.strerror})"
-    # the end marker after the last scan's start (an EXIF thumbnail's own comes before it)
-    if data[:2] == b"\xff\xd8" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
+    if cut_jpeg(data):
         return None, "a damaged JPEG (cut short)"
     img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
     return img, None if img is not None else "not an image"
