@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from calibration import camera_tools as ct
 from controller.cards import CARDS
@@ -55,6 +55,7 @@ def deck_measures(rng, rounding=4.6, aspect=1.40, place_sd=0.4, round_sd=0.25, a
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), card=st.sampled_from(CARDS))
+@example(seed=962483, card="Ac")       # its own rounding drawn 2.6 spreads high
 def test_one_card_off_in_proportions_or_corners_is_named_alone(seed, card):
     rng = np.random.default_rng(seed)
     m = deck_measures(rng)
