@@ -224,6 +224,12 @@ def test_the_calibrations_camera_values_are_checked(saved, tmp_path, camera, tex
     ({"seat_1": '[[100, 300], [256, "x"], [256, 500]]'}, 'not [256, "x"]'),
     ({"seat_1": "[[true, 300], [256, 300], [256, 500]]"}, "not [true, 300]"),
     ({"seat_1": "[[100, 300], [256, 500], [256, 300], [100, 500]]"}, "zones.seat_1: its sides cross"),
+    # a review's (review31): a figure eight touching at a corner, a spike, a corner twice, a line
+    ({"seat_1": "[[100, 300], [200, 400], [300, 300], [300, 500], [200, 400], [100, 500]]"},
+     "zones.seat_1: its sides cross or touch"),
+    ({"seat_1": "[[100, 300], [256, 300], [400, 300], [300, 300], [256, 500]]"}, "its sides cross or touch"),
+    ({"seat_1": "[[100, 300], [256, 300], [256, 300], [256, 500]]"}, "each once"),
+    ({"seat_1": "[[100, 300], [200, 300], [300, 300]]"}, "encloses nothing"),
     ({"seat_1": "[[100, 300], [256, 300], [256, 500], [100, 500]]",
       '"seat 9"': "[[300, 300], [456, 300], [456, 500]]"},
      "zones.seat 9: not a place of this table (blackjack, luxury21: seat_1, seat_2, seat_3, "
@@ -257,6 +263,36 @@ def test_any_zone_value_is_a_simple_polygon_or_an_error_naming_it(value):
         return
     p = z.polygons["seat_3"]
     assert len(p) >= 3 and abs(cv2.contourArea(np.float32(p))) >= 1
+    assert _simple(p.tolist()), p
+
+
+def _simple(p):
+    """An independent oracle: no two sides share a point but neighbours at their common corner
+    (each pair solved exactly with fractions; a shared point of neighbours elsewhere is a fold)."""
+    from fractions import Fraction as F
+    n = len(p)
+    sides = [(p[i], p[(i + 1) % n]) for i in range(n)]
+
+    def shared(s, t):
+        (x1, y1), (x2, y2) = s
+        (x3, y3), (x4, y4) = t
+        den = (x2 - x1) * (y4 - y3) - (y2 - y1) * (x4 - x3)
+        if den:
+            u = F((x3 - x1) * (y4 - y3) - (y3 - y1) * (x4 - x3), den)
+            v = F((x3 - x1) * (y2 - y1) - (y3 - y1) * (x2 - x1), den)
+            return [(x1 + u * (x2 - x1), y1 + u * (y2 - y1))] if 0 <= u <= 1 and 0 <= v <= 1 else []
+        if (x3 - x1) * (y2 - y1) - (y3 - y1) * (x2 - x1):
+            return []                               # parallel, apart
+        pts = [q for q in (s[0], s[1], t[0], t[1])  # on one line: the ends inside the other
+               if min(x1, x2) <= q[0] <= max(x1, x2) and min(y1, y2) <= q[1] <= max(y1, y2)
+               and min(x3, x4) <= q[0] <= max(x3, x4) and min(y3, y4) <= q[1] <= max(y3, y4)]
+        return pts + [(F(pts[0][0] + q[0], 2), F(pts[0][1] + q[1], 2)) for q in pts[1:]]
+    for i in range(n):
+        for j in range(i + 1, n):
+            common = [tuple(sides[i][1])] if j == i + 1 else [tuple(sides[j][1])] if (i, j) == (0, n - 1) else []
+            if any(tuple(q) not in common for q in shared(sides[i], sides[j])):
+                return False
+    return True
 
 
 # -- accuracy and recognize say what the daemon would read ----------------------------------------

@@ -29,19 +29,44 @@ def _number(v):
         and math.isfinite(v) and abs(v) < 1e6
 
 
+def _orient(a, b, c):
+    """The sign of the turn a -> b -> c (exact: the corners are integers)."""
+    v = (int(b[0]) - int(a[0])) * (int(c[1]) - int(a[1])) - (int(b[1]) - int(a[1])) * (int(c[0]) - int(a[0]))
+    return (v > 0) - (v < 0)
+
+
+def _on(a, b, c):
+    """Whether c, on the line through a and b, lies on the segment a-b."""
+    return min(a[0], b[0]) <= c[0] <= max(a[0], b[0]) and min(a[1], b[1]) <= c[1] <= max(a[1], b[1])
+
+
+def _meet(a, b, c, d):
+    """Whether the segments a-b and c-d share any point (crossing, touching or overlapping)."""
+    o1, o2, o3, o4 = _orient(a, b, c), _orient(a, b, d), _orient(c, d, a), _orient(c, d, b)
+    if o1 * o2 < 0 and o3 * o4 < 0:
+        return True
+    return (o1 == 0 and _on(a, b, c)) or (o2 == 0 and _on(a, b, d)) \
+        or (o3 == 0 and _on(c, d, a)) or (o4 == 0 and _on(c, d, b))
+
+
 def _crossed(p):
-    """Whether two edges of the closed polygon `p` cross (a bow tie: its inside is not the area
-    the technician drew) or it encloses no area."""
-    def side(a, b, c):
-        return np.sign((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+    """Whether the closed polygon `p` is not a simple one: two sides cross or touch (a bow tie, a
+    figure eight: its inside is not the area the technician drew), a corner is listed twice, a
+    side folds back on the one before it (a spike), or it encloses no area."""
     n = len(p)
     edges = [(p[i], p[(i + 1) % n]) for i in range(n)]
+    for i, (a, b) in enumerate(edges):
+        if tuple(a) == tuple(b):
+            return True
+        c = edges[(i + 1) % n][1]           # the next side b -> c folds back over a -> b
+        if _orient(a, b, c) == 0 and (int(c[0]) - int(b[0])) * (int(b[0]) - int(a[0])) \
+                + (int(c[1]) - int(b[1])) * (int(b[1]) - int(a[1])) < 0:
+            return True
     for i in range(n):
         for j in range(i + 2, n):
             if i == 0 and j == n - 1:       # neighbours through the closing corner
                 continue
-            (a, b), (c, d) = edges[i], edges[j]
-            if side(a, b, c) * side(a, b, d) < 0 and side(c, d, a) * side(c, d, b) < 0:
+            if _meet(*edges[i], *edges[j]):
                 return True
     return abs(cv2.contourArea(np.float32(p))) < 1
 
@@ -58,8 +83,8 @@ def _polygon(pts, where):
             raise ValueError(f"{shape}, not {json.dumps(q, default=str)}")
     p = np.int32(np.float64([[float(v) for v in q] for q in pts]))     # as before: truncated
     if _crossed(p):
-        raise ValueError(f"{where}: its sides cross or it encloses nothing: list the corners "
-                         f"in order round the zone")
+        raise ValueError(f"{where}: its sides cross or touch, or it encloses nothing: list the "
+                         f"corners in order round the zone, each once")
     return p
 
 
