@@ -36,13 +36,14 @@ def never_read(r, least=2):
     return [c for c in CARDS if r["checked"].get(c, 0) >= least and r["refused"].get(c, 0) == r["checked"][c]]
 
 
-def size_warning(card_size, n, of):
-    """The line said when `n` of `of` photos were read only at another card size than the
-    templates'."""
+def size_warning(card_size, names, of):
+    """The line said when the photos `names` (of `of`) were read only at another card size than
+    the templates': named, so the technician knows which to take again (trial31)."""
     w, h = card_size
-    return (f"warning: {n} of {of} photo(s) show no card of the templates' size ({w:.0f} x {h:.0f} "
-            f"pixels): read here at any size, which the daemon does not do (it would read nothing "
-            f"in them); capture the templates with the table camera at its height")
+    shown = ", ".join(names[:6]) + (" ..." if len(names) > 6 else "")
+    return (f"warning: {len(names)} of {of} photo(s) show no card of the templates' size ({w:.0f} x "
+            f"{h:.0f} pixels): {shown}: read here at any size, which the daemon does not do (it "
+            f"would read nothing in them); capture the templates with the table camera at its height")
 
 
 def accuracy(labelled, templates_dir):
@@ -55,7 +56,7 @@ def accuracy(labelled, templates_dir):
     # `daemon`: photos the daemon's reader reads right (a card of the templates' size); `fallback`:
     # photos with no card of that size, read here at any size
     total = {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0, "daemon": 0, "fallback": 0}
-    groups, refused, wrong_as, checked = {}, {}, {}, {}
+    groups, refused, wrong_as, checked, other_size = {}, {}, {}, {}, []
     for path, card, group in labelled:
         if isinstance(res[str(path)], ToolError):
             continue
@@ -64,6 +65,8 @@ def accuracy(labelled, templates_dir):
         outcome = "correct" if cards == [card] else "unknown" if not cards else "wrong"
         fallback = any(f["fallback"] for f in res[str(path)])
         total["fallback"] += fallback
+        if fallback:
+            other_size.append(str(path))
         total["daemon"] += outcome == "correct" and not fallback
         g = groups.setdefault("/".join(group), {"photos": 0, "correct": 0, "unknown": 0, "wrong": 0,
                                                  "daemon": 0, "fallback": 0})
@@ -80,7 +83,8 @@ def accuracy(labelled, templates_dir):
                 f"{'+'.join(cards)} ({len(cards)} cards found)" if len(cards) > 1 else cards[0])
     missing = [c for c in CARDS if c not in checked]
     return {**total, "groups": groups, "refused": refused, "wrong_as": wrong_as, "checked": checked,
-            "missing": missing, "not_read": [p for p, _ in unreadable], "unreadable": unreadable}
+            "missing": missing, "not_read": [p for p, _ in unreadable], "unreadable": unreadable,
+            "fallback_photos": other_size}
 
 
 def accuracy_table(r):

@@ -146,7 +146,7 @@ def cmd_camera(a):
     if a.action == "recognize":
         # a photo that cannot be read is said and the batch goes on (exit 1 at the end)
         res = ct.recognize(a.images, a.templates, keep_going=True)
-        other = sum(any(f["fallback"] for f in found) for _, found in res if isinstance(found, list))
+        other = [p for p, found in res if isinstance(found, list) and any(f["fallback"] for f in found)]
         if other:
             print(ca.size_warning(ct.load_templates(a.templates).card_size, other, len(res)),
                   file=sys.stderr)
@@ -169,7 +169,7 @@ def cmd_camera(a):
             print(f"shoe-calibrate: {e}", file=sys.stderr)
         print(json.dumps(r) if a.json else ca.accuracy_table(r))
         if r["fallback"]:
-            print(ca.size_warning(ct.load_templates(a.templates).card_size, r["fallback"],
+            print(ca.size_warning(ct.load_templates(a.templates).card_size, r["fallback_photos"],
                                   r["photos"]), file=sys.stderr)
         return ca.verdict(r, a)
     if a.action == "sweep":

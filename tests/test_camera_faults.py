@@ -316,8 +316,13 @@ def test_accuracy_says_when_it_read_cards_the_daemon_would_not(saved, tmp_path, 
     assert r["fallback"] == 2 and r["daemon"] == 0 and rc == 1, r
     assert "warning: 2 of 2 photo(s) show no card of the templates' size (123 x 173 pixels)" in err
     assert "the daemon does not do" in err
+    # the photos named (trial31: the warning said how many, not which)
+    assert f"{tmp_path / '7h.png'}, {tmp_path / 'Ks.png'}: read here" in err, err
+    assert r["fallback_photos"] == [str(tmp_path / "7h.png"), str(tmp_path / "Ks.png")], r
     assert main(["camera", "recognize", "--templates", str(saved), str(tmp_path / "7h.png")]) == 0
-    assert "warning: 1 of 1 photo(s) show no card of the templates' size" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "warning: 1 of 1 photo(s) show no card of the templates' size" in err
+    assert f"pixels): {tmp_path / '7h.png'}: read here" in err, err
 
 
 # -- templates written all or nothing ---------------------------------------------------------------
