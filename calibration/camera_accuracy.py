@@ -92,7 +92,9 @@ def accuracy_table(r):
     # `daemon`: read right as the daemon reads (a card of the templates' size), not by the any-size
     # fallback: a group read only by the fallback would read nothing at the table
     lines = [f"{'deck/condition':<28} {'photos':>6} {'correct':>8} {'daemon':>7} {'refused':>8} {'wrong':>6}"]
-    for name, g in sorted(r["groups"].items()) + [("all", r)]:
+    # labels without deck and condition columns: one group, "-/-", the same as "all" (trial31)
+    groups = [] if set(r["groups"]) <= {"-/-"} else sorted(r["groups"].items())
+    for name, g in groups + [("all", r)]:
         n = max(g['photos'], 1)
         lines.append(f"{name:<28} {g['photos']:>6} {100 * g['correct'] / n:>7.1f}% {100 * g['daemon'] / n:>6.1f}% "
                      f"{g['unknown']:>8} {g['wrong']:>6}")

@@ -818,3 +818,15 @@ def test_a_wrong_card_in_the_calibration_is_named_not_the_templates(saved, tmp_p
     (tmp_path / "cal.toml").write_text(zones + "[camera]\nwidth = 1280\nheight = 720\n[card]\n" + card + "\n")
     errs = config_errors(cfg)
     assert len(errs) == 1 and errs[0].startswith(f"table.calibration: {tmp_path / 'cal.toml'}: {text}"), errs
+
+
+def test_the_accuracy_table_without_deck_or_condition_columns_has_one_row():
+    """trial31: labels without deck and condition printed a "-/-" row, the same as "all"."""
+    from calibration import camera_accuracy as ca
+    g = {"photos": 4, "correct": 3, "unknown": 1, "wrong": 0, "daemon": 3, "fallback": 0}
+    r = {**g, "groups": {"-/-": dict(g)}, "refused": {"7h": 1}, "wrong_as": {}}
+    rows = ca.accuracy_table(r).splitlines()
+    assert not any(x.startswith("-/-") for x in rows) and sum(x.startswith("all ") for x in rows) == 1, rows
+    r["groups"] = {"kennard/white": dict(g), "kennard/grey": dict(g)}
+    rows = ca.accuracy_table(r).splitlines()
+    assert [x.split()[0] for x in rows[1:4]] == ["kennard/grey", "kennard/white", "all"], rows
