@@ -824,7 +824,7 @@ def test_the_accuracy_table_without_deck_or_condition_columns_has_one_row():
     """trial31: labels without deck and condition printed a "-/-" row, the same as "all"."""
     from calibration import camera_accuracy as ca
     g = {"photos": 4, "correct": 3, "unknown": 1, "wrong": 0, "daemon": 3, "fallback": 0}
-    r = {**g, "groups": {"-/-": dict(g)}, "refused": {"7h": 1}, "wrong_as": {}}
+    r = {**g, "groups": {"-/-": dict(g)}, "refused": {"7h": 1}, "wrong_as": {}, "missing": []}
     rows = ca.accuracy_table(r).splitlines()
     assert not any(x.startswith("-/-") for x in rows) and sum(x.startswith("all ") for x in rows) == 1, rows
     r["groups"] = {"kennard/white": dict(g), "kennard/grey": dict(g)}
