@@ -74,8 +74,8 @@ def _value(v):
 HEADER = "# written by shoe-calibrate "
 
 
-KEY = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[A-Za-z0-9_-]+)\s*=')
-TABLE = re.compile(r'\[\s*("(?:[^"\\]|\\.)*"|[A-Za-z0-9_.-]+)\s*\]$')
+KEY = re.compile(r'\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[A-Za-z0-9_-]+)\s*=')
+TABLE = re.compile(r'\[\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[A-Za-z0-9_.-]+)\s*\]$')
 
 
 def split_comment(line):
@@ -99,9 +99,10 @@ def split_comment(line):
 
 
 def _name(token):
-    """A key or table name as TOML reads it (a quoted one's escapes, \\U00000031 too)."""
+    """A key or table name as TOML reads it (a quoted one's escapes, \\U00000031 too; a literal
+    'one' as written)."""
     try:
-        return next(iter(tomllib.loads(f"{token} = 0"))) if token.startswith('"') else token
+        return next(iter(tomllib.loads(f"{token} = 0"))) if token[:1] in "\"'" else token
     except (tomllib.TOMLDecodeError, StopIteration):
         return token
 

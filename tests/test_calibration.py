@@ -433,3 +433,19 @@ def test_rewriting_the_file_keeps_a_comment_at_a_lines_end(keys, on_header, in_a
         if commented:
             assert any(ln.startswith(f"k{i} = ") and split_comment(ln)[1] == f"# {note}".strip()
                        for ln in text.splitlines())
+
+
+def test_comments_beside_literal_string_names_stay_beside_them(tmp_path):
+    """review31: a table or key written as a TOML literal string ('zones', 'dealer') was not
+    recognised as one, and its comment moved to the next key on the tool's rewrite."""
+    from calibration.files import save, split_comment
+    path = tmp_path / "cal.toml"
+    path.write_text("['zones']   # over the felt\n"
+                    "'dealer' = [[1, 2], [3, 2], [3, 4], [1, 4]]   # the dealer's box\n"
+                    "seat_1 = [[5, 2], [7, 2], [7, 4], [5, 4]]\n")
+    save(str(path), {"card": {"width": 120, "height": 170}}, "camera zones --card")
+    lines = path.read_text().splitlines()
+    assert any(ln.startswith("[zones]") and split_comment(ln)[1] == "# over the felt" for ln in lines), lines
+    assert any(ln.startswith("dealer = ") and split_comment(ln)[1] == "# the dealer's box" for ln in lines), lines
+    assert not any(ln.startswith("seat_1") and split_comment(ln)[1] for ln in lines), lines
+    assert tomllib.loads(path.read_text())["zones"]["dealer"] == [[1, 2], [3, 2], [3, 4], [1, 4]]
