@@ -14,8 +14,13 @@ paused, and a buzzer that sounds when the table pauses.
 Callbacks only emit PanelPress events (a queue put); the daemon decides what they mean.
 """
 
+import logging
+import threading
+
 from .events import PanelPress  # noqa: F401 (re-exported)
 from .section import Key, Section, name, show
+
+log = logging.getLogger(__name__)
 
 BUTTONS = ("shoe_loaded", "pit_boss", "resume", "key", "void")
 LIGHTS = ("deal", "decision", "last_round", "shuffle_due", "paused")
@@ -48,9 +53,9 @@ class Panel:
                        hold_time=self.hold_s, pin_factory=f)
             self.devices[name] = b
             if name == "void":
-                b.when_held = lambda: emit(PanelPress("void", self._key_on()))
+                self._long_press(b, name, lambda: emit(PanelPress("void", self._key_on())))
             elif name in HELD:
-                b.when_held = lambda n=name: emit(PanelPress(n))
+                self._long_press(b, name, lambda n=name: emit(PanelPress(n)))
             elif name == "key":
                 b.when_pressed = lambda: emit(PanelPress("key", True))
                 b.when_released = lambda: emit(PanelPress("key", False))
@@ -61,6 +66,41 @@ class Panel:
                 self.devices[name] = LED(self.pins[name], pin_factory=f)
         if "buzzer" in self.pins:
             self.devices["buzzer"] = Buzzer(self.pins["buzzer"], pin_factory=f)
+
+    @staticmethod
+    def _long_press(b, name, fire):
+        """Fire once per press held hold_s or longer. gpiozero's when_held comes from a thread that
+        starts timing only once it has woken after the press: a daemon starved of CPU at that
+        moment (a loaded Pi, or the test suite's start-up) loses a long press a little over
+        hold_s: the shoe is never loaded and the table says nothing. So the press's own length decides
+        as well: the edges' ticks (the kernel's timestamps under lgpio; gpiozero sets
+        `_last_changed` to them before calling when_pressed / when_released), and a press held
+        long enough that when_held did not report is reported at its release. A brush of the
+        hand stays nothing: its edges are less than hold_s apart however late they are seen."""
+        lock = threading.Lock()
+        press = {"at": None, "fired": True}
+
+        def once():
+            with lock:
+                if press["fired"]:
+                    return False
+                press["fired"] = True
+            fire()
+            return True
+
+        def pressed():
+            with lock:
+                press["at"], press["fired"] = b._last_changed, False
+
+        def released():
+            at = press["at"]
+            held = None if at is None else b.pin_factory.ticks_diff(b._last_changed, at)
+            if held is not None and held >= b.hold_time and once():
+                # said, so a log shows how starved the daemon was when it happens again
+                log.warning("panel: %s held %.2f s, reported at its release (the hold timer "
+                            "had not fired: the daemon was short of CPU)", name, held)
+
+        b.when_pressed, b.when_held, b.when_released = pressed, once, released
 
     def _key_on(self):
         k = self.devices.get("key")

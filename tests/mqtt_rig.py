@@ -22,6 +22,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from dealer_station.sim.broker import Broker, free_port, wait_port  # noqa: E402,F401
 
 
+# A deadline for a daemon's start (a ceiling on a condition: a passing run never waits it out).
+# The daemon needs 0.2 s of CPU to come online, 0.9 s wall here at load 38 at full priority; with
+# a few percent of a core (the suite beside a load of 37) its Python start-up alone took 17 s of
+# wall before its first log line, online after 18-28 s: past the 10 s this was.
+ONLINE_S = 60.0
+
+
 def wait_for(cond, timeout=10.0, what="the condition"):
     """Poll `cond` until it is true; TimeoutError naming `what` after `timeout` seconds."""
     end = time.monotonic() + timeout
@@ -187,7 +194,7 @@ class Client:
         with self.lock:
             return [json.loads(p) for t, p in self.all if t.endswith("/status") and p]
 
-    def wait_online(self, timeout=10, count=1):
+    def wait_online(self, timeout=ONLINE_S, count=1):
         """Wait for the table's `count`-th online status (the retained one counts): the daemon
         is connected and has published its state."""
         wait_for(lambda: sum(s.get("state") == "online" for s in self.statuses()) >= count,

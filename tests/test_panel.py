@@ -2,6 +2,7 @@
 states out."""
 import json
 import queue
+import sys
 import time
 
 import pytest
@@ -57,6 +58,44 @@ def test_shoe_loaded_needs_a_long_press(panel):
     assert events(q) == []
     press(f, 5, hold=0.35)
     assert events(q, 1) == [PanelPress("shoe_loaded")]
+
+
+def starved_press(f, pin, hold):
+    """A press of `hold` seconds while the panel's threads get no CPU: this thread keeps the
+    GIL for the whole press (a busy wait, the switch interval longer than it), as a daemon
+    starved on a loaded machine does not run gpiozero's hold thread in time."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)
+    try:
+        f.pin(pin).drive_low()
+        end = time.perf_counter() + hold
+        while time.perf_counter() < end:
+            pass
+        f.pin(pin).drive_high()
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def test_a_long_press_counts_even_when_the_hold_thread_is_starved(panel):
+    """table-sim in CI: the daemon heard nothing of a 0.3 s shoe_loaded hold (hold_s 0.2) and the
+    table never started. The press's length is the edges' ticks, not whether a thread woke."""
+    p, f, q = panel
+    starved_press(f, 5, 0.05)                  # a brush of the hand is still nothing
+    assert events(q) == []
+    starved_press(f, 5, 0.3)
+    assert events(q, 1) == [PanelPress("shoe_loaded")]
+    f.pin(19).drive_low()                      # key on: void is held the same way
+    starved_press(f, 26, 0.3)
+    f.pin(19).drive_high()
+    assert events(q, 3) == [PanelPress("key", True), PanelPress("void", True),
+                            PanelPress("key", False)]
+
+
+def test_a_long_press_is_reported_once(panel):
+    p, f, q = panel
+    press(f, 5, hold=0.6)                      # when_held fires at 0.2 s, the release finds it
+    press(f, 26, hold=0.35)
+    assert events(q, 2, quiet=0.3) == [PanelPress("shoe_loaded"), PanelPress("void", False)]
 
 
 def test_void_is_armed_only_by_the_pit_boss_key(panel):

@@ -19,7 +19,7 @@ from dealer_station.sim.bettor import BettingSystem
 from dealer_station.sim.dealer_panel import SimPanel
 from dealer_station.sim.harness import Harness
 from drivers.virtual_shoe import VirtualShoe
-from mqtt_rig import ROOT, Broker, Client, DaemonProc, wait_for, workdir
+from mqtt_rig import ONLINE_S, ROOT, Broker, Client, DaemonProc, wait_for, workdir
 
 
 def inputs(journal, origin=None):
@@ -136,7 +136,8 @@ def test_a_press_before_the_daemons_panel_exists_is_not_lost(tmp_path):
     dp = DaemonProc(d, b.port, os.ttyname(slave), extra_config="\n" + panel.config())
     dp.start()
     try:
-        wait_for(lambda: os.path.exists(panel.path), 15, "the panel's pin socket")
+        # the socket opens after the daemon's Python start-up: ONLINE_S, as its online status
+        wait_for(lambda: os.path.exists(panel.path), ONLINE_S, "the panel's pin socket")
         panel.hold("shoe_loaded")
         wait_for(lambda: inputs(dp.journal, "panel"), 15, "the press in the journal")
         assert [i["type"] for i in inputs(dp.journal, "panel")] == ["shoe_loaded"]
@@ -181,3 +182,18 @@ def test_table_sim_with_lost_commands_replies_and_events_loses_nothing(tmp_path)
     assert r["commands_sent_again"] >= 2 and r["resend_requests"] >= 1
     assert r["commands_unanswered"] == 0 and r["protocol_errors"] == 0 and r["balances_match"]
     assert r["events_signed"] and r["signature_errors"] == 0   # the resent ones verified too
+
+
+def test_a_daemon_that_exits_at_start_is_said_at_once(tmp_path):
+    """The wait for the daemon's online status is a long ceiling (a starved start-up takes
+    18-28 s); a daemon that exited is not waited for: its exit code and log, at once."""
+    h = Harness("luxury21", rounds=1, speed=0, out=io.StringIO(), workdir=str(tmp_path),
+                camera=False, extra_toml="[no_such_section]\nx = 1\n")
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError) as e:
+            h.start()
+    finally:
+        h.close()
+    assert "the daemon exited (code" in str(e.value) and "daemon.log" in str(e.value)
+    assert time.monotonic() - t0 < 30

@@ -81,10 +81,13 @@ class Broker:
             self.proc.wait(timeout=10)
 
 
-def wait_online(host, port, table, workdir, timeout=20.0):
+def wait_online(host, port, table, workdir, timeout=60.0, daemon=None, log=None):
     """Until the daemon's retained status says it is online with its panel started (a scanner
     shoe has no HELLO: the daemon gives it a few seconds before the panel), so the dealer's first
-    press is not lost."""
+    press is not lost. The timeout is a ceiling: the daemon is online in about 1 s with a core,
+    but its Python start-up alone took 17 s of wall (online after 18-28 s) with a few percent
+    of one, as on a machine at load 37. `daemon` (its Popen): one that exits is said at once,
+    not after the ceiling; `log`: where its log is (default: workdir/daemon.log)."""
     import json
     import threading
     import paho.mqtt.client as mqtt
@@ -102,10 +105,16 @@ def wait_online(host, port, table, workdir, timeout=20.0):
     c.on_message = message
     c.connect(host, port)
     c.loop_start()
+    log = log or f"{workdir}/daemon.log"
+    end = time.monotonic() + timeout
     try:
-        if not up.wait(timeout):
-            raise TimeoutError(f"table-sim: the daemon was not online within {timeout:g} s "
-                               f"(see {workdir}/daemon.log)")
+        while not up.wait(0.2):
+            if daemon is not None and daemon.poll() is not None:
+                raise RuntimeError(f"table-sim: the daemon exited (code {daemon.returncode}) "
+                                   f"before it was online (see {log})")
+            if time.monotonic() > end:
+                raise TimeoutError(f"table-sim: the daemon was not online within {timeout:g} s "
+                                   f"(see {log})")
     finally:
         c.loop_stop()
         c.disconnect()

@@ -214,7 +214,8 @@ class Harness:
                                 public_key=self.key + ".pub", **more)
         self.bs.wait_subscribed(30.0 if self.central else 10.0)
         self._start_daemon()
-        wait_online(host, port, self.table, self.dir)   # recovered and subscribed
+        wait_online(host, port, self.table, self.dir, daemon=self.daemon,   # recovered and
+                    log=self.log_path)                                  # subscribed
         if not self.roulette:
             self._load_shoe()                 # the press waits for the daemon's panel
 
