@@ -1,0 +1,117 @@
+"""A hunt for wrong reads (issue 17) on scenes the sweep does not draw: every deck (the held-out
+ones too), every surface and condition, weighted to motion and defocus and to the cards whose
+suit differs from its twin's (spades/clubs, hearts/diamonds) in little but the pip (aces and
+low numbers). Each scene is drawn from its own seed (`scene(seed)`), so any wrong card can be
+replayed: `--replay SEED`. Recognitions are single frames (no tracker): every card the reader
+reports in any frame counts, and one that is not the card lying there is wrong.
+
+Usage: nice -n 10 .venv/bin/python bench/hunt_wrong.py --seeds 0:2000 --cpu 1 [--frames 2]
+       .venv/bin/python bench/hunt_wrong.py --replay 1234 --verbose"""
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+import cv2
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bench.bench_camera import ZONES, noisy  # noqa: E402
+from bench.diag_motion import templates  # noqa: E402
+from controller.cards import CARDS  # noqa: E402
+from drivers.camera import camera_model as cm  # noqa: E402
+from drivers.camera.recognize import VisualRecognizer  # noqa: E402
+
+# a third of scenes in motion, a third defocused, the rest over every condition
+COND_WEIGHTS = {c: 1.0 for c in cm.CONDITIONS}
+COND_WEIGHTS.update(motion=6.5, defocus=6.5)
+# half the cards from those whose twin suit's card differs most in its pip: aces and 2-4
+TWIN_PRONE = [c for c in CARDS if c[0] in "A234"]
+
+
+def scene(seed):
+    """(deck, surface, condition, {zone: card}, rng) of scene `seed`; the rng then draws the
+    frame (cm.table_frame) and its sensor noise."""
+    rng = np.random.default_rng([17, seed])
+    deck = cm.DECKS[int(rng.integers(len(cm.DECKS)))]
+    table = cm.SURFACES[int(rng.integers(len(cm.SURFACES)))]
+    p = np.float64([COND_WEIGHTS[c] for c in cm.CONDITIONS])
+    cond = cm.CONDITIONS[int(rng.choice(len(p), p=p / p.sum()))]
+    cards = {z: (TWIN_PRONE[int(rng.integers(len(TWIN_PRONE)))] if rng.random() < 0.5
+                 else CARDS[int(rng.integers(52))]) for z in ZONES}
+    return deck, table, cond, cards, rng
+
+
+def frames(seed, n):
+    """Scene `seed` rendered: (deck, surface, condition, cards, true quads, n frames with fresh
+    sensor noise)."""
+    deck, table, cond, cards, rng = scene(seed)
+    base, where = cm.table_frame(deck, cards, ZONES, table, cond, rng)
+    return deck, table, cond, cards, where, [noisy(base, rng) for _ in range(n)]
+
+
+def judge(got, cards, where):
+    """Each read (card, quad) against the card lying nearest its centre: [(card read, card
+    there or None, zone)]."""
+    out = []
+    for card, q in got:
+        c = np.float32(q).mean(axis=0)
+        z, d = min(((z, float(np.linalg.norm(np.float32(w).mean(axis=0) - c))) for z, w in where.items()),
+                   key=lambda x: x[1])
+        out.append((card, cards[z] if d < 25 else None, z))
+    return out
+
+
+def hunt(seeds, n, verbose=False):
+    recs, c, wrong = {}, collections.Counter(), []
+    for seed in seeds:
+        deck, table, cond, cards, where, fs = frames(seed, n)
+        if deck not in recs:
+            recs[deck] = VisualRecognizer(templates(deck))
+        for i, f in enumerate(fs):
+            got = judge(recs[deck].read_image(f), cards, where)
+            c["frames"] += 1
+            c["cards"] += len(cards)
+            c["recognitions"] += len(got)
+            c["recognitions:" + deck] += len(got)
+            c["recognitions:" + cond] += len(got)
+            for card, there, z in got:
+                if card != there:
+                    w = {"seed": seed, "frame": i, "deck": deck, "surface": table, "condition": cond,
+                         "zone": z, "read": card, "there": there}
+                    wrong.append(w)
+                    print("WRONG", json.dumps(w), flush=True)
+            if verbose:
+                print(seed, i, deck, table, cond, sorted(got, key=lambda x: x[2]), flush=True)
+    return c, wrong
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", default="0:200", help="A:B, the scenes' seeds")
+    ap.add_argument("--replay", type=int, default=None, help="one scene, verbose")
+    ap.add_argument("--frames", type=int, default=2, help="frames a scene (fresh sensor noise each)")
+    ap.add_argument("--cpu", type=int, default=None)
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {a.cpu if a.cpu is not None else min(os.sched_getaffinity(0))})
+    cv2.setNumThreads(1)
+    if a.replay is not None:
+        seeds, verbose = [a.replay], True
+    else:
+        lo, hi = (int(x) for x in a.seeds.split(":"))
+        seeds, verbose = range(lo, hi), a.verbose
+    t0 = time.time()
+    c, wrong = hunt(seeds, a.frames, verbose)
+    print(json.dumps({"seeds": a.seeds if a.replay is None else str(a.replay), "frames": c["frames"],
+                      "cards_shown": c["cards"], "recognitions": c["recognitions"], "wrong": len(wrong),
+                      "by": {k.split(":", 1)[1]: v for k, v in sorted(c.items()) if ":" in k},
+                      "wrong_reads": wrong, "seconds": round(time.time() - t0)}))
+
+
+if __name__ == "__main__":
+    main()
