@@ -23,6 +23,8 @@ from bench.bench_camera import ZONES, noisy  # noqa: E402
 from bench.diag_motion import templates  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
+from drivers.camera.hands import both_corners  # noqa: E402
+from drivers.camera.index import face  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 
 # a third of scenes in motion, a third defocused, the rest over every condition
@@ -65,20 +67,37 @@ def judge(got, cards, where):
     return out
 
 
-def hunt(seeds, n, verbose=False):
+def margins(rec, f, card, quad):
+    """(whether both index corners read `card` plainly, the read suit over its twin at the
+    weaker corner, the face over the twin card's) of a card read at `quad`: how thin the
+    difference between the twin suits was (VisualRecognizer._twin_margins)."""
+    grays, corners = {}, both_corners(np.float32(quad))
+    plain = [rec.read_corner(f, q, keep=grays)[0] for q in corners]
+    im, fm = rec._twin_margins(card, grays, corners, face(f, np.float32(quad)))
+    return plain == [card, card], im, fm
+
+
+def hunt(seeds, n, verbose=False, log=None):
     recs, c, wrong = {}, collections.Counter(), []
     for seed in seeds:
         deck, table, cond, cards, where, fs = frames(seed, n)
         if deck not in recs:
             recs[deck] = VisualRecognizer(templates(deck))
         for i, f in enumerate(fs):
-            got = judge(recs[deck].read_image(f), cards, where)
+            reads = recs[deck].read_image(f)
+            got = judge(reads, cards, where)
             c["frames"] += 1
             c["cards"] += len(cards)
             c["recognitions"] += len(got)
             c["recognitions:" + deck] += len(got)
             c["recognitions:" + cond] += len(got)
-            for card, there, z in got:
+            for (card, there, z), (_, q) in zip(got, reads):
+                if log is not None:
+                    plain, im, fm = margins(recs[deck], f, card, q)
+                    log.write(json.dumps({"seed": seed, "frame": i, "deck": deck, "condition": cond,
+                                          "surface": table, "read": card, "there": there, "plain": plain,
+                                          "index": None if im is None else round(im, 4),
+                                          "face": round(fm, 4)}) + "\n")
                 if card != there:
                     w = {"seed": seed, "frame": i, "deck": deck, "surface": table, "condition": cond,
                          "zone": z, "read": card, "there": there}
@@ -95,6 +114,7 @@ def main():
     ap.add_argument("--replay", type=int, default=None, help="one scene, verbose")
     ap.add_argument("--frames", type=int, default=2, help="frames a scene (fresh sensor noise each)")
     ap.add_argument("--cpu", type=int, default=None)
+    ap.add_argument("--margins", default=None, help="a file: every read card's twin-suit margins, one JSON a line")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
@@ -106,7 +126,8 @@ def main():
         lo, hi = (int(x) for x in a.seeds.split(":"))
         seeds, verbose = range(lo, hi), a.verbose
     t0 = time.time()
-    c, wrong = hunt(seeds, a.frames, verbose)
+    log = open(a.margins, "w") if a.margins else None
+    c, wrong = hunt(seeds, a.frames, verbose, log)
     print(json.dumps({"seeds": a.seeds if a.replay is None else str(a.replay), "frames": c["frames"],
                       "cards_shown": c["cards"], "recognitions": c["recognitions"], "wrong": len(wrong),
                       "by": {k.split(":", 1)[1]: v for k, v in sorted(c.items()) if ":" in k},

@@ -279,6 +279,24 @@ class VisualRecognizer(OneCorner, SceneReader):
                                     [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                      for q in corners or both_corners(quad)])
 
+    def _twin_margins(self, card, grays, corners, f):
+        """(the read suit's best index score over its twin suit's at the weaker of `corners`, the
+        face's score over the twin card's face): how far apart the two suits of the card's colour
+        were, from the scores the read kept in `grays` (nothing is compared again). The index
+        margin is None when no corner's scores were kept."""
+        m = []
+        for q in corners:
+            kept = grays.get(np.float32(q).tobytes())
+            if kept is None:
+                continue
+            _, cards, _, ssc = kept
+            ss = ssc.max(axis=0)
+            best = lambda suit: max((float(ss[i]) for i, c in enumerate(cards) if c[1] == suit),  # noqa: E731
+                                    default=0.0)
+            m.append(best(card[1]) - best(TWIN[card[1]]))
+        twin = card[0] + TWIN[card[1]]
+        return (min(m) if m else None), face_score(f, self.t.faces[card]) - face_score(f, self.t.faces[twin])
+
     def _face_over_twin(self, f, card, margin):
         """Whether the card's face `f` is more like `card`'s than like the same rank's in the
         other suit of its colour, by more than `margin`."""
