@@ -58,6 +58,9 @@ def _like(m, shape, i, j):
 WAY_STREAK = 0.7
 FACE_SUIT_DEFOCUS = 0.1     # the face's margin over the other suit when it decides a defocused suit
 FACE_SUIT_MOTION = 0.1      # and a moving card's (cardsJS' aces of spades and clubs under a streak: 0.03-0.09)
+# a suit whose index beats its twin's by less (at the weaker corner) must also be the face's by
+# FACE_SUIT (_twins_apart; docs/camera.md)
+TWIN_INDEX = 0.1
 
 
 class VisualRecognizer(OneCorner, SceneReader):
@@ -274,10 +277,22 @@ class VisualRecognizer(OneCorner, SceneReader):
                 return False
         elif face_score(f, self.t.faces[card]) < face_min:
             return False        # another deck whose index font is like this deck's
+        elif not self._twins_apart(card, grays, corners or both_corners(quad), f):
+            return False        # a blurred club read as a spade (docs/camera.md)
         # another deck with a like face: its corners or its index placed otherwise
         return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
                                     [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                      for q in corners or both_corners(quad)])
+
+    def _twins_apart(self, card, grays, corners, f):
+        """Whether the card's suit stands clear of the other suit of its colour: at the index
+        (by TWIN_INDEX at the weaker corner) or, when the index leaves it thin, at the face (by
+        FACE_SUIT, what a suit read from a blurred index must show). Blurred by a streak or a
+        defocus, a club's three lobes run together toward a spade's outline: the plain read
+        passed the held-out Tigullio deck's Ac and 3c as As and 3s by 0.050-0.052 over the club
+        at the index, their faces the club's by 0.09-0.16, or the spade's by only 0.02."""
+        index, face_ = self._twin_margins(card, grays, corners, f)
+        return index is None or index >= TWIN_INDEX or face_ >= FACE_SUIT
 
     def _twin_margins(self, card, grays, corners, f):
         """(the read suit's best index score over its twin suit's at the weaker of `corners`, the
