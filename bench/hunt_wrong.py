@@ -24,7 +24,7 @@ from bench import diag_motion  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera.hands import both_corners  # noqa: E402
-from drivers.camera.index import face  # noqa: E402
+from drivers.camera.index import TWIN, face, face_score  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 
 # a third of scenes in motion, a third defocused, the rest over every condition
@@ -94,10 +94,12 @@ def judge(got, cards, where):
 def margins(rec, f, card, quad):
     """(whether both index corners read `card` plainly, the read suit over its twin at the
     weaker corner, the face over the twin card's) of a card read at `quad`: how thin the
-    difference between the twin suits was (VisualRecognizer._twin_margins)."""
+    difference between the twin suits was (VisualRecognizer._twins_apart)."""
     grays, corners = {}, both_corners(np.float32(quad))
     plain = [rec.read_corner(f, q, keep=grays)[0] for q in corners]
-    im, fm = rec._twin_margins(card, grays, corners, face(f, np.float32(quad)))
+    im = rec._index_over_twin(card, grays, corners)
+    fa, twin = face(f, np.float32(quad)), card[0] + TWIN[card[1]]
+    fm = face_score(fa, rec.t.faces[card]) - face_score(fa, rec.t.faces[twin])
     return plain == [card, card], im, fm
 
 

@@ -12,6 +12,7 @@ from drivers.camera import camera_model as cm
 from drivers.camera.synth import default_zones
 from drivers.camera.visual import VisualRecognizer
 
+pytestmark = pytest.mark.camera_decks      # issue 17's group (tests/conftest.py), by marker
 ZONES = default_zones()
 COND_WEIGHTS = dict({c: 1.0 for c in cm.CONDITIONS}, motion=6.5, defocus=6.5)
 TWIN_PRONE = [c for c in CARDS if c[0] in "A234"]

@@ -291,14 +291,12 @@ class VisualRecognizer(OneCorner, SceneReader):
         defocus, a club's three lobes run together toward a spade's outline: the plain read
         passed the held-out Tigullio deck's Ac and 3c as As and 3s by 0.050-0.052 over the club
         at the index, their faces the club's by 0.09-0.16, or the spade's by only 0.02."""
-        index, face_ = self._twin_margins(card, grays, corners, f)
-        return index is None or index >= TWIN_INDEX or face_ >= FACE_SUIT
+        index = self._index_over_twin(card, grays, corners)
+        return index is None or index >= TWIN_INDEX or self._face_over_twin(f, card, FACE_SUIT)
 
-    def _twin_margins(self, card, grays, corners, f):
-        """(the read suit's best index score over its twin suit's at the weaker of `corners`, the
-        face's score over the twin card's face): how far apart the two suits of the card's colour
-        were, from the scores the read kept in `grays` (nothing is compared again). The index
-        margin is None when no corner's scores were kept."""
+    def _index_over_twin(self, card, grays, corners):
+        """The read suit's best index score over its twin suit's at the weaker of `corners`, from
+        the scores the read kept in `grays` (nothing is compared again); None when none was kept."""
         m = []
         for q in corners:
             kept = grays.get(np.float32(q).tobytes())
@@ -309,8 +307,7 @@ class VisualRecognizer(OneCorner, SceneReader):
             best = lambda suit: max((float(ss[i]) for i, c in enumerate(cards) if c[1] == suit),  # noqa: E731
                                     default=0.0)
             m.append(best(card[1]) - best(TWIN[card[1]]))
-        twin = card[0] + TWIN[card[1]]
-        return (min(m) if m else None), face_score(f, self.t.faces[card]) - face_score(f, self.t.faces[twin])
+        return min(m) if m else None
 
     def _face_over_twin(self, f, card, margin):
         """Whether the card's face `f` is more like `card`'s than like the same rank's in the
