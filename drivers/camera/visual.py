@@ -12,8 +12,8 @@ from . import streak as motion
 from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, rounding, visible_face_score
 from .hands import both_corners
 from .index import (
-    BLURRED_MIN, CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, TWIN, _best_over_shifts,
-    _ink, _match_gray, _product, _scores, _windows, corner, face, face_score)
+    BLURRED_MIN, CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, INK, MATCH, NEAR, S, SEARCH, STRICT, TWIN,
+    _best_over_shifts, _ink, _match_gray, _product, _scores, _windows, corner, face, face_score)
 from .onecorner import OneCorner
 from .scene import SceneReader, VISIBLE, _shows
 from .indexplace import placed_shift
@@ -298,15 +298,14 @@ class VisualRecognizer(OneCorner, SceneReader):
         """The read suit's best index score over its twin suit's at the weaker of `corners`, from
         the scores the read kept in `grays` (nothing is compared again); None when none was kept."""
         m = []
+        colour = INK[card[1]]
+        suits, sp, sat = self._groups[colour][1]
         for q in corners:
             kept = grays.get(np.float32(q).tobytes())
-            if kept is None:
-                continue
-            _, cards, _, ssc = kept
-            ss = ssc.max(axis=0)
-            best = lambda suit: max((float(ss[i]) for i, c in enumerate(cards) if c[1] == suit),  # noqa: E731
-                                    default=0.0)
-            m.append(best(card[1]) - best(TWIN[card[1]]))
+            if kept is None or kept[1] is not self._by_colour[colour][0]:
+                continue        # not read, or read in the other colour
+            best = dict(zip(suits, np.maximum.reduceat(kept[3].max(axis=0)[sp], sat).tolist()))
+            m.append(best[card[1]] - best[TWIN[card[1]]])
         return min(m) if m else None
 
     def _face_over_twin(self, f, card, margin):
