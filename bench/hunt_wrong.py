@@ -36,8 +36,8 @@ TWIN_PRONE = [c for c in CARDS if c[0] in "A234"]
 
 def templates(deck):
     """The sweep's templates of `deck` (diag_motion's cache), keyed on the camera code but the
-    reader's visual.py, which the capture does not use: a change to the reader is measured on
-    the same templates without building them again (7 decks, about 4 minutes)."""
+    reader's visual.py and twins.py, which the capture does not use: a change to the reader is
+    measured on the same templates without building them again (7 decks, about 4 minutes)."""
     code = diag_motion._code
     try:
         diag_motion._code = lambda: _capture_code()
@@ -52,7 +52,7 @@ def _capture_code():
     h = hashlib.sha256()
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "drivers", "camera")
     for name in sorted(glob.glob(os.path.join(here, "*.py"))):
-        if os.path.basename(name) != "visual.py":
+        if os.path.basename(name) not in ("visual.py", "twins.py"):
             with open(name, "rb") as f:
                 h.update(f.read())
     return "capture-" + h.hexdigest()[:12]
@@ -103,9 +103,14 @@ def margins(rec, f, card, quad):
     return plain == [card, card], im, fm
 
 
-def hunt(seeds, n, verbose=False, log=None):
+def hunt(seeds, n, verbose=False, log=None, decks=None, conditions=None):
+    """Scenes `seeds` (those of `decks` and `conditions` only, when given: the same seeds draw
+    the same scenes), `n` frames each: (counts, [wrong reads])."""
     recs, c, wrong = {}, collections.Counter(), []
     for seed in seeds:
+        deck, _, cond, _, _ = scene(seed)
+        if decks and deck not in decks or conditions and cond not in conditions:
+            continue
         deck, table, cond, cards, where, fs = frames(seed, n)
         if deck not in recs:
             recs[deck] = VisualRecognizer(templates(deck))
@@ -142,6 +147,8 @@ def main():
     ap.add_argument("--replay", type=int, default=None, help="one scene, verbose")
     ap.add_argument("--frames", type=int, default=2, help="frames a scene (fresh sensor noise each)")
     ap.add_argument("--cpu", type=int, default=None)
+    ap.add_argument("--decks", default="", help="only the scenes of these decks (comma-separated)")
+    ap.add_argument("--conditions", default="", help="only the scenes of these conditions (comma-separated)")
     ap.add_argument("--margins", default=None, help="a file: every read card's twin-suit margins, one JSON a line")
     ap.add_argument("--no-guard", action="store_true",
                     help="without the twin-suit guard (VisualRecognizer._twins_apart): the code before it")
@@ -159,7 +166,8 @@ def main():
     if a.no_guard:
         VisualRecognizer._twins_apart = lambda self, *args: True
     log = open(a.margins, "w") if a.margins else None
-    c, wrong = hunt(seeds, a.frames, verbose, log)
+    c, wrong = hunt(seeds, a.frames, verbose, log, [d for d in a.decks.split(",") if d],
+                    [x for x in a.conditions.split(",") if x])
     print(json.dumps({"seeds": a.seeds if a.replay is None else str(a.replay), "frames": c["frames"],
                       "cards_shown": c["cards"], "recognitions": c["recognitions"], "wrong": len(wrong),
                       "by": {k.split(":", 1)[1]: v for k, v in sorted(c.items()) if ":" in k},

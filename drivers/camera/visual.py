@@ -12,9 +12,10 @@ from . import streak as motion
 from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, rounding, visible_face_score
 from .hands import both_corners
 from .index import (
-    BLURRED_MIN, CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, INK, MATCH, NEAR, S, SEARCH, STRICT, TWIN,
+    BLURRED_MIN, CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, TWIN,
     _best_over_shifts, _ink, _match_gray, _product, _scores, _windows, corner, face, face_score)
 from .onecorner import OneCorner
+from .twins import Twins
 from .scene import SceneReader, VISIBLE, _shows
 from .indexplace import placed_shift
 
@@ -58,12 +59,9 @@ def _like(m, shape, i, j):
 WAY_STREAK = 0.7
 FACE_SUIT_DEFOCUS = 0.1     # the face's margin over the other suit when it decides a defocused suit
 FACE_SUIT_MOTION = 0.1      # and a moving card's (cardsJS' aces of spades and clubs under a streak: 0.03-0.09)
-# a suit whose index beats its twin's by less (at the weaker corner) must also be the face's by
-# FACE_SUIT (_twins_apart; docs/camera.md)
-TWIN_INDEX = 0.1
 
 
-class VisualRecognizer(OneCorner, SceneReader):
+class VisualRecognizer(OneCorner, Twins, SceneReader):
     """Reads cards: each index corner is compared with the 52 learned indexes (those of the ink's
     colour), rank part and suit part each; a corner reads as a card only if both parts score at
     least `threshold` and beat every other rank and suit by `margin`."""
@@ -283,30 +281,6 @@ class VisualRecognizer(OneCorner, SceneReader):
         return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
                                     [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                      for q in corners or both_corners(quad)])
-
-    def _twins_apart(self, card, grays, corners, f):
-        """Whether the card's suit stands clear of the other suit of its colour: at the index
-        (by TWIN_INDEX at the weaker corner) or, when the index leaves it thin, at the face (by
-        FACE_SUIT, what a suit read from a blurred index must show). Blurred by a streak or a
-        defocus, a club's three lobes run together toward a spade's outline: the plain read
-        passed the held-out Tigullio deck's Ac and 3c as As and 3s by 0.050-0.052 over the club
-        at the index, their faces the club's by 0.09-0.16, or the spade's by only 0.02."""
-        index = self._index_over_twin(card, grays, corners)
-        return index is None or index >= TWIN_INDEX or self._face_over_twin(f, card, FACE_SUIT)
-
-    def _index_over_twin(self, card, grays, corners):
-        """The read suit's best index score over its twin suit's at the weaker of `corners`, from
-        the scores the read kept in `grays` (nothing is compared again); None when none was kept."""
-        m = []
-        colour = INK[card[1]]
-        suits, sp, sat = self._groups[colour][1]
-        for q in corners:
-            kept = grays.get(np.float32(q).tobytes())
-            if kept is None or kept[1] is not self._by_colour[colour][0]:
-                continue        # not read, or read in the other colour
-            best = dict(zip(suits, np.maximum.reduceat(kept[3].max(axis=0)[sp], sat).tolist()))
-            m.append(best[card[1]] - best[TWIN[card[1]]])
-        return min(m) if m else None
 
     def _face_over_twin(self, f, card, margin):
         """Whether the card's face `f` is more like `card`'s than like the same rank's in the
