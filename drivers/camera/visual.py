@@ -12,9 +12,10 @@ from . import streak as motion
 from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, rounding, visible_face_score
 from .hands import both_corners
 from .index import (
-    BLURRED_MIN, CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, TWIN, _best_over_shifts,
-    _ink, _match_gray, _product, _scores, _windows, corner, face, face_score)
+    BLURRED_MIN, CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, TWIN,
+    _best_over_shifts, _ink, _match_gray, _product, _scores, _windows, corner, face, face_score)
 from .onecorner import OneCorner
+from .twins import Twins
 from .scene import SceneReader, VISIBLE, _shows
 from .indexplace import placed_shift
 
@@ -60,7 +61,7 @@ FACE_SUIT_DEFOCUS = 0.1     # the face's margin over the other suit when it deci
 FACE_SUIT_MOTION = 0.1      # and a moving card's (cardsJS' aces of spades and clubs under a streak: 0.03-0.09)
 
 
-class VisualRecognizer(OneCorner, SceneReader):
+class VisualRecognizer(OneCorner, Twins, SceneReader):
     """Reads cards: each index corner is compared with the 52 learned indexes (those of the ink's
     colour), rank part and suit part each; a corner reads as a card only if both parts score at
     least `threshold` and beat every other rank and suit by `margin`."""
@@ -274,6 +275,8 @@ class VisualRecognizer(OneCorner, SceneReader):
                 return False
         elif face_score(f, self.t.faces[card]) < face_min:
             return False        # another deck whose index font is like this deck's
+        elif not self._twins_apart(card, grays, corners or both_corners(quad), f):
+            return False        # a blurred club read as a spade (docs/camera.md)
         # another deck with a like face: its corners or its index placed otherwise
         return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
                                     [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))

@@ -1,0 +1,44 @@
+"""A suit read clear of its twin (VisualRecognizer's mixin): at the table's scale a streak or a
+defocus runs a club's three lobes together toward a spade's outline (and a heart's and a
+diamond's), and the plain read can pass the wrong one of the two suits of a colour at both index
+corners by just over the reader's margin. The face then decides: a suit the index leaves thin
+must be the face's by FACE_SUIT, what a suit read from a blurred index must show."""
+import numpy as np
+
+from .index import FACE_SUIT, INK, TWIN
+
+# the read suit's index score over its twin's at the weaker corner under which the face must
+# also be the suit's: twice the reader's margin (the wrong reads found passed by 0.050-0.052;
+# spades and clubs are so alike at 125 pixels that nearly every black card's index is under it)
+TWIN_INDEX = 0.1
+
+
+class Twins:
+    """Needs the recognizer's _by_colour, _groups and _face_over_twin."""
+
+    def _twins_apart(self, card, grays, corners, f):
+        """Whether the card's suit stands clear of the other suit of its colour: at the index
+        (by TWIN_INDEX at the weaker corner) or, when the index leaves it thin, at the face (by
+        FACE_SUIT, what a suit read from a blurred index must show). Blurred by a streak or a
+        defocus, a club's three lobes run together toward a spade's outline: the plain read
+        passed the held-out Tigullio deck's Ac and 3c as As and 3s by 0.050-0.052 over the club
+        at the index, their faces the club's by 0.09-0.16 (bench/hunt_wrong.py scene 0); a
+        review's moving Ac read As at both corners, its face the spade's by only 0.024. The five
+        tuned decks' correct reads: the face over the twin's by 0.046 at the least (cardsJS' As
+        under defocus, refused now), most by 0.1 and more (docs/camera.md)."""
+        index = self._index_over_twin(card, grays, corners)
+        return index is None or index >= TWIN_INDEX or self._face_over_twin(f, card, FACE_SUIT)
+
+    def _index_over_twin(self, card, grays, corners):
+        """The read suit's best index score over its twin suit's at the weaker of `corners`, from
+        the scores the read kept in `grays` (nothing is compared again); None when none was kept."""
+        m = []
+        colour = INK[card[1]]
+        suits, sp, sat = self._groups[colour][1]
+        for q in corners:
+            kept = grays.get(np.float32(q).tobytes())
+            if kept is None or kept[1] is not self._by_colour[colour][0]:
+                continue        # not read, or read in the other colour
+            best = dict(zip(suits, np.maximum.reduceat(kept[3].max(axis=0)[sp], sat).tolist()))
+            m.append(best[card[1]] - best[TWIN[card[1]]])
+        return min(m) if m else None
