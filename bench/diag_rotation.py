@@ -49,7 +49,10 @@ def classify(rec, img, tq, card, width):
     if not inblob:
         return "not_found"
     hyps = hand_corners(img, blobs, quads, t.card_size)
-    near = [q for q in hyps if min(np.linalg.norm(q[0] - p) for p in idx) < 4]
+    # hand_corners gives (quad, located) pairs: the hypothesis' index corner is its quad's tl
+    # (taking the pair's quad for its corner measured every quad's four corners against the
+    # card's one: nothing was ever near, every merged-blob card was called blob_no_hyp)
+    near = [q for q, _ in hyps if min(np.linalg.norm(q[0] - p) for p in idx) < 4]
     if not near:
         return "blob_no_hyp"
     return "blob_dropped" if any(rec.read_corner(img, q, strict=True)[0] == card for q in near) else "blob_refused"
