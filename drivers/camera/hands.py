@@ -44,13 +44,8 @@ def hand_corners(bgr, blobs, quads, card_size, gray=None):
             out.append((r, located))
     # the same hand is a blob at several thresholds: each corner once; its outline simplified
     # twice (a short step of the outline's staircase is cut off by the coarser one)
-    # and once more finely (PEEK_EPS pixels), for a corner that peeks out beside a neighbour:
-    # along a row of turned cards whose sides nearly line up the whole blob's coarse outline cut
-    # straight past a card's corner 8-10 px out (svg-cards, bench_hands --seed 40)
-    passes = [(b, e, None) for e in (0.012, 0.006) for b in blobs]
-    passes += [(b, PEEK_EPS / max(cv2.arcLength(b, True), 1.0), PEEK_SIDE) for b in blobs]
-    for blob, eps, short in passes:
-        for q in find_corners(blob, card_size, quads, dedupe=False, eps=eps, fit=fit, short=short):
+    for blob, eps in ((b, e) for e in (0.012, 0.006) for b in blobs):
+        for q in find_corners(blob, card_size, quads, dedupe=False, eps=eps, fit=fit):
             for v in both_corners(q):
                 if len(tried) and np.abs(tried - v[:2]).max(axis=(1, 2)).min() < 0.05 * w:
                     continue
@@ -126,7 +121,6 @@ _TURN_MAX = 0.2     # sin of the largest turn of an edge from the laid side (12 
 _PAIRS = [np.triu_indices(m, 1) for m in range(25)]
 
 
-PEEK_EPS, PEEK_SIDE = 2.0, 5.0   # px: the fine outline's tolerance; a peeking corner's shortest side
 _RETRY = 1.5       # px: a hypothesis this near one whose edges were not found is not tried again
 _BEYOND = 2.0       # px: a frame's line and the card's edge beyond it lie 4-6 px apart (Tigullio, 125 px)
 _PARALLEL = 0.05    # sin of the largest angle between a printed frame's line and the card's edge

@@ -38,17 +38,13 @@ def _refine_in(bgr, quad, middle=False):
     return refine(g, quad - off, middle) + off
 
 
-def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012, fit=None, short=None):
+def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012, fit=None):
     """Index-corner hypotheses in a blob of overlapping cards: at each convex corner of about 90
     degrees, a card of the measured size is laid in each of the ways that corner can belong to
     it. Returns 4x2 quads (tl tr br bl) whose tl or br is that corner; those coinciding with a
     whole card already found are left out. Reading decides which hypotheses hold: a corner
     with no clear index is refused, never guessed. `fit(p, a, la, b, lb)`: the corner and its
-    two sides' directions moved onto the image's edges (hands.fit_outline_corner), or None.
-    `short` (pixels): also a corner one of whose sides is shorter than a card's (but at least
-    `short`) when the other runs along most of a card's side: a turned card's corner peeking out
-    beside the neighbour that lies over its side; its short side is taken square to the long one
-    (a few pixels of outline give no direction)."""
+    two sides' directions moved onto the image's edges (hands.fit_outline_corner), or None."""
     w, h = card_size
     poly = cv2.approxPolyDP(blob, eps * cv2.arcLength(blob, True), True).reshape(-1, 2).astype(np.float32)
     if cv2.contourArea(poly, oriented=True) < 0:
@@ -59,22 +55,14 @@ def find_corners(blob, card_size, quads=(), dedupe=True, eps=0.012, fit=None, sh
         p, prev, nxt = poly[i], poly[i - 1], poly[(i + 1) % n]
         a, b = nxt - p, prev - p   # along the outline clockwise, and back
         la, lb = _norm(a), _norm(b)
-        peek = False
         if la < 0.12 * w or lb < 0.12 * w:
-            if short is None or min(la, lb) < short or max(la, lb) < 0.5 * h:
-                continue
-            peek = True
+            continue
         a, b = a / la, b / lb
         if a[0] * b[1] - a[1] * b[0] <= 0:       # a concave corner: another card's edge
             continue
         if abs(float(a @ b)) > math.cos(math.radians(70)):
             continue
-        if peek:                   # the short side square to the long one (a convex corner of the clockwise outline: b is a turned a quarter)
-            if la >= lb:
-                b = np.float32([-a[1], a[0]])
-            else:
-                a = np.float32([b[1], -b[0]])
-        elif fit is not None:
+        if fit is not None:
             p, a, b = fit(p, a, la, b, lb) or (p, a, b)
         # p is the tl of a card whose top edge runs along a and left edge along b, or its br
         # (the card turned half round: the same picture); or tr / bl, whose index corners lie
