@@ -1,7 +1,8 @@
 """Why bench_hands' turned cards are missed, on the bench's own scenes (the same seeds as
 `bench_hands.py --rotation-only`, so its figures and this agree): for each card not reported
-within five frames, diag_rotation's cause on the first frame, then what the card's TRUE outline
-gives: each index corner's read (card, score), the face score, the corners' rounding (each
+within five frames, diag_rotation's cause on the first frame, then what the card's outline
+gives (the one found at it when there is one; else the drawn quad, the face image's bounds, a
+few px beyond the card's edge): each index corner's read (card, score), the face score, the corners' rounding (each
 corner and the median, against the learned value and tolerance), the index place's shifts,
 the proportions, and which neighbours' true outlines overlap it. Diagnosis only.
 
@@ -49,6 +50,16 @@ def per_corner(bgr, quad):
 
 def detail(rec, img, tq, card, truth):
     t = rec.t
+    # the drawn quad is the face image's bounds: on svg-cards 1-3 px beyond the card's visible
+    # edge (a well-read card's found outline lies that far inside it: the face scored 0.57-0.77
+    # on the drawn quad against 0.99 on the found one). The found outline at the card when there
+    # is one (turned to start at the drawn quad's first index corner), else the drawn quad
+    from drivers.camera.find import find_cards
+    at = [q for q in find_cards(img, t.card_size)
+          if np.linalg.norm(q.mean(axis=0) - tq.mean(axis=0)) < 0.2 * t.card_size[0]]
+    if at:
+        q = at[0]
+        tq = min((np.roll(q, k, axis=0) for k in range(4)), key=lambda r: float(np.abs(r - tq).max()))
     grays = {}
     reads = [rec.read_corner(img, q, keep=grays) for q in both_corners(tq)]
     fs = face_score(face(img, tq), t.faces[card])
