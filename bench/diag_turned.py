@@ -2,7 +2,7 @@
 `bench_hands.py --rotation-only`, so its figures and this agree): for each card not reported
 within five frames, diag_rotation's cause on the first frame, then what the card's outline
 gives (the one found at it when there is one; else the drawn quad, the face image's bounds, a
-few px beyond the card's edge): each index corner's read (card, score), the face score, the corners' rounding (each
+few px outside where the finder puts the edge): each index corner's read (card, score), the face score, the corners' rounding (each
 corner and the median, against the learned value and tolerance), the index place's shifts,
 the proportions, and which neighbours' true outlines overlap it. Diagnosis only.
 
@@ -50,8 +50,8 @@ def per_corner(bgr, quad):
 
 def detail(rec, img, tq, card, truth):
     t = rec.t
-    # the drawn quad is the face image's bounds: on svg-cards 1-3 px beyond the card's visible
-    # edge (a well-read card's found outline lies that far inside it: the face scored 0.57-0.77
+    # the drawn quad is the face image's bounds: on svg-cards 1-3 px outside the edge the finder
+    # takes (a well-read card's found outline lies that far inside it: the face scored 0.57-0.77
     # on the drawn quad against 0.99 on the found one). The found outline at the card when there
     # is one (turned to start at the drawn quad's first index corner), else the drawn quad
     from drivers.camera.find import find_cards
