@@ -185,6 +185,8 @@ def main(argv=None):
     ap.add_argument("--width", type=int, default=125, help="card width in pixels at 1280 x 720")
     ap.add_argument("--cpu", type=int, help="the core to run on (the lowest by default)")
     ap.add_argument("--seed", type=int, default=0, help="templates' seed (the scenes' follow it)")
+    ap.add_argument("--only", help="of --decks, only these (comma separated), each at its place in --decks "
+                    "(its seeds as in the whole run: one run split over cores)")
     ap.add_argument("--hands-only", action="store_true", help="hands, not the rotated single cards")
     ap.add_argument("--rotation-only", action="store_true", help="the rotated single cards, not hands")
     ap.add_argument("--foreign", action="store_true",
@@ -205,6 +207,8 @@ def main(argv=None):
     if not args.json:
         print(f"hands and rotation, 1280 x 720, cards {args.width} px wide, one core, {args.cards} of each per deck")
     for i, deck in enumerate(args.decks.split(",")):
+        if args.only and deck not in args.only.split(","):
+            continue
         t0 = time.perf_counter()
         rec = VisualRecognizer(cm.reference_templates(deck, seed=args.seed + i, width=args.width))
         r = {} if args.rotation_only else {"hands": hands(rec, deck, args.cards, args.width, 7 + args.seed)}

@@ -7,8 +7,10 @@ not reported within five frames, its cause in the first frame:
 - whole_refused: an outline within 3 px, yet refused (score, margin, face or fingerprint check)
 - blob_no_hyp: inside a merged blob, no corner hypothesis within 4 px of either index corner
 - blob_refused: a hypothesis within 4 px, refused (score below STRICT or margin)
-- blob_dropped: a hypothesis within 4 px reads the card, yet it was dropped (the same card read
-  elsewhere in the frame: a second copy)
+- blob_dropped: a hypothesis within 4 px reads the card at its corner (STRICT), yet the frame
+  does not report it: a later check dropped it (the covered card's strips' face, no card of the
+  deck vouching in its blob, an overlapping card that failed, the whole card's deck check, or a
+  second copy)
 - other: read in some frames, not three in a row
 
 Usage: .venv/bin/python bench/diag_rotation.py --frames 15 --decks cardsjs,responsive"""
@@ -49,7 +51,10 @@ def classify(rec, img, tq, card, width):
     if not inblob:
         return "not_found"
     hyps = hand_corners(img, blobs, quads, t.card_size)
-    near = [q for q in hyps if min(np.linalg.norm(q[0] - p) for p in idx) < 4]
+    # hand_corners gives (quad, located) pairs: the hypothesis' index corner is its quad's tl
+    # (taking the pair's quad for its corner measured every quad's four corners against the
+    # card's one: nothing was ever near, every merged-blob card was called blob_no_hyp)
+    near = [q for q, _ in hyps if min(np.linalg.norm(q[0] - p) for p in idx) < 4]
     if not near:
         return "blob_no_hyp"
     return "blob_dropped" if any(rec.read_corner(img, q, strict=True)[0] == card for q in near) else "blob_refused"
