@@ -70,7 +70,7 @@ def main():
                         print(deck, table, z, cards[z], "not found")
                         continue
                     qm = _refine_in(img, q, middle=True)
-                    w = rec._read_whole(img, q)
+                    w = rec._read_quad(img, q)
                     rel = rec._relocated(img, corner_gray(img), q)
                     sm = rec._smeared(img, q)
                     print("   path: found %s relocated %s smeared %s" % (
