@@ -3,7 +3,8 @@ held-out set that did not read, which step failed: no outline, a corner's index 
 face check, or the fingerprint (rounding, index shift). Usage:
     diag_webcam.py FOLDER DECK [--all]
     diag_webcam.py FOLDER DECK --causes     (one cause a refused photo, counted per surface and
-                                             condition; the card's true place from truth.json)"""
+                                             condition; the card's true place from truth.json)
+    --where SUBSTR: only the photos whose condition ("surface/condition") holds SUBSTR"""
 import csv
 import json
 import os
@@ -93,6 +94,11 @@ def cause(rec, img, card, truth, off_px=6.0):
                           f"shifts {sh[0]:.2f} {sh[1]:.2f} (tol {t.print.shift_tol:.2f}) off {off:.1f}px")
 
 
+def _where():
+    """--where SUBSTR (only photos whose "surface/condition" holds it), or ''."""
+    return sys.argv[sys.argv.index("--where") + 1] if "--where" in sys.argv else ""
+
+
 def causes(folder, deck):
     rec = v.VisualRecognizer(tp.Templates.load(os.path.join(folder, deck, "templates")))
     base = os.path.join(folder, deck, "held_out")
@@ -101,6 +107,8 @@ def causes(folder, deck):
     count = {}
     with open(os.path.join(base, "labels.csv")) as f:
         for row in csv.DictReader(f):
+            if _where() not in row["condition"]:
+                continue
             card = row["rank"] + row["suit"]
             w = cause(rec, read_image(os.path.join(base, row["image"])), card, truth[row["image"]])
             if w:
@@ -117,6 +125,8 @@ def main():
     base = os.path.join(folder, deck, "held_out")
     with open(os.path.join(base, "labels.csv")) as f:
         for row in csv.DictReader(f):
+            if _where() not in row["condition"]:
+                continue
             card = row["rank"] + row["suit"]
             w = why(rec, read_image(os.path.join(base, row["image"])), card)
             if w or "--all" in sys.argv:

@@ -16,7 +16,7 @@ Tolerances come from the spread over the reference photos, with floors measured 
 photos (docs/camera.md)."""
 import numpy as np
 
-from .rounding import rounding  # noqa: F401  (the deck check measures it; re-exported)
+from .rounding import SMALL, rounding  # noqa: F401  (the deck check measures it; re-exported)
 
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
 # canonical pixels (the ceiling for a card 300 pixels wide, more for a smaller one; between them
@@ -25,7 +25,6 @@ ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread
 # (the others, and the drawn deck's worst, 2.7-3.9, on a white table: a fainter outline); a like
 # font of another design (Kennard's against the Vectorized Playing Cards') 4.5 and more
 SHIFT_TOL = (3.0, 4.0)
-SMALL = 200                  # pixels: a card narrower than this is at the table camera's scale
 # the card's height over its width against the learned card's: the same deck's outlines lay within
 # 0.046 of it at 125 and at 300 pixels (four designs, every condition; an outline found off the
 # card further); the held-out bridge-size Tigullio deck's ratio is 8.5% above the poker decks'
