@@ -39,7 +39,7 @@ def corners_of(bgr, quad):
                                            borderMode=cv2.BORDER_REPLICATE))
     g = cv2.cvtColor(np.concatenate(patches), cv2.COLOR_BGR2GRAY).astype(np.float32)
     mended = {}
-    per = rd._corner_roundings(g.reshape(4, rd.L + 2 * rd.P, -1), mended, line=True)
+    per = rd._corner_roundings(g.reshape(4, rd.L + 2 * rd.P, -1), mended)
     return per, mended
 
 

@@ -40,7 +40,6 @@ GROUPS = {
                      "test_camera_hand_edges", "test_camera_motion",
                      "test_camera_heldout_deck", "test_camera_heldout_standard", "test_camera_capture",
                      "test_camera_frame", "test_camera_white_table", "test_camera_white_rounding",
-                     "test_camera_edge_line",
                      "test_camera_defocus",
                      "test_camera_deckcheck"),     # #17
 }

@@ -18,17 +18,6 @@ _TURNED = [np.array([(i + k) % 4 for i in range(4)]) for k in range(4)]   # corn
 # within SIDE_OFF_ALONE is in place (a corner's only side must be: a shadow put one 6.4 pixels
 # out, its rounding 14)
 SIDE_OFF, SIDES_DIFFER, SIDE_OFF_ALONE = 7.5, 3.0, 4.5
-# A dark line along the card's edge (svg-cards' printed border; a contact shadow) on a light
-# table: the darkest tenth of the band across the outline lies more than 1 / EDGE_LINE times as
-# far below the paper as the table does. The middle between paper and table then lies high on the
-# line's inner slope, 4-5 canonical pixels inside the edge where the paper (blurred with the line
-# and the index) first reaches it: an inset curve of the corner, squarer than the corner (svg-cards
-# on the white table: -0.7 to 0.05 against the learned 2.07, refused). There the middle between
-# the paper and the line, each row crossing it from its own darkest place near the outline on.
-# At the table's scale only (a card under LINE_WIDTH pixels wide, deckprint.SMALL): in a photo
-# 300 pixels wide the line is sharp and the middle finds the edge (svg-cards 1.7 on any table),
-# while the line's slope measured it 2.4 on the light grey table
-EDGE_LINE, LINE_WIDTH = 0.5, 200
 
 
 def _crossings(rows, mid):
@@ -123,35 +112,20 @@ def corner_rounding(gray):
     return mended.get(0, v)
 
 
-def _corner_roundings(grays, mended=None, line=False):
+def _corner_roundings(grays, mended=None):
     """corner_rounding of each of n patches (n x (L+2P) x (L+2P)): the array work done once for
     all four corners of a card (per corner, numpy's call overhead was most of its cost). A corner
     measured by one side alone, the other off the outline, is nan there and its value put in
-    `mended` (by its index) when given. `line`: a corner along a dark line measured at it
-    (EDGE_LINE; the table's scale)."""
+    `mended` (by its index) when given."""
     n = len(grays)
     paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
     beyond_left, beyond_top = grays[:, :, :P - 3].reshape(n, -1), grays[:, :P - 3].reshape(n, -1)
     table = _row_percentiles(np.concatenate([beyond_top, beyond_left], axis=1), 50)
-    rows = np.concatenate([grays[:, P:], grays[:, :, P:].transpose(0, 2, 1)])   # left, then top
-    flat = rows.reshape(-1, rows.shape[2])
-    band = np.concatenate([grays[:, P + 2:, P - 4:P + 2].reshape(n, -1),
-                           grays[:, P - 4:P + 2, P + 2:].reshape(n, -1)], axis=1)
-    edge = _row_percentiles(band, 10)
-    lined = (paper - table < EDGE_LINE * (paper - edge)) & line
-    lo = np.where(lined, edge, table)
-    mid_rows = np.repeat(np.concatenate([np.float32((paper + lo) / 2)] * 2), rows.shape[1])
-    if lined.any():
-        # each row of such a corner crossed from its darkest place near the outline on (the line;
-        # a row with no place below the middle there crosses nowhere): the table beyond it may
-        # stand above the middle
-        j = np.argmin(flat[:, :P + 4], axis=1)
-        upto = np.where(flat[np.arange(len(flat)), j] < mid_rows, j, flat.shape[1])
-        use = np.concatenate([np.repeat(lined, rows.shape[1])] * 2)
-        flat = flat.copy()
-        flat[(np.arange(flat.shape[1])[None, :] < upto[:, None]) & use[:, None]] = -1e9
     # compared with the float32 rows in float32, as a Python float mid was
-    cross = _crossings(flat, mid_rows)
+    mids = [np.float32((paper + table) / 2)] * 2
+    rows = np.concatenate([grays[:, P:], grays[:, :, P:].transpose(0, 2, 1)])   # left, then top
+    cross = _crossings(rows.reshape(-1, rows.shape[2]),
+                       np.repeat(np.concatenate(mids), rows.shape[1]))
     cross = cross.reshape(2, n, -1)
     mid_side = _sides(cross).tolist()      # each side's place, all at once
     res = []
@@ -214,8 +188,7 @@ def rounding(bgr, quad, canon):
     # (review31); a card no corner of which is measured stays refused
     grays = cv2.cvtColor(both, cv2.COLOR_BGR2GRAY).astype(np.float32)
     mended = {}
-    line = min(np.linalg.norm(np.float32(quad)[[1, 2, 3, 0]] - np.float32(quad), axis=1)) < LINE_WIDTH
-    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended, line)
+    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended)
     for ch in (2, 0):
         if sum(not math.isnan(v) for v in per) >= 2:
             break
@@ -225,7 +198,7 @@ def rounding(bgr, quad, canon):
         # each, within 0.2): a shadow or a gloss may leave a different corner clear in each
         one = np.ascontiguousarray(both[..., ch], np.float32).reshape(4, L + 2 * P, L + 2 * P)
         more = {}
-        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one, more, line))]
+        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one, more))]
         mended = {**more, **mended}         # the first channel's first
     if sum(not math.isnan(v) for v in per) < 2:
         # too few corners whose two sides agree: those measured by one side, in any channel
