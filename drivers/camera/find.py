@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from .frame import to_size
-from .outline import _card_like, _fit_sides, _misfit, _order, _refine_in, whiteness
+from .outline import _card_like, _centre, _fit_sides, _misfit, _order, _refine_in, whiteness
 from .tablelevel import ratio_masks
 
 FAST = True
@@ -206,18 +206,25 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     # the best score first: the least eroded outline (a card with a printed border on a white
     # table: the threshold finds the inside of the border, cut open where the index touches it;
     # the edges find the outside), edges a little behind (they take in the contact shadow)
+    spans = []      # each kept quad's right edge and rows: a centre beyond them is outside it
     for _, _, q, raw, hull, blob in sorted(found, key=lambda x: x[1]):
-        c = q.mean(axis=0)
-        # not again, and not a rectangle printed on a card found already (a court card's frame)
-        if all(cv2.pointPolygonTest(p, (float(c[0]), float(c[1])), False) < 0 for p in quads):
+        cx, cy = (float(v) for v in _centre(q))
+        # not again, and not a rectangle printed on a card found already (a court card's frame).
+        # A centre right of, above or below every corner of a kept quad is outside it, as
+        # pointPolygonTest says (its crossing test skips every side then; left of the quad it
+        # may say 0 on a side's extension, so it is asked there): most outlines are found at
+        # several levels, and the test was a tenth of the finder's time
+        if all(cx > x1 or cy < y0 or cy > y1 or cv2.pointPolygonTest(p, (cx, cy), False) < 0
+               for p, x1, y0, y1 in spans):
             # ordered only here: most outlines are the same card found at another level
             q = _fit_sides(raw.reshape(-1, 2).astype(np.float32), _order(q))
             if _card_like(q, hull, blob, card_size):         # the hull taken above (not twice)
                 quads.append(q)
+                spans.append((q, float(q[:, 0].max()), float(q[:, 1].min()), float(q[:, 1].max())))
     # a white area printed on a card, found at a level where the card's outline was not
     areas = [cv2.contourArea(q) for q in quads]      # each once, not once per pair
     quads = [q for q, a in zip(quads, areas) if not any(
-        pa > a and cv2.pointPolygonTest(p, tuple(float(v) for v in q.mean(axis=0)), False) >= 0
+        pa > a and cv2.pointPolygonTest(p, tuple(float(v) for v in _centre(q)), False) >= 0
         for p, pa in zip(quads, areas))]
     if f > 1:     # back to the image's pixels (a reduced pixel's centre)
         quads = [(q + 0.5) * f - 0.5 for q in quads]

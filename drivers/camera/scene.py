@@ -9,7 +9,8 @@ from .find import find_cards, in_frame
 from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
 from .index import CH, CW, FACE_H, FACE_MIN, FACE_MIN_SMALL, FACE_W, LAID, STRICT, face
 from .occluded import masked_face_score, occluders, visible
-from .outline import _refine_in
+# _centre and _norm: q.mean(axis=0) and np.linalg.norm's arithmetic, without their overhead
+from .outline import _centre, _norm, _refine_in
 from .indexplace import placed_shift
 
 _SHOW_KERNEL = np.ones((9, 9), np.uint8)
@@ -104,7 +105,7 @@ class SceneReader:
         gray = None
         for q in quads:
             blank.append(False)         # an outline that read nothing at all, not even a foreign card
-            if inside is None or inside(*q.mean(axis=0)):
+            if inside is None or inside(*_centre(q)):
                 card, _, foreign = self._read_quad(bgr, q)
                 if not card and not foreign:
                     # one index corner unread: the outline may lie a few pixels off there (a
@@ -139,8 +140,7 @@ class SceneReader:
         w = self.t.card_size[0]
 
         def copy(card, q):      # read already here; a second copy elsewhere (a multi-deck shoe) is a card
-            return any(c == card and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.5 * w
-                       for c, p in out)
+            return any(c == card and _norm(_centre(p) - _centre(q)) < 0.5 * w for c, p in out)
 
         def read_whole(whole):  # a card built on its own located corners: as any whole card
             shapes.append(whole)
@@ -153,12 +153,12 @@ class SceneReader:
                 out.append((card, whole))
                 kinds.append("whole")
         gray = corner_gray(bgr) if blobs and gray is None else gray
-        centres = [q.mean(axis=0) for q in quads]
+        centres = [_centre(q) for q in quads]
         covered, retry = [], []
         for q, located in hand_corners(bgr, blobs, quads, self.t.card_size, gray):
-            if inside is not None and not inside(*q.mean(axis=0)):
+            if inside is not None and not inside(*_centre(q)):
                 continue
-            near = [i for i, c in enumerate(centres) if np.linalg.norm(q.mean(axis=0) - c) < 0.25 * w]
+            near = [i for i, c in enumerate(centres) if _norm(_centre(q) - c) < 0.25 * w]
             if near:
                 # a whole card found there: its two corners, face and fingerprint decide (a
                 # corner located 6 pixels off on a turned card read 7h for a 7d at 0.89); when
@@ -252,7 +252,7 @@ class SceneReader:
         # neighbour) and passed it on another at the same place is the deck's: its failure does
         # not refuse the cards under it
         judged = [(q, ok) for q, ok, c in judged if ok or not any(
-            k and d == c and np.linalg.norm(p.mean(axis=0) - q.mean(axis=0)) < 0.25 * w
+            k and d == c and _norm(_centre(p) - _centre(q)) < 0.25 * w
             for p, k, d in judged)]
         hands = [_in_blobs(blobs, q) for q, _ in judged]
         for card, q in covered:
