@@ -19,6 +19,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.bench_hands import ZONES, noisy  # noqa: E402
+from bench.diag_deckcheck import corners_of  # noqa: E402
 from bench.diag_rotation import classify  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
@@ -33,17 +34,7 @@ from drivers.camera.tracker import ZoneTracker  # noqa: E402
 
 def per_corner(bgr, quad):
     """Each corner's rounding (nan where left out), as rounding.rounding measures them in gray."""
-    patches = []
-    for k in range(4):
-        q = np.float32(quad)[R._TURNED[k]]
-        w, h = (CW, CH) if k % 2 == 0 else (CH, CW)
-        dst = np.float32([[R.P, R.P], [w + R.P, R.P], [w + R.P, h + R.P], [R.P, h + R.P]])
-        m = cv2.getPerspectiveTransform(q, dst)
-        patches.append(cv2.warpPerspective(bgr, m, (R.L + 2 * R.P,) * 2, flags=cv2.INTER_LINEAR,
-                                           borderMode=cv2.BORDER_REPLICATE))
-    g = cv2.cvtColor(np.concatenate(patches), cv2.COLOR_BGR2GRAY).astype(np.float32)
-    mended = {}
-    v = R._corner_roundings(g.reshape(4, R.L + 2 * R.P, R.L + 2 * R.P), mended)
+    v, mended = corners_of(bgr, quad)
     return [round(x, 1) if not math.isnan(x) else (f"m{mended[k]:.1f}" if k in mended else "nan")
             for k, x in enumerate(v)]
 
