@@ -53,9 +53,9 @@ class Panel:
                        hold_time=self.hold_s, pin_factory=f)
             self.devices[name] = b
             if name == "void":
-                self._long_press(b, name, lambda: emit(PanelPress("void", self._key_on())))
+                self._long_press(b, name, lambda at: emit(PanelPress("void", self._key_on(at))))
             elif name in HELD:
-                self._long_press(b, name, lambda n=name: emit(PanelPress(n)))
+                self._long_press(b, name, lambda at, n=name: emit(PanelPress(n)))
             elif name == "key":
                 b.when_pressed = lambda: emit(PanelPress("key", True))
                 b.when_released = lambda: emit(PanelPress("key", False))
@@ -80,13 +80,16 @@ class Panel:
         lock = threading.Lock()
         press = {"at": None, "fired": True}
 
-        def once():
+        def at_most_once(at):
             with lock:
                 if press["fired"]:
                     return False
                 press["fired"] = True
-            fire()
+            fire(at)
             return True
+
+        def once():                 # gpiozero's hold thread, while the button is still down
+            at_most_once(None)
 
         def pressed():
             with lock:
@@ -95,16 +98,25 @@ class Panel:
         def released():
             at = press["at"]
             held = None if at is None else b.pin_factory.ticks_diff(b._last_changed, at)
-            if held is not None and held >= b.hold_time and once():
+            if held is not None and held >= b.hold_time and at_most_once(b._last_changed):
                 # said, so a log shows how starved the daemon was when it happens again
                 log.warning("panel: %s held %.2f s, reported at its release (the hold timer "
                             "had not fired: the daemon was short of CPU)", name, held)
 
         b.when_pressed, b.when_held, b.when_released = pressed, once, released
 
-    def _key_on(self):
+    def _key_on(self, at=None):
+        """Whether the pit boss's key is on; at the tick `at` when given (a void reported at its
+        release on a starved daemon: the key may have turned since, review32), the key's state
+        before its last change when that change came after `at`."""
         k = self.devices.get("key")
-        return bool(k and k.is_pressed)
+        if not k:
+            return False
+        on = bool(k.is_pressed)
+        last = k._last_changed
+        if at is not None and last is not None and k.pin_factory.ticks_diff(last, at) > 0:
+            on = not on
+        return on
 
     def show(self, view):
         """Set the lights from a view: {deal: None | 'seat_3' | 'dealer' | ..., decision, last_round,
