@@ -230,6 +230,7 @@ def test_the_calibrations_camera_values_are_checked(saved, tmp_path, camera, tex
     ({"seat_1": "[[100, 300], [256, 300], [400, 300], [300, 300], [256, 500]]"}, "its sides cross or touch"),
     ({"seat_1": "[[100, 300], [256, 300], [256, 300], [256, 500]]"}, "each once"),
     ({"seat_1": "[[100, 300], [200, 300], [300, 300]]"}, "encloses nothing"),
+    ({"seat_1": "[[100, 300], [256, 300], [256, 500], [100, 300], [100, 300]]"}, "each once"),
     ({"seat_1": "[[100, 300], [256, 300], [256, 500], [100, 500]]",
       '"seat 9"': "[[300, 300], [456, 300], [456, 500]]"},
      "zones.seat 9: not a place of this table (blackjack, luxury21: seat_1, seat_2, seat_3, "
@@ -830,3 +831,10 @@ def test_the_accuracy_table_without_deck_or_condition_columns_has_one_row():
     r["groups"] = {"kennard/white": dict(g), "kennard/grey": dict(g)}
     rows = ca.accuracy_table(r).splitlines()
     assert [x.split()[0] for x in rows[1:4]] == ["kennard/grey", "kennard/white", "all"], rows
+
+
+def test_a_zone_closed_by_repeating_its_first_corner_is_that_zone():
+    """review32: a polygon closed by repeating its first corner was accepted before the strict
+    simplicity check, and refused after it; it is the same zone."""
+    z = Zones({"seat_1": [[100, 300], [256, 300], [256, 500], [100, 500], [100, 300]]})
+    assert z.polygons["seat_1"].tolist() == [[100, 300], [256, 300], [256, 500], [100, 500]]

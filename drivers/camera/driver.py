@@ -83,6 +83,8 @@ def _polygon(pts, where):
                 or not all(_number(v) for v in q):
             raise ValueError(f"{shape}, not {json.dumps(q, default=str)}")
     p = np.int32(np.float64([[float(v) for v in q] for q in pts]))     # as before: truncated
+    if len(p) > 3 and (p[0] == p[-1]).all():
+        p = p[:-1]          # closed by repeating its first corner (review32: accepted before)
     if _crossed(p):
         raise ValueError(f"{where}: its sides cross or touch, or it encloses nothing: list the "
                          f"corners in order round the zone, each once")
