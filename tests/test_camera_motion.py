@@ -50,18 +50,6 @@ def test_a_moving_cards_suit_its_index_left_open_is_the_faces(rec, monkeypatch):
     assert "Qd" not in [c for c, _ in rec.read_image(frame)]
 
 
-@pytest.mark.parametrize("table,seed,card", [("light_grey", 7, "Jc"), ("grey", 41, "9d")])
-def test_a_moving_card_the_deck_check_refused_is_read_on_its_smeared_edges(rec, monkeypatch, table, seed, card):
-    """A moving card read at both corners whose fingerprint failed on the outline found on its
-    smeared edges' steepest step is read again on their middle (scene.read_image); refused
-    without that retry (what this test is about), as on the code before it."""
-    from drivers.camera.scene import SceneReader
-    frame, cards = scene("cardsjs", table, "motion", seed)
-    assert sorted(c for c, _ in rec.read_image(frame)) == sorted(cards.values())
-    monkeypatch.setattr(SceneReader, "_smeared", lambda self, *a: None)
-    assert card not in [c for c, _ in rec.read_image(frame)]
-
-
 def _smeared_card(seed):
     """A card's face (200) on a table (60) as the refiner sees it, smeared by a 7-pixel streak
     at 30 degrees (the camera model's longest), with noise; its outline found 2 pixels off at

@@ -88,3 +88,22 @@ def test_a_turned_card_whose_corner_grazes_the_frames_edge_is_read(rec):
             assert c == cards[z] and q.min() >= -2 and q[:, 0].max() <= 1281 and q[:, 1].max() <= 721, (c, z)
         assert read == any(c == card and np.linalg.norm(q.mean(axis=0) - where[zone].mean(axis=0)) < 25
                            for c, q in got), table
+
+
+def test_a_defocused_responsive_queen_on_white_is_not_read_by_cardsjs_templates():
+    """The sweep's Responsive scene 0 on the white table under defocus (bench_camera.py: the
+    surface's and the condition's seed, the sweep's cardsJS templates): a retry of a card the deck
+    check refused on its edges' middle, merged for moving cards, let cardsJS's templates read
+    Responsive's Qd at seat 4 (the same artwork; the final sweep found it, the retry is out).
+    Responsive's 2d at seat 6 in the same frame is read by them on older code too (docs/camera.md:
+    another deck with the same artwork), so only the queen is asserted."""
+    from drivers.camera.driver import CameraDriver, Zones
+    from drivers.camera.synth import default_zones
+    zones = default_zones()
+    tmpl = cm.reference_templates("cardsjs", seed=cm.DECKS.index("cardsjs"))
+    d = CameraDriver(iter([]), Zones(zones), "visual", recognizer=VisualRecognizer(tmpl))
+    rng = np.random.default_rng(1000 * cm.SURFACES.index("white") + cm.CONDITIONS.index("defocus"))
+    cards = {z: CARDS[int(rng.integers(52))] for z in zones}
+    base, _ = cm.table_frame("responsive", cards, zones, "white", "defocus", rng)
+    assert cards["seat_4"] == "Qd"
+    assert "Qd" not in d.read_frame(base).get("seat_4", []), d.read_frame(base)

@@ -119,15 +119,6 @@ class SceneReader:
                         moved = self._smeared(bgr, q)
                         if moved is not None:
                             card, q, foreign = moved
-                elif foreign:
-                    # read at both corners, refused by the deck check: the outline of a card
-                    # moving lies on its smeared edges' steepest step, 2-4 px off at random,
-                    # and its index place and corners with it; the same card again on the
-                    # edges' middle, every check as on any outline (a sharp card's edges do
-                    # not move there: _smeared gives None; another deck's card stays refused)
-                    moved = self._smeared(bgr, q)
-                    if moved is not None and moved[0] == foreign:
-                        card, q, foreign = moved
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
