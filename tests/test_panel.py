@@ -198,10 +198,12 @@ def late_void(key_during, key_after):
         p.devices["void"]._hold_thread.stop()
         (key.drive_low if key_during else key.drive_high)()
         void.drive_low()
-        time.sleep(0.3)
         void.drive_high()
         (key.drive_low if key_after else key.drive_high)()
         del void._call_when_changed
+        # held 0.3 s by its edges' ticks (no sleep): the press's tick set back, the key's change
+        # before the release stays before it and the one after stays after
+        late[0] = (late[0][0] - 0.3, late[0][1])
         for t, s in late:
             PiPin._call_when_changed(void, t, s)
         return [e for e in events(q, 0, quiet=1.0) if e.button == "void"]
