@@ -271,8 +271,13 @@ def _card_unreadable(t, ev):
     shoe = t.shoe
     detail = {"source": source}
     e = expect(t)
-    if "detail" in ev and not (e is not None and e.what == "card" and e.face == "down"):
-        detail["detail"] = ev["detail"]   # never for the hole card: a reader's detail may name it
+    # A reader's detail may name a card: never while the hole card is awaited or lies unrevealed
+    # (a shoe frame conflicting with the hole card's number, read later, names it: issue #16's
+    # rule, as for the camera's sightings). It stays in the journal's input for the pit boss.
+    hole = (e is not None and e.what == "card" and e.face == "down") or (
+        t.round is not None and t.game.hidden(t.round) is not None)
+    if "detail" in ev and not hole:
+        detail["detail"] = ev["detail"]
     if shoe is not None:
         t = t.but(shoe=shoe.record(None, source, "unreadable"))
     return _irregular(t, "misread", detail, Pending("misread", None, expect(t)))

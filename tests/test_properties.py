@@ -632,6 +632,41 @@ def test_no_leak_the_shoe_s_detail_on_an_unreadable_hole_card():
     assert not _published(r.feed({"type": "card_unreadable", "detail": {"partial": "Ks"}}), "Ks")
 
 
+def test_no_leak_a_misread_s_detail_while_the_hole_card_lies_unrevealed():
+    """A reader's detail arriving after the hole card was dealt (a shoe frame conflicting with an
+    earlier number carries the card that frame read) is not published before the reveal."""
+    r = _to_the_hole("Ks")
+    assert expect(r.table).what == "decision"
+    out = r.feed({"type": "card_unreadable", "detail": {"seq": 11, "read": "Ks",
+                                                        "reason": "sequence conflict: number already used"}})
+    assert [o["code"] for o in out if o["type"] == "irregularity"] == ["misread"]
+    assert not _published(out, "Ks")
+
+
+def test_no_leak_the_shoe_frames_of_a_conflict_under_the_hole_card_s_number():
+    """The same path from the shoe's bytes: the hole card's frame comes again under its number
+    with other content (a re-read on a resend); the driver reports the conflict with the card it
+    read, and the engine publishes a misread that must not name it."""
+    from drivers import shoe_protocol as sp
+    from drivers.events import CardRead, CardUnreadable
+    from drivers.shoe import ShoeSession
+    got = []
+    sess = ShoeSession(got.append, lambda b: None)
+    sess.connected(0.0)
+    sess.data(sp.encode("HELLO", 0, "X", "1", "S", 1), 0.0)
+    r = _to_the_hole()
+    sess.data(sp.encode("CARD", 1, "Ks", 98), 0.1)            # the hole card, face down
+    sess.data(sp.encode("CARD", 1, "Ks", 97), 0.2)            # its number again, other content
+    reads = [e for e in got if isinstance(e, (CardRead, CardUnreadable))]
+    assert [type(e) for e in reads] == [CardRead, CardUnreadable]
+    assert reads[1].detail.get("read") == "Ks"
+    out = r.feed(reads[0].as_input())
+    assert not _published(out, "Ks") and expect(r.table).what == "decision"
+    out = r.feed(reads[1].as_input())
+    assert [o["code"] for o in out if o["type"] == "irregularity"] == ["misread"]
+    assert not _published(out, "Ks")
+
+
 def test_no_leak_a_camera_sighting_of_the_hole_code_ahead_of_a_seat_card():
     """Found by the state machine (lucky7: the hole card is dealt before the seats' second
     cards): the camera reports the hole card's code at a seat before the shoe's read there; the
