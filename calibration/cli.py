@@ -207,10 +207,17 @@ def _check_decks(a, passes, drv):
              f"- read interval: p50 {res['interval_ms']['p50']} ms, p95 {res['interval_ms']['p95']} ms"]
     problems = ([f"- missing: {c} x{n}" for c, n in res["missing"].items()]
                 + [f"- extra: {c} x{n}" for c, n in res["extra"].items()]
-                + [f"- foreign: {p}" for p in res["foreign"]]) or ["- none"]
+                + [f"- foreign: {p}" for p in res["foreign"]])
     if passes > 1:
         res["ok"] = res["read_rate"] >= a.threshold and not res["extra"] and not res["foreign"] \
             and not res["missing"]
+        if res["read_rate"] < a.threshold:
+            problems.append(f"- read rate {100 * res['read_rate']:.2f}% below the threshold "
+                            f"{100 * a.threshold:.2f}%")
+    elif res["unreadable"]:
+        # a FAIL must say why: an unreadable pass may have been any card, an extra one too
+        problems.append(f"- unreadable passes: {res['unreadable']} (each may have been any card)")
+    problems = problems or ["- none"]
     path = report(base, f"{'Read test' if passes > 1 else 'Shoe check'} ({a.port})",
                   a.operator, res, [("Figures", lines), ("Missing, extra and foreign cards", problems)],
                   [png])

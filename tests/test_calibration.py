@@ -449,3 +449,19 @@ def test_comments_beside_literal_string_names_stay_beside_them(tmp_path):
     assert any(ln.startswith("dealer = ") and split_comment(ln)[1] == "# the dealer's box" for ln in lines), lines
     assert not any(ln.startswith("seat_1") and split_comment(ln)[1] for ln in lines), lines
     assert tomllib.loads(path.read_text())["zones"]["dealer"] == [[1, 2], [3, 2], [3, 4], [1, 4]]
+
+
+def test_a_fail_for_an_unreadable_pass_says_so(shoe, tmp_path, capsys, when_ready):
+    """Every card read, none missing, extra or foreign, but one pass unreadable: the check fails
+    (that pass may have been any card) and its one-line result and report say why, not `none`."""
+    s = shoe(decks=1, seed=5)
+    s.cards = ["As"] + list(CARDS)              # the first pass comes out unreadable
+    s.deck_of = [2] + [1] * 52
+    s.unreadable_next()
+    when_ready(lambda: [s.deal() for _ in range(53)])
+    rc = main(["verify-deck", "--port", s.path, "--operator", "Bo", "--report-dir",
+               str(tmp_path), "--idle", "1.5"])
+    out = capsys.readouterr().out
+    assert rc == 1 and out.startswith("FAIL: 52 cards read; unreadable passes: 1")
+    md = [f for f in os.listdir(tmp_path) if f.endswith("verify-shoe.md")][0]
+    assert "- unreadable passes: 1 (each may have been any card)" in (tmp_path / md).read_text()
