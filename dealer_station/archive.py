@@ -219,8 +219,12 @@ def _export(args, journal, profile):
     if args.out == "-":
         r = export(journal, t_from, t_to, sys.stdout, profile)
     else:
-        with open(args.out, "w") as f:
-            r = export(journal, t_from, t_to, f, profile)
+        old = os.umask(0o077)   # a round under way names its hole card: as private as the journal
+        try:
+            with open(args.out, "w") as f:
+                r = export(journal, t_from, t_to, f, profile)
+        finally:
+            os.umask(old)
     print(f"exported inputs {r['from_input']}..{r['to_input']} ({r['inputs']} inputs, "
           f"{r['outputs']} outputs)", file=sys.stderr)
     return 0

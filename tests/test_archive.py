@@ -2,6 +2,7 @@
 back; recovery does not need them; the archive replays to the outputs that were published."""
 import gzip
 import json
+import os
 import random
 import sqlite3
 import subprocess
@@ -273,3 +274,21 @@ def test_export_a_time_range_replays_to_the_outputs_recorded(tmp_path):
                               "20"], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 1 and "no input in that time range (the journal's inputs run from " \
         "2026-11-30T12:00:01 to 2026-11-30T12:" in p.stdout
+
+
+def test_a_time_range_export_is_owner_only_like_the_journal(tmp_path):
+    """The range may end in a round under way: its inputs name the hole card. The file is as
+    private as the journal and `dealer-station export`'s, whatever the caller's umask."""
+    j = tmp_path / "journal.sqlite"
+    played(j, shoes=1).journal.close()
+    out = tmp_path / "dispute.jsonl"
+    old = os.umask(0o022)
+    try:
+        p = subprocess.run([sys.executable, "-m", "dealer_station.cli", "journal", "export",
+                            "--journal", str(j), "--from", "2020-01-01T00:00:00", "--to",
+                            "2099-01-01T00:00:00", "--format", "jsonl", "--out", str(out)],
+                           capture_output=True, text=True, cwd=ROOT)
+    finally:
+        os.umask(old)
+    assert p.returncode == 0, p.stderr
+    assert out.stat().st_mode & 0o077 == 0 and out.read_text()
