@@ -486,6 +486,10 @@ class Station:
         if not isinstance(start, int) or isinstance(start, bool) or start < 1:
             raise commands.CommandError("malformed", "resend.from: the first sequence number wanted",
                                         cmd["id"])
+        # as every other command: a field it does not take is an error, never silently dropped
+        extra = sorted(set(cmd) - {"type", "id", "from", "by", "reason"})
+        if extra:
+            raise commands.CommandError("malformed", f"resend.{extra[0]}: unknown field", cmd["id"])
         queued = {s for s, _ in self.pending}
         self.pending.extendleft(reversed([r for r in rows if r[0] not in queued]))
         reply = {"type": "reply", "id": cmd["id"], "status": "accepted",

@@ -402,6 +402,22 @@ def test_a_resend_sent_again_with_its_id_republishes_nothing(tmp_path):
     assert other["status"] == "accepted"
 
 
+def test_a_resend_with_a_field_it_does_not_take_is_refused_like_any_command(tmp_path):
+    """docs/protocol.md: a field the input's schema does not list is an error. A resend took any
+    field silently (a client's typo, `"form": 5`, beside `from`, republished from `from`)."""
+    r = _rig(tmp_path)
+    c = Clock(1e9, 0.0)
+    r.step(Command(b'{"id":"a","type":"shoe_loaded"}'), c)
+    r.st.pending.clear()
+    reply = next(e.payload for e in r.step(Command(b'{"id":"r1","type":"resend","from":1,'
+                                                   b'"form":5}'), c) if isinstance(e, Reply))
+    assert reply["status"] == "rejected" and reply["code"] == "malformed"
+    assert reply["reason"] == "resend.form: unknown field" and not r.st.pending
+    ok = next(e.payload for e in r.step(Command(b'{"id":"r2","type":"resend","from":1,'
+                                                b'"by":"pit"}'), c) if isinstance(e, Reply))
+    assert ok["status"] == "accepted"
+
+
 def test_a_card_input_is_never_logged(tmp_path):
     r = _rig(tmp_path)
     c = Clock(1e9, 0.0)
