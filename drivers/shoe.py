@@ -12,6 +12,19 @@ from .serial_link import SerialLink
 log = logging.getLogger(__name__)
 
 
+def _shape(data):
+    """A bad frame as the log may show it: its type and size, never its fields. A corrupted
+    CARD frame (or its tail after a lost '$') names a card, perhaps the hole card, and the log
+    never names a card (docs/architecture.md, "Secrets"); `shoe-calibrate monitor` shows the
+    bytes to a technician."""
+    kind = data[1:].replace(b"*", b",").split(b",")[0] if data.startswith(b"$") else b""
+    known = {**sp.EVENT_TYPES, **sp.INFO_TYPES, **sp.COMMANDS}
+    kind = kind if kind.isascii() and kind.decode() in known else b""   # a known word only
+    odd = sum(1 for b in data if not 32 <= b < 127)
+    return (f"{'$' + kind.decode() + ' ' if kind else ''}{len(data)} bytes"
+            + (f", {odd} not printable ASCII" if odd else ""))
+
+
 class ShoeSession:
     """Frames in, events out. `write` sends a command frame to the shoe.
 
@@ -106,8 +119,8 @@ class ShoeSession:
                 "reason": f"stalled: nothing from the shoe for {self.stall_timeout:g} s"}))
 
     def _log_bad(self, f, now):
-        self._warn(now, "bad", "%s: bad frame dropped (%s): %r; %d so far", self.name, f.reason,
-                   f.data[:40], self.counts["bad_frames"] + self.counts["unexpected"])
+        self._warn(now, "bad", "%s: bad frame dropped (%s): %s; %d so far", self.name, f.reason,
+                   _shape(f.data), self.counts["bad_frames"] + self.counts["unexpected"])
 
     def _warn(self, now, kind, *args):
         # one line per kind per 10 s at most: line noise or a babbling shoe must not flood the log
@@ -256,8 +269,9 @@ class ShoeSession:
         """An event under a number already used for another (or one too old to compare): a card
         may have left the shoe, so it is reported, outside the sequence (not acknowledged)."""
         self.counts["conflicts"] += 1
-        log.warning("%s: %s,%s conflicts with what was delivered under that number; reported and "
-                    "resynchronising", self.name, f.kind, ",".join(f.fields))
+        # kind and number only: the frame's card may be the hole card (never in the log)
+        log.warning("%s: %s %d conflicts with what was delivered under that number; reported and "
+                    "resynchronising", self.name, f.kind, f.seq)
         if f.kind == "CARD":
             self.emit(CardUnreadable("shoe", {"seq": f.seq, "read": f.fields[1],
                                               "reason": "sequence conflict: number already used"}))

@@ -122,3 +122,27 @@ def test_an_exception_in_the_session_marks_the_shoe_down_and_the_link_reopens(ri
     r.wait(lambda e: isinstance(e, DeviceState) and e.state == "connected" and e is not r.events[0])
     got = r.wait(lambda e: isinstance(e, CardRead))   # asked again after the reconnect
     assert got.card == card and r.driver.link.errors == 1 and r.driver.link._thread.is_alive()
+
+
+def test_no_card_of_a_bad_or_conflicting_frame_reaches_the_log(caplog):
+    """The log never names a card (it may be the hole card, docs/architecture.md "Secrets"): a
+    CARD frame corrupted on the line (its CRC fails, or its '$' is lost), and a frame conflicting
+    with a number already used, are logged by their kind and size or number, never their fields."""
+    import logging
+    from drivers.shoe import ShoeSession
+    got = []
+    s = ShoeSession(got.append, lambda b: None)
+    s.connected(0.0)
+    s.data(sp.encode("HELLO", 0, "X", "1", "S", 1), 0.0)
+    s.data(sp.encode("CARD", 1, "Kd", 98), 0.1)                  # the hole card, say
+    good = sp.encode("CARD", 2, "Qh", 98)
+    bad = good[:3] + bytes([good[3] ^ 0x20]) + good[4:]          # a flipped bit: CRC fails
+    with caplog.at_level(logging.WARNING, logger="drivers.shoe"):
+        s.data(bad, 10.0)
+        s.data(good[6:], 20.0)                                   # its '$' and type lost: 'Qh,98*..'
+        s.data(sp.encode("CARD", 1, "Kd", 97), 30.0)             # number 1 again, other content
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "bad frame dropped (checksum mismatch)" in text
+    assert "bad frame dropped (garbage between frames)" in text
+    assert "CARD 1 conflicts with what was delivered" in text
+    assert "Kd" not in text and "Qh" not in text
