@@ -269,3 +269,31 @@ def test_status_sees_a_daemon_whose_lock_file_it_cannot_read(tmp_path, monkeypat
         assert held(str(tmp_path / "other.sqlite")) is None
     finally:
         lock.release()
+
+
+def test_the_crash_test_closes_betting_only_on_seats_the_profile_has():
+    """`bench/crash_test.py --kills 500` (README) stalled at lucky7 (3 seats since 004): its driver
+    seated 1-7, the table refused the betting_closed, and the run ended in a TimeoutError. Every
+    betting_closed its driver sends for a card profile is one the engine takes."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    import crash_test
+    from controller import new_table, step
+
+    class Sent:
+        def __init__(self):
+            self.commands = []
+
+        def command(self, cmd, wait=True):
+            self.commands.append(cmd)
+
+    for name in crash_test.CARD_PROFILES:
+        profile = get_profile(name)
+        for seed in range(2026, 2046):
+            c = Sent()
+            crash_test.seated_driver(c, None, profile, seed).close_betting()
+            body = {k: v for k, v in c.commands[-1].items() if k != "id"}
+            t, _ = step(new_table(profile), {"type": "shoe_loaded"})
+            _, out = step(t, body)
+            assert not [o for o in out if o.get("code") == "malformed"], (name, seed, body, out)
