@@ -5,6 +5,7 @@ profiles through the real engine and the settlement code, on every core. Reprodu
 chunks are seeded from --seed and the chunk number, and merged in chunk order, so the figures do
 not depend on how many processes ran them.
 """
+import argparse
 import json
 import os
 import random
@@ -190,15 +191,31 @@ def run(args):
     return 0
 
 
+def _count(lo, hi=None):
+    """An argparse type: a whole number in lo..hi. A bad value is a usage error naming it, never a
+    traceback (--rounds 0), a silent default (--decks 0 ran 8) or nonsense (--decks -1)."""
+    def parse(text):
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if n < lo or (hi is not None and n > hi):
+            raise argparse.ArgumentTypeError(f"must be {lo}-{hi}, got {n}" if hi is not None
+                                             else f"must be at least {lo}, got {n}")
+        return n
+    return parse
+
+
 def add_parser(sub):
     a = sub.add_parser("analyze", help="game math: exact baccarat and Pairs, blackjack Monte Carlo")
     a.add_argument("game", choices=["luxury21", "european", "lucky7", "punto_banco", "pairs",
                                     "roulette"])
-    a.add_argument("--decks", type=int, default=None, help="exact analyses: decks in the shoe")
-    a.add_argument("--rounds", type=int, default=100_000, help="Monte Carlo: rounds to play")
+    a.add_argument("--decks", type=_count(1, 8), default=None,
+                   help="exact analyses: decks in the shoe (1-8)")
+    a.add_argument("--rounds", type=_count(1), default=100_000, help="Monte Carlo: rounds to play")
     a.add_argument("--strategy", choices=["easy", "normal", "hard"], default="hard")
     a.add_argument("--seed", type=int, default=1)
-    a.add_argument("--jobs", type=int, default=None, help="processes (default: every core)")
+    a.add_argument("--jobs", type=_count(1), default=None, help="processes (default: every core)")
     a.add_argument("--profile-file", default=None,
                    help="a profile TOML to simulate instead of the built-in (e.g. with a Lucky-7 pay table)")
     a.add_argument("--json", action="store_true", help="one JSON object instead of text")

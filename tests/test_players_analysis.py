@@ -164,6 +164,19 @@ def test_analyze_command_is_reproducible_and_independent_of_processes():
     assert set(one["bets"]) == {"main", "pairs"}
 
 
+@pytest.mark.parametrize("args,says", [
+    (["punto_banco", "--decks", "0"], "argument --decks: must be 1-8, got 0"),     # ran 8 decks
+    (["pairs", "--decks", "-1"], "argument --decks: must be 1-8, got -1"),         # RTP 0%
+    (["luxury21", "--rounds", "0"], "argument --rounds: must be at least 1, got 0"),  # KeyError
+    (["luxury21", "--rounds", "10", "--jobs", "-3"], "argument --jobs: must be at least 1"),
+])
+def test_analyze_refuses_a_bad_count_with_a_usage_error(args, says):
+    p = subprocess.run([sys.executable, "-m", "dealer_station.cli", "analyze", *args],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr
+    assert p.stdout == ""
+
+
 def test_analyze_exact_commands_print_the_figures():
     out = subprocess.run([sys.executable, "-m", "dealer_station.cli", "analyze", "punto_banco",
                           "--decks", "8"], capture_output=True, text=True, check=True).stdout
