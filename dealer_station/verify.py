@@ -56,6 +56,9 @@ def check_stream(items, public=None, allow_repeats=False):
     last = None                   # (seq, hash) of the last message applied
     count = repeats = 0
     for i, (where, text, m, seq) in enumerate(parsed):
+        if public is not None and "sig" not in m:
+            raise Problem(where, "altered", f"seq {seq}: not signed (no sig field: a table without "
+                                            f"a signing key, or the field was cut off)")
         if public is not None and not signing.signature_ok(text, public):
             raise Problem(where, "altered", f"seq {seq}: the signature does not match (a byte was "
                                             f"changed, or another key signed it)")

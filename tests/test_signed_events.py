@@ -98,6 +98,16 @@ def test_one_byte_changed_is_named(stream, key, tmp_path):
     assert r.returncode == 1 and f"line {i + 2}: altered: seq {i + 2}: prev is not the hash" in r.stdout
 
 
+def test_a_message_without_its_signature_is_named_as_unsigned(stream, key, tmp_path):
+    """A message with its sig cut off (or a table with no signing key) checked against a key:
+    refused, and said so, not blamed on a changed byte or another key."""
+    msgs = list(stream.stream[:10])
+    text, _ = signing.split(msgs[4])
+    msgs[4] = text
+    rc, out = verify(capture(tmp_path, msgs), key)
+    assert rc == 1 and "line 5: altered: seq 5: not signed (no sig field" in out, out
+
+
 def test_a_replayed_message_is_named(stream, key, tmp_path):
     msgs = list(stream.stream[:20])
     msgs.insert(15, msgs[6])
