@@ -74,10 +74,16 @@ def _command(shoe, cmd, rest):
     if cmd == "quit":
         return None
     if cmd == "deal":
+        if rest and not (rest[0].isdigit() and int(rest[0]) >= 1):
+            raise ValueError(f"deal N: N is a number of cards, at least 1, got {rest[0]!r}")
         n = int(rest[0]) if rest else 1
         cards = [shoe.deal() for _ in range(n)]
         return " ".join(c or "-" for c in cards)
     if cmd == "foreign":
+        from controller.cards import CARDS
+        if not rest or rest[0] not in CARDS:
+            raise ValueError("foreign CARD: the card the next read gives, e.g. 'foreign As'"
+                             + (f", got {rest[0]!r}" if rest else ""))
         shoe.foreign_next(rest[0])
         return "ok"
     if cmd == "status":

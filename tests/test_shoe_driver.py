@@ -396,3 +396,18 @@ def test_what_the_controller_receives_for_each_fault(rig, mode, fault):
     if not codes:
         assert [e.card for e in r.cards()] == dealt            # in order, none lost or doubled
         assert t.shoe.burned == 5
+
+
+def test_the_virtual_shoe_console_refuses_a_bad_argument_clearly():
+    """`table-sim shoe --pty` reads commands from a person: `foreign` without its card said
+    'error: list index out of range', `deal -5` dealt nothing and said nothing."""
+    from dealer_station.sim_cli import _command
+    shoe = VirtualShoe(decks=1, seed=1)          # not started: no pty needed to parse
+    for cmd, rest, says in [("foreign", [], r"foreign CARD: the card the next read gives"),
+                            ("foreign", ["ZZ"], r"got 'ZZ'"),
+                            ("deal", ["-5"], r"deal N: N is a number of cards, at least 1"),
+                            ("deal", ["x"], r"got 'x'")]:
+        with pytest.raises(ValueError, match=says):
+            _command(shoe, cmd, rest)
+    assert _command(shoe, "foreign", ["As"]) == "ok"
+    assert len(_command(shoe, "deal", ["2"]).split()) == 2
