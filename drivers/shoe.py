@@ -15,8 +15,8 @@ log = logging.getLogger(__name__)
 def _shape(data):
     """A bad frame as the log may show it: its type and size, never its fields. A corrupted
     CARD frame (or its tail after a lost '$') names a card, perhaps the hole card, and the log
-    never names a card (docs/architecture.md, "Secrets"); `shoe-calibrate monitor` shows the
-    bytes to a technician."""
+    never names a card (docs/architecture.md, "Secrets"). The raw bytes are for a technician's
+    serial terminal on a table out of play, not the daemon's log."""
     kind = data[1:].replace(b"*", b",").split(b",")[0] if data.startswith(b"$") else b""
     known = {**sp.EVENT_TYPES, **sp.INFO_TYPES, **sp.COMMANDS}
     kind = kind if kind.isascii() and kind.decode() in known else b""   # a known word only
