@@ -12,6 +12,7 @@ from .occluded import masked_face_score, occluders, visible
 # _centre and _norm: q.mean(axis=0) and np.linalg.norm's arithmetic, without their overhead
 from .outline import _centre, _norm, _refine_in
 from .indexplace import placed_shift
+from .smear import streaked
 
 _SHOW_KERNEL = np.ones((9, 9), np.uint8)
 VISIBLE = 0.6                     # a whole card partly under another is judged on what shows: most of it
@@ -119,6 +120,16 @@ class SceneReader:
                         moved = self._smeared(bgr, q)
                         if moved is not None:
                             card, q, foreign = moved
+                elif foreign:
+                    # read at both corners, refused by the deck check: a moving card's outline
+                    # lies on its smeared edges' steepest step, 2-4 px off at random, and its
+                    # index place and corners with it; the same card again on the edges' middle,
+                    # every check as on any outline. Only a measured streak (smear.py): on a
+                    # defocused card on a white table this let cardsJS's templates read
+                    # Responsive's Qd (tests/test_camera_table_foreign.py)
+                    moved = self._smeared(bgr, q) if streaked(self, bgr, q) else None
+                    if moved is not None and moved[0] == foreign:
+                        card, q, foreign = moved
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
