@@ -33,6 +33,8 @@ from bench_hands import ZONES, _hand_places, noisy  # noqa: E402
 from hunt_wrong import templates  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
+from drivers.camera.deckprint import corner_face_score  # noqa: E402
+from drivers.camera.index import TWIN, face  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 from drivers.camera.tracker import ZoneTracker  # noqa: E402
 
@@ -111,10 +113,21 @@ def _place(quad, truth):
     return truth[i] if d[i] < 0.2 * WIDTH else None
 
 
-def hunt(seeds, n, recs, count, wrong, decks=(), conditions=(), verbose=False):
+def margins(rec, f, card, quad):
+    """A covered card's distance from its twin-suit card (the guard twins.py gives whole cards):
+    (its suit's index score over the twin suit's at the read corner, None when not kept; the
+    face strips' score (deckprint.corner_face_score) for the card and for its twin)."""
+    grays = {}
+    rec.read_corner(f, quad, strict=True, keep=grays)
+    fa, twin = face(f, np.float32(quad)), card[0] + TWIN[card[1]]
+    return (rec._index_over_twin(card, grays, [quad]), corner_face_score(fa, rec.t.faces[card]),
+            corner_face_score(fa, rec.t.faces[twin]))
+
+
+def hunt(seeds, n, recs, count, wrong, decks=(), conditions=(), verbose=False, log=None):
     """Scenes `seeds` (only those of `decks` and `conditions` when given), `n` frames each,
     read with `recs` ({deck: VisualRecognizer}, filled as needed); counts into `count`, each
-    wrong read appended to `wrong`."""
+    wrong read appended to `wrong`; `log`: a file, each covered card's margins (one JSON a line)."""
     for seed in seeds:
         deck, _, cond, kind, _ = scene(seed)
         if decks and deck not in decks or conditions and cond not in conditions:
@@ -124,7 +137,8 @@ def hunt(seeds, n, recs, count, wrong, decks=(), conditions=(), verbose=False):
             recs[deck] = VisualRecognizer(templates(deck))
         rec, tracker, reported = recs[deck], ZoneTracker(3, 8), set()
         for i in range(n):
-            got = rec.read_image(noisy(base, rng))
+            f = noisy(base, rng)
+            got = rec.read_image(f)
             by_zone = collections.defaultdict(list)
             for (card, q), k in zip(got, rec.kinds):
                 there = _place(q, truth)
@@ -133,6 +147,13 @@ def hunt(seeds, n, recs, count, wrong, decks=(), conditions=(), verbose=False):
                 count["recognitions:" + cond] += 1
                 count["recognitions:" + kind] += 1
                 count["kind:" + k] += 1
+                if log is not None and k == "covered":
+                    im, mine, twin = margins(rec, f, card, q)
+                    log.write(json.dumps({"seed": seed, "frame": i, "deck": deck, "condition": cond,
+                                          "read": card, "there": there and there[0],
+                                          "index": None if im is None else round(im, 4),
+                                          "strips": round(mine, 4), "twin_strips": round(twin, 4)}) + "\n")
+                    log.flush()
                 if there is None or there[0] != card:
                     w = {"seed": seed, "frame": i, "deck": deck, "surface": table, "condition": cond,
                          "scene": kind, "read": card, "there": there and there[0], "how": k,
@@ -172,6 +193,7 @@ def main():
     ap.add_argument("--cpu", type=int, default=None)
     ap.add_argument("--decks", default="", help="only the scenes of these decks (comma-separated)")
     ap.add_argument("--conditions", default="", help="only the scenes of these conditions (comma-separated)")
+    ap.add_argument("--margins", default=None, help="a file: each covered card's twin-suit margins, one JSON a line")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
@@ -186,7 +208,7 @@ def main():
     count, wrong = collections.Counter(), []
     try:
         hunt(seeds, a.frames, {}, count, wrong, [d for d in a.decks.split(",") if d],
-             [x for x in a.conditions.split(",") if x], verbose)
+             [x for x in a.conditions.split(",") if x], verbose, open(a.margins, "w") if a.margins else None)
     except KeyboardInterrupt:       # a long hunt stopped by hand still says what it checked
         pass
     print(json.dumps({"seeds": a.seeds if a.replay is None else str(a.replay), "scenes": count["scenes"],
