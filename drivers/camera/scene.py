@@ -223,7 +223,7 @@ class SceneReader:
                     out.append((card, whole))
                     kinds.append("whole")
                     continue
-            if self._corner_of_deck(bgr, q, card):
+            if self._corner_of_deck(bgr, q, card, grays):
                 covered.append((card, q))
         for q, j in again:
             card, q, kind = self._read_occluded(bgr, q, shapes)

@@ -5,16 +5,25 @@ corners by just over the reader's margin. The face then decides: a suit the inde
 must be the face's by FACE_SUIT, what a suit read from a blurred index must show."""
 import numpy as np
 
+from .deckprint import corner_face_score
 from .index import FACE_SUIT, INK, TWIN
 
 # the read suit's index score over its twin's at the weaker corner under which the face must
 # also be the suit's: twice the reader's margin (the wrong reads found passed by 0.050-0.052;
 # spades and clubs are so alike at 125 pixels that nearly every black card's index is under it)
 TWIN_INDEX = 0.1
+# a covered card (one index corner, the face strips along its top and left sides) whose suit the
+# index leaves thin: its strips may be its twin's by no more than this. The strips do not part the
+# twins as a whole face does (the index takes most of them: correct reads' strips are the twin's
+# by up to 0.056 on the five tuned decks, 1,055 thin reads of bench/hunt_hands.py --margins, seeds
+# 50000-50146), so no positive margin can be asked; a blurred club read as a spade at one corner
+# had the twin's (its true card's) strips by 0.107-0.124 (the held-out Tigullio deck's 3c, 4c, 6c,
+# bench/hunt_hands.py scenes 165, 175, 201, 234)
+COVERED_TWIN = -0.06
 
 
 class Twins:
-    """Needs the recognizer's _by_colour, _groups and _face_over_twin."""
+    """Needs the recognizer's _by_colour, _groups, _face_over_twin and t (its templates)."""
 
     def _twins_apart(self, card, grays, corners, f):
         """Whether the card's suit stands clear of the other suit of its colour: at the index
@@ -28,6 +37,17 @@ class Twins:
         under defocus, refused now), most by 0.1 and more (docs/camera.md)."""
         index = self._index_over_twin(card, grays, corners)
         return index is None or index >= TWIN_INDEX or self._face_over_twin(f, card, FACE_SUIT)
+
+    def _covered_twins_apart(self, card, grays, quad, f, mine):
+        """Whether a covered card read at the index corner of `quad` stands clear of its twin
+        suit: at the index (by TWIN_INDEX) or, when the index leaves it thin, in the face strips
+        that show (`f`: its face; `mine`: the strips' score for `card`), which must not be the
+        twin card's by more than COVERED_TWIN's allowance."""
+        index = self._index_over_twin(card, grays, [quad])
+        if index is None or index >= TWIN_INDEX:
+            return True
+        twin = card[0] + TWIN[card[1]]
+        return mine - corner_face_score(f, self.t.faces[twin]) > COVERED_TWIN
 
     def _index_over_twin(self, card, grays, corners):
         """The read suit's best index score over its twin suit's at the weaker of `corners`, from

@@ -288,11 +288,14 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
         twin = card[0] + TWIN[card[1]]
         return face_score(f, self.t.faces[card]) - face_score(f, self.t.faces[twin]) > margin
 
-    def _corner_of_deck(self, bgr, quad, card):
+    def _corner_of_deck(self, bgr, quad, card, grays=None):
         """The deck check of a covered card, on what shows of it: the strips along its top and
-        left sides. (Its index's place and its corner's rounding are not checked: at 125 pixels
-        the located corner is too rough for them; docs/camera.md.)"""
-        return corner_face_score(face(bgr, quad), self.t.faces[card]) >= CORNER_FACE_MIN
+        left sides, and its suit clear of its twin (twins.py, from the read's scores in `grays`).
+        (Its index's place and its corner's rounding are not checked: at 125 pixels the located
+        corner is too rough for them; docs/camera.md.)"""
+        f = face(bgr, quad)
+        mine = corner_face_score(f, self.t.faces[card])
+        return mine >= CORNER_FACE_MIN and (grays is None or self._covered_twins_apart(card, grays, quad, f, mine))
 
     def _suit_by_face(self, f, a, b, short, margin=FACE_SUIT):
         """The card when each index corner read it or read its rank with the suit short of its
