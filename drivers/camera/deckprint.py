@@ -41,6 +41,10 @@ CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
 # deck's card may measure (Responsive's own cards at 125 pixels, sharp: at most 0.82 over the
 # learned 0.08 on four tables, every condition but the blurs: half ROUND_TOL_MIN)
 SHARP_OFF = ROUND_TOL_MIN / 2
+# image pixels: the largest blur defocus.estimate gives (its grid's last, refined by a parabola
+# through its neighbours at most a step beyond): a card measuring rounder than the square cut
+# could under it is not asked its blur (its cost)
+BLUR_MAX = 2.4
 
 
 def corner_face_score(f, learned, fx=CORNER_FACE[0], fy=CORNER_FACE[1]):
@@ -103,13 +107,15 @@ class DeckPrint:
         would put it (its cost: a rounded deck's card below it, a square deck's above SHARP_OFF)."""
         r = rounding(bgr, quad, canon)
         sigma = None
-        if blur is not None and not np.isnan(r) and (r < self.rounding if self.rounded()
-                                                     else r > self.rounding + SHARP_OFF):
-            b = blur()
-            if b is not None:
-                q = np.float32(quad)
-                width = float(min(np.linalg.norm(q[[1, 2, 3, 0]] - q, axis=1)))
-                sigma = b * canon[0] / max(width, 1.0)          # image pixels to canonical ones
+        if blur is not None and not np.isnan(r):
+            q = np.float32(quad)
+            scale = canon[0] / max(float(min(np.linalg.norm(q[[1, 2, 3, 0]] - q, axis=1))), 1.0)
+            most = BLUR_MAX * scale             # canonical pixels: the most the estimate gives
+            if (r <= (self.rounding + square_measure(most)) / 2 if self.rounded()
+                    else r > self.rounding + SHARP_OFF):
+                b = blur()
+                if b is not None:
+                    sigma = min(b * scale, most)        # image pixels to canonical ones
         return self.matches(r, shifts, sigma)
 
     def rounded(self):
