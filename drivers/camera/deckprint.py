@@ -14,9 +14,10 @@ layout pass the reader and the face check. Two measures, both cheap on a card al
 
 Tolerances come from the spread over the reference photos, with floors measured on held-out
 photos (docs/camera.md)."""
+import cv2
 import numpy as np
 
-from .rounding import SMALL, rounding  # noqa: F401  (the deck check measures it; re-exported)
+from .rounding import P, L, SMALL, _corner_roundings, rounding  # noqa: F401  (rounding re-exported)
 
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
 # canonical pixels (the ceiling for a card 300 pixels wide, more for a smaller one; between them
@@ -36,6 +37,14 @@ ASPECT_TOL = 0.05
 # degrees turned) at least CORNER_FACE_MIN like the learned one's: a fifth of the height along
 # the top, a quarter of the width down the left side.
 CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
+# canonical pixels: how far beyond what a square corner measures under the card's blur a square-cut
+# deck's card may measure (Responsive's own cards at 125 pixels, sharp: at most 0.82 over the
+# learned 0.08 on four tables, every condition but the blurs: half ROUND_TOL_MIN)
+SHARP_OFF = ROUND_TOL_MIN / 2
+# image pixels: the largest blur defocus.estimate gives (its grid's last, refined by a parabola
+# through its neighbours at most a step beyond): a card measuring rounder than the square cut
+# could under it is not asked its blur (its cost)
+BLUR_MAX = 2.4
 
 
 def corner_face_score(f, learned, fx=CORNER_FACE[0], fy=CORNER_FACE[1]):
@@ -91,13 +100,76 @@ class DeckPrint:
     def from_json(cls, d):
         return cls(d["rounding"], d["rounding_tol"], d["shift_tol"])
 
-    def matches(self, rounding_value, shifts):
+    def card_matches(self, bgr, quad, canon, shifts, blur=None):
+        """`matches` of the card outlined by `quad`, its rounding measured here (rounding.py).
+        `blur`: a callable giving the card's blur beyond the learned one (sigma, image pixels, or
+        None), asked only when the rounding lies on the side of the learned one that another cut
+        would put it (its cost: a rounded deck's card below it, a square deck's above SHARP_OFF)."""
+        r = rounding(bgr, quad, canon)
+        sigma = None
+        if blur is not None and not np.isnan(r):
+            q = np.float32(quad)
+            scale = canon[0] / max(float(min(np.linalg.norm(q[[1, 2, 3, 0]] - q, axis=1))), 1.0)
+            most = BLUR_MAX * scale             # canonical pixels: the most the estimate gives
+            if (r <= (self.rounding + square_measure(most)) / 2 if self.rounded()
+                    else r > self.rounding + SHARP_OFF):
+                b = blur()
+                if b is not None:
+                    sigma = min(b * scale, most)        # image pixels to canonical ones
+        return self.matches(r, shifts, sigma)
+
+    def rounded(self):
+        """Whether the deck's corners are cut round: a square cut (0) lies outside its window."""
+        return self.rounding - self.rounding_tol > 0
+
+    def nearer_other_cut(self, r, sigma):
+        """Whether a card measuring `r` under a blur of `sigma` (canonical pixels) lies nearer
+        another cut than this deck's. A blurred square corner measures rounder (square_measure:
+        0 sharp, 1.0 at sigma 3, 2.1 at 4), so the fixed window is too wide on sharp cards and
+        off on blurred ones (docs/camera.md: cardsJS and Responsive, the same artwork cut round
+        and square). A rounded deck: nearer what a square corner measures under this blur than
+        the learned rounding (a defocused Responsive card measured 2.02-2.15, inside cardsJS'
+        3.95 +- 2). A square-cut deck: more than SHARP_OFF beyond what its corner measures under
+        this blur (a sharp cardsJS card on a white table measured 1.85-2.04, inside Responsive's
+        0.08 +- 2). The learned corner's own rise under blur is left out of a rounded deck's
+        judgement (it only moves its own cards away from the square cut's)."""
+        if sigma is None:
+            return False
+        if self.rounded():
+            return r <= (self.rounding + square_measure(sigma)) / 2
+        return r > self.rounding + square_measure(sigma) + SHARP_OFF
+
+    def matches(self, rounding_value, shifts, sigma=None):
         """Whether a read card is of this deck: its rounding within tolerance, and at one of its
         index corners at least the rank and suit where this deck's lie (`shifts`: per corner the
         largest of the rank's and the suit's x and y shift)."""
         if np.isnan(rounding_value) or abs(rounding_value - self.rounding) > self.rounding_tol:
             return False
+        if self.nearer_other_cut(rounding_value, sigma):
+            return False
         return min(shifts) <= self.shift_tol
+
+
+def _square_corner(sigma, k=8):
+    """A square-cut card's corner patch as rounding.py samples it (card at (P, P), light card on
+    a dark table), blurred by `sigma` canonical pixels."""
+    n = (L + 2 * P) * k
+    yy, xx = (np.mgrid[0:n, 0:n] + 0.5) / k
+    img = np.where((xx >= P) & (yy >= P), 200.0, 60.0).astype(np.float32)
+    img = cv2.resize(img, (L + 2 * P, L + 2 * P), interpolation=cv2.INTER_AREA)
+    return cv2.GaussianBlur(img, (0, 0), sigma) if sigma > 0 else img
+
+
+# what rounding.py measures of a square corner blurred by each sigma (canonical pixels): computed
+# once from the measuring code itself, not tuned (0 up to sigma 1, 1.0 at 3, 2.1 at 4)
+_SIGMAS = np.arange(0.0, 6.01, 0.25)
+_SQUARE = np.float64([_corner_roundings(_square_corner(s)[None])[0] for s in _SIGMAS])
+_SQUARE = np.maximum.accumulate(np.nan_to_num(_SQUARE))
+
+
+def square_measure(sigma):
+    """The rounding a square-cut corner measures under a blur of `sigma` canonical pixels."""
+    return float(np.interp(sigma, _SIGMAS, _SQUARE))
 
 
 def aspect(quad):

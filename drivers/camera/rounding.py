@@ -186,6 +186,13 @@ def _side_rounding(a, side, other):
 def rounding(bgr, quad, canon):
     """The card's corner rounding, in canonical pixels: the median of its four corners (a glare
     or a covered corner spoils one)."""
+    vals = [v for v in corners_rounding(bgr, quad, canon) if not math.isnan(v)]
+    return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
+
+
+def corners_rounding(bgr, quad, canon):
+    """Each of the card's four corners' rounding (canonical pixels, nan where not measured), as
+    rounding() takes their median."""
     cw, ch = canon
     patches = []
     for k in range(4):
@@ -220,5 +227,4 @@ def rounding(bgr, quad, canon):
     if sum(not math.isnan(v) for v in per) < 2:
         # too few corners whose two sides agree: those measured by one side, in any channel
         per = [mended.get(k, np.nan) if math.isnan(v) else v for k, v in enumerate(per)]
-    vals = [v for v in per if not math.isnan(v)]
-    return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
+    return per

@@ -4,7 +4,7 @@ so that they touch or lie partly under another; each read only as its kind may b
 import cv2
 import numpy as np
 
-from .deckprint import SMALL, rounding
+from .deckprint import SMALL
 from .find import find_cards, in_frame
 from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
 from .index import CH, CW, FACE_H, FACE_MIN, FACE_MIN_SMALL, FACE_W, LAID, STRICT, face
@@ -80,9 +80,10 @@ class SceneReader:
         face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
         if masked_face_score(face(bgr, quad), self.t.faces[card], vis) < face_min:
             return None, None, None
-        if kind == "whole" and not self.t.print.matches(
-                rounding(bgr, quad, (CW, CH)),
-                [placed_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners]):
+        if kind == "whole" and not self.t.print.card_matches(
+                bgr, quad, (CW, CH),
+                [placed_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners],
+                blur=lambda: self.defocus_of(bgr, quad)):
             return None, None, None
         return card, q, kind
 

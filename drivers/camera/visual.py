@@ -9,7 +9,7 @@ import numpy as np
 
 from . import defocus
 from . import streak as motion
-from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, rounding, visible_face_score
+from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, visible_face_score
 from .hands import both_corners
 from .index import (
     BLURRED_MIN, CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, TWIN,
@@ -278,9 +278,10 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
         elif not self._twins_apart(card, grays, corners or both_corners(quad), f):
             return False        # a blurred club read as a spade (docs/camera.md)
         # another deck with a like face: its corners or its index placed otherwise
-        return self.t.print.matches(rounding(bgr, quad, (CW, CH)),
-                                    [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
-                                     for q in corners or both_corners(quad)])
+        return self.t.print.card_matches(bgr, quad, (CW, CH),
+                                         [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
+                                          for q in corners or both_corners(quad)],
+                                         blur=lambda: self.defocus_of(bgr, quad))
 
     def _face_over_twin(self, f, card, margin):
         """Whether the card's face `f` is more like `card`'s than like the same rank's in the
