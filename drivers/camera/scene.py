@@ -83,7 +83,7 @@ class SceneReader:
         if kind == "whole" and not self.t.print.card_matches(
                 bgr, quad, (CW, CH),
                 [placed_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners],
-                blur=lambda: self.defocus_of(bgr, quad)):
+                blur=self._blur_for_cut(bgr, quad)):
             return None, None, None
         return card, q, kind
 
@@ -127,8 +127,10 @@ class SceneReader:
                     # index place and corners with it; the same card again on the edges' middle,
                     # every check as on any outline. Only a measured streak (smear.py): on a
                     # defocused card on a white table this let cardsJS's templates read
-                    # Responsive's Qd (tests/test_camera_table_foreign.py)
-                    moved = self._smeared(bgr, q) if streaked(self, bgr, q) else None
+                    # Responsive's Qd (tests/test_camera_table_foreign.py). At the table's
+                    # scale only, where it was measured (the photos' foreign check was not run)
+                    moved = (self._smeared(bgr, q) if self.t.card_size[0] < SMALL
+                             and streaked(self, bgr, q) else None)
                     if moved is not None and moved[0] == foreign:
                         card, q, foreign = moved
                 if card:

@@ -260,6 +260,14 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
         or None (no index ink of a clear colour)."""
         return defocus.estimate(bgr, both_corners(quad), self.t, self._defocused)
 
+    def _blur_for_cut(self, bgr, quad):
+        """The card's blur for the deck check's cut (deckprint.nearer_other_cut), at the table's
+        scale only: it was measured there (bench/probe_foreign_frames.py); the photo scale keeps
+        its fixed window, measured on bench_webcam.py's photos, until it is measured too."""
+        if self.t.card_size[0] >= SMALL:
+            return None
+        return lambda: self.defocus_of(bgr, quad)
+
     def _of_deck(self, bgr, quad, card, grays, f=None, hidden=(), corners=None):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
         the caller has it), then its fingerprint. `hidden`: the outlines of cards lying over part
@@ -281,7 +289,7 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
         return self.t.print.card_matches(bgr, quad, (CW, CH),
                                          [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                           for q in corners or both_corners(quad)],
-                                         blur=lambda: self.defocus_of(bgr, quad))
+                                         blur=self._blur_for_cut(bgr, quad))
 
     def _face_over_twin(self, f, card, margin):
         """Whether the card's face `f` is more like `card`'s than like the same rank's in the
