@@ -66,7 +66,7 @@ def test_square_corners_measure_rounder_under_blur():
     assert s[0] == pytest.approx(0, abs=0.05) and all(b >= a for a, b in zip(s, s[1:])) and s[-1] > 2
 
 
-@pytest.mark.parametrize("learned", [0.08, 2.07, 3.95, 4.49])
+@pytest.mark.parametrize("learned", [0.08, 2.07, 2.60, 3.95, 4.49])
 def test_the_learned_rounding_itself_is_never_refused(learned):
     """A card measuring the learned rounding (or more of a rounded deck's, less of a square
     deck's) passes under any blur at which a square corner still measures less than the learned
@@ -76,5 +76,20 @@ def test_the_learned_rounding_itself_is_never_refused(learned):
         if p.rounded() and sigma is not None and square_measure(sigma) >= learned:
             assert not p.matches(learned, [0.0, 0.0], sigma)
             continue
-        for r in (learned, learned + 0.5 if p.rounded() else learned - 0.5):
+        for r in ((learned, learned + 0.5) if p.rounded() else (learned, learned - 0.5)
+                  if p.cut() == "square" else (learned, learned - 0.5, learned + 0.5)):
             assert p.matches(r, [0.0, 0.0], sigma), (learned, sigma, r)
+
+
+@pytest.mark.parametrize("learned, cut", [(0.08, "square"), (-0.5, "square"), (2.07, None),
+                                          (2.60, None), (3.41, "round"), (4.49, "round")])
+def test_a_deck_between_the_cuts_keeps_its_fixed_window(learned, cut):
+    """svg-cards (2.07) and KDE Standard (2.60) lie between a square and a round cut: the
+    blur-aware rule would refuse their own cards that measure square-ish (it cost svg-cards 27 of
+    560 cards in the sweep), so under any blur they keep the fixed window."""
+    p = DeckPrint(learned, 2.0, 3.0)
+    assert p.cut() == cut
+    if cut is None:
+        for sigma in np.arange(0, 4.7, 0.25):
+            for r in np.arange(learned - 1.9, learned + 1.9, 0.1):
+                assert p.matches(r, [0.0, 0.0], sigma) == p.matches(r, [0.0, 0.0])
