@@ -261,11 +261,12 @@ class SceneReader:
         wholes = list(out)      # read whole: a covered read on one naming another card is refused
         for card, q in covered:
             mine = _in_blobs(blobs, q)
+            if copy(card, q) or on_another(q, card, wholes):
+                continue
             # another deck's card over it (overlapping: the same hand, not a card beside it)
             # refuses it; a card of the deck in its blob vouches for the blob
-            if copy(card, q) or on_another(q, card, wholes) or any(not ok and cv2.intersectConvexConvex(q, j)[0] > 0.1 * area
-                                    for j, ok in judged) or not any(
-                                        ok for (_, ok), h in zip(judged, hands) if h & mine):
+            if any(not ok and cv2.intersectConvexConvex(q, j)[0] > 0.1 * area for j, ok in judged) \
+                    or not any(ok for (_, ok), h in zip(judged, hands) if h & mine):
                 continue
             out.append((card, q))
             kinds.append("covered")
