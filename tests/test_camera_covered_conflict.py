@@ -91,11 +91,13 @@ def _quad(x, y, w=125, h=175):
     return np.float32([[x, y], [x + w, y], [x + w, y + h], [x, y + h]])
 
 
-def test_on_another_refuses_only_another_card_over_the_index():
-    covered = _quad(100, 100)                   # its index near (119, 121)
-    over = _quad(90, 110)                       # a whole card over that index
-    beside = _quad(140, 100)                    # a whole card over its body, the index clear
-    assert on_another(covered, "As", [("Ac", over)])
-    assert not on_another(covered, "Ac", [("Ac", over)])        # the same card: no conflict
-    assert not on_another(covered, "As", [("Ac", beside)])      # a hand's top card beside the index
-    assert not on_another(covered, "As", [])
+def test_on_another_refuses_only_another_card_at_the_same_place():
+    covered = _quad(100, 100)
+    same = _quad(104, 97)                       # a whole card at its place (4-5 px off)
+    hand_top = _quad(137, 138)                  # a hand's top card, dealt 0.3 w and 0.22 h over
+    neighbour = _quad(40, 60)                   # a turned neighbour under its index corner
+    assert on_another(covered, "As", [("Ac", same)], 125)
+    assert not on_another(covered, "Ac", [("Ac", same)], 125)       # the same card: no conflict
+    assert not on_another(covered, "As", [("Ac", hand_top)], 125)
+    assert not on_another(covered, "As", [("8c", neighbour)], 125)
+    assert not on_another(covered, "As", [], 125)

@@ -49,14 +49,15 @@ def masked_face_score(f, learned, vis):
     return best
 
 
-def on_another(quad, card, wholes):
-    """Whether a covered card read `card` at the index corner of `quad` (its tl) where a card read
-    whole in the same frame (`wholes`: [(card, quad)]) naming another card lies over its index: a
-    covered card's index shows, so a whole card over it is the same paper read twice, and the two
-    reads conflict; neither guess is taken for the covered one (hunt_hands scene 260: the held-out
-    Tigullio deck's moving Ac read whole, one of its own index corners read As as a covered card,
-    its strips the club's by 0.018, its index the spade's by 0.030; its quad 0.99 on the Ac's)."""
-    q = np.float32(quad)
-    x, y = q[0] + 0.15 * (q[1] - q[0]) + 0.12 * (q[3] - q[0])    # the index (scene._in_blobs' point)
-    return any(c != card and cv2.pointPolygonTest(np.float32(p).reshape(-1, 1, 2), (float(x), float(y)), False) >= 0
-               for c, p in wholes)
+def on_another(quad, card, wholes, width):
+    """Whether a covered card read `card` at the index corner of `quad` lies where a card read
+    whole in the same frame (`wholes`: [(card, quad)]) naming another card lies: its centre within
+    a quarter of a card's `width` of that card's (scene.py's "a whole card found there"), the same
+    paper read twice, and the two reads conflict; neither guess is taken for the covered one
+    (hunt_hands scene 260: the held-out Tigullio deck's moving Ac read whole, one of its own index
+    corners read As as a covered card, its strips the club's by 0.018, its index the spade's by
+    0.030, its centre 4 px from the Ac's). Not where the index lies inside another card's outline:
+    a turned card's corner lying over its neighbour's is read there rightly (synth's 8s on an 8c)."""
+    c = np.float32(quad).mean(axis=0)
+    return any(k != card and float(np.linalg.norm(np.float32(p).mean(axis=0) - c)) < 0.25 * width
+               for k, p in wholes)

@@ -261,7 +261,7 @@ class SceneReader:
         wholes = list(out)      # read whole: a covered read on one naming another card is refused
         for card, q in covered:
             mine = _in_blobs(blobs, q)
-            if copy(card, q) or on_another(q, card, wholes):
+            if copy(card, q) or on_another(q, card, wholes, w):
                 continue
             # another deck's card over it (overlapping: the same hand, not a card beside it)
             # refuses it; a card of the deck in its blob vouches for the blob
