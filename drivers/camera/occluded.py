@@ -47,3 +47,17 @@ def masked_face_score(f, learned, vis):
         b = lf[vis] - lf[vis].mean()
         best = max(best, float(a @ b) / max(float(np.sqrt((a @ a) * (b @ b))), 1e-9))
     return best
+
+
+def on_another(quad, card, wholes, width):
+    """Whether a covered card read `card` at the index corner of `quad` lies where a card read
+    whole in the same frame (`wholes`: [(card, quad)]) naming another card lies: its centre within
+    a quarter of a card's `width` of that card's (scene.py's "a whole card found there"), the same
+    paper read twice, and the two reads conflict; neither guess is taken for the covered one
+    (hunt_hands scene 260: the held-out Tigullio deck's moving Ac read whole, one of its own index
+    corners read As as a covered card, its strips the club's by 0.018, its index the spade's by
+    0.030, its centre 4 px from the Ac's). Not where the index lies inside another card's outline:
+    a turned card's corner lying over its neighbour's is read there rightly (synth's 8s on an 8c)."""
+    c = np.float32(quad).mean(axis=0)
+    return any(k != card and float(np.linalg.norm(np.float32(p).mean(axis=0) - c)) < 0.25 * width
+               for k, p in wholes)

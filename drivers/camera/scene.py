@@ -8,7 +8,7 @@ from .deckprint import SMALL
 from .find import find_cards, in_frame
 from .hands import both_corners, corner_gray, hand_corners, refine_corner, whole_card
 from .index import CH, CW, FACE_H, FACE_MIN, FACE_MIN_SMALL, FACE_W, LAID, STRICT, face
-from .occluded import masked_face_score, occluders, visible
+from .occluded import masked_face_score, occluders, on_another, visible
 # _centre and _norm: q.mean(axis=0) and np.linalg.norm's arithmetic, without their overhead
 from .outline import _centre, _norm, _refine_in
 from .indexplace import placed_shift
@@ -260,13 +260,15 @@ class SceneReader:
             k and d == c and _norm(_centre(p) - _centre(q)) < 0.25 * w
             for p, k, d in judged)]
         hands = [_in_blobs(blobs, q) for q, _ in judged]
+        wholes = list(out)      # read whole: a covered read on one naming another card is refused
         for card, q in covered:
             mine = _in_blobs(blobs, q)
+            if copy(card, q) or on_another(q, card, wholes, w):
+                continue
             # another deck's card over it (overlapping: the same hand, not a card beside it)
             # refuses it; a card of the deck in its blob vouches for the blob
-            if copy(card, q) or any(not ok and cv2.intersectConvexConvex(q, j)[0] > 0.1 * area
-                                    for j, ok in judged) or not any(
-                                        ok for (_, ok), h in zip(judged, hands) if h & mine):
+            if any(not ok and cv2.intersectConvexConvex(q, j)[0] > 0.1 * area for j, ok in judged) \
+                    or not any(ok for (_, ok), h in zip(judged, hands) if h & mine):
                 continue
             out.append((card, q))
             kinds.append("covered")
