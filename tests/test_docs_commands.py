@@ -32,6 +32,8 @@ NOT_RUN = {
     ".venv/bin/python bench/bench_webcam.py": "the technician-photo benchmark: minutes (docs/camera.md)",
     ".venv/bin/python bench/bench_hands.py": "the hands and rotation benchmark: minutes (docs/camera.md)",
     ".venv/bin/python bench/diag_": "camera diagnosis runs: minutes (docs/camera.md)",
+    ".venv/bin/python bench/hunt_hands.py": "a hunt for wrong reads in hands: hours (docs/camera.md)",
+    ".venv/bin/python bench/probe_foreign_frames.py": "a per-frame foreign probe: minutes (docs/camera.md)",
     ".venv/bin/python bench/bench_capture.py": "correct reference sets captured: minutes (docs/camera.md)",
     "./scripts/fetch-decks": "the npm registry (network) and rsvg-convert; the decks are committed",
     ".venv/bin/table-sim --tables": "a studio with 60 s outages: minutes (tests/test_studio.py runs a short one)",
