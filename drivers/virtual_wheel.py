@@ -78,6 +78,18 @@ class VirtualWheel:
     def garble_next(self):
         self.faults.add("garble")
 
+    def ball_out_next(self):
+        """The next spin's ball leaves the wheel: no number comes (the wheel stays in no more
+        bets) until `respin()`, when the dealer has declared the no-spin and launches again."""
+        self.faults.add("ball_out")
+
+    def respin(self):
+        """The dealer launches the ball again after a ball out: the same game, from state 2."""
+        with self._lock:
+            if "ball_out" in self.faults and self.state == 4:
+                self.faults.discard("ball_out")
+                self._enter(2)
+
     # -- the wheel ----------------------------------------------------------------------------
 
     def _send(self, text):
@@ -152,6 +164,8 @@ class VirtualWheel:
                 self.persist["no_ball"] -= 1
                 return
             self.flags &= ~1
+            if self.state == 4 and "ball_out" in self.faults:
+                return                        # the ball is off the wheel: no number to read
             self.phase_left -= 1
             if self.phase_left > 0:
                 return

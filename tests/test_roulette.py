@@ -321,6 +321,31 @@ def test_miss_spin_voids_and_the_wheel_spins_again_after_the_acknowledgement(whe
     assert numbers(got)[0].spin == 1 and "*R" in w.received
 
 
+def test_a_ball_out_gives_no_number_until_the_dealer_launches_again(wheel):
+    """The table-sim's no-spin (issue #18): the ball leaves the wheel, so no number may reach the
+    table before the pit boss's no_spin command does, however slow the machine (a CI run lost
+    the race: the number came first and the no-spin was refused). Then the same game, spun again,
+    gives its one number."""
+    w, d, q = wheel(seed=7)
+    w.ball_out_next()
+    d.command("run")
+    d.command("start_game")
+    got = drain(q, lambda g: any(isinstance(e, WheelState) and e.state == 4 for e in g))
+    seen = d.session.counts["status"]
+    end = time.monotonic() + 10
+    while d.session.counts["status"] < seen + 20 and time.monotonic() < end:   # 4x the phase
+        try:
+            got.append(q.get(timeout=0.05))
+        except queue.Empty:
+            pass
+    assert d.session.counts["status"] >= seen + 20
+    assert w.state == 4 and not numbers(got)
+    w.respin()
+    got += drain(q, lambda g: len(numbers(g)) >= 1)
+    assert [n.spin for n in numbers(got)] == [1]
+    assert not [e for e in got if isinstance(e, WheelException)]
+
+
 def test_a_failed_launch_that_recovers_is_ignored_and_one_that_persists_is_reported(wheel):
     w, d, q = wheel(seed=6)
     w.failed_launch_next(periods=3)          # 60 ms: under the 150 ms the rule ignores

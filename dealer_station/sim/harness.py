@@ -283,6 +283,10 @@ class Harness:
             if name == "double_number":
                 w.double_number_next()
             else:
+                if name == "no_spin":
+                    # the ball leaves the wheel before the pit boss's command: no number can
+                    # beat the command to the table, however slow the machine
+                    w.ball_out_next()
                 self.pending_fault.append(name)
         elif name == "broker_restart":
             self.broker.kill()
@@ -350,6 +354,8 @@ class Harness:
             self.say(f"round {m['round']} {how} by {m['by']}: {m['reason']}")
         elif t == "spin_void":
             self.resolutions.setdefault("no_spin", Counter())["re-spun"] += 1
+            if self.wheel:
+                self.wheel.respin()      # the dealer launches again (after a ball out)
             self.say(f"round {m['round']}: spin void ({m['reason']}), spun again")
         elif t == "device_fault":
             self.down.add(m["device"])
