@@ -9,64 +9,15 @@ club, face strips the club's by 0.018: neither twin guard could part them). Repl
 import numpy as np
 import pytest
 
-from controller.cards import CARDS
-from drivers.camera import camera_model as cm
 from drivers.camera.occluded import on_another
-from drivers.camera.synth import default_zones
-from drivers.camera.visual import VisualRecognizer
+from hunt_scenes import hunted_turned, tigullio as _tigullio
 
 pytestmark = pytest.mark.camera_decks      # issue 17's group (tests/conftest.py), by marker
-ZONES = default_zones()
-COND_WEIGHTS = dict({c: 1.0 for c in cm.CONDITIONS}, motion=6.5, defocus=6.5)
-TWIN_SUIT = {"s": "c", "c": "s", "h": "d", "d": "h"}
-RANK_PAIRS = ("69", "38", "QK", "56", "7T", "JQ", "A4", "89", "23")
-
-
-def _deal(rng, n):
-    out = []
-    while len(out) < n:
-        r = rng.random()
-        if r < 0.45:
-            c = CARDS[int(rng.integers(52))]
-            pair = [c, c[0] + TWIN_SUIT[c[1]]]
-        elif r < 0.85:
-            a, b = RANK_PAIRS[int(rng.integers(len(RANK_PAIRS)))]
-            s = "shdc"[int(rng.integers(4))]
-            pair = [a + s, b + (s if rng.random() < 0.5 else TWIN_SUIT[s])]
-        else:
-            pair = [CARDS[int(rng.integers(52))]]
-        if rng.random() < 0.5:
-            pair = pair[::-1]
-        out += [c for c in pair if c not in out]
-    return out[:n]
-
-
-def hunted_turned(seed, n=5):
-    """bench/hunt_hands.py's turned-cards scene `seed`: (deck, surface, condition,
-    [(card, quad)], `n` frames with fresh sensor noise)."""
-    rng = np.random.default_rng([33, seed])
-    deck = cm.DECKS[int(rng.integers(len(cm.DECKS)))]
-    table = cm.SURFACES[int(rng.integers(len(cm.SURFACES)))]
-    p = np.float64([COND_WEIGHTS[c] for c in cm.CONDITIONS])
-    cond = cm.CONDITIONS[int(rng.choice(len(p), p=p / p.sum()))]
-    assert rng.random() >= 0.6             # a turned-cards scene
-    frame = cm.surface(table, 1280, 720, rng)
-    faces, zones, truth = cm.load_deck(deck), cm.framed(ZONES, 125), []
-    for z, c in zip(zones, _deal(rng, len(zones))):
-        q = cm.pose(rng, "rotation", np.float32(zones[z]).mean(axis=0), 125,
-                    faces[c].shape[0] / faces[c].shape[1])
-        cm.lay(frame, faces[c], q)
-        truth.append((c, q))
-    base = cm.camera(frame, rng, cond)
-    frames = [np.clip(base.astype(np.int16) + rng.integers(-3, 4, base.shape), 0, 255).astype(np.uint8)
-              for _ in range(n)]
-    return deck, table, cond, truth, frames
 
 
 @pytest.fixture(scope="module")
 def tigullio():
-    # the sweep's templates of the held-out deck (bench_camera: its seed is its place in DECKS)
-    return VisualRecognizer(cm.reference_templates("tigullio", seed=cm.DECKS.index("tigullio")))
+    return _tigullio()
 
 
 def test_a_covered_read_on_a_card_read_whole_as_another_is_refused(tigullio):
