@@ -15,7 +15,7 @@ GROUPS = {
     "core": ("test_baccarat", "test_blackjack", "test_calibration", "test_camera", "test_daemon",
              "test_harness", "test_harness_runs", "test_panel", "test_players_analysis",
              "test_profiles_cards", "test_properties", "test_purity", "test_replay", "test_roulette",
-             "test_service", "test_settlement", "test_shoe_driver", "test_shoe_protocol",
+             "test_service", "test_settlement", "test_shoe_driver", "test_shoe_protocol", "test_shoe_status",
              "test_table"),
     # issue #15's own: the station core, one Game interface
     "station": ("test_station", "test_layering"),
