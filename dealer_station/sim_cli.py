@@ -219,7 +219,8 @@ def table_main(argv):
                     pit_boss=a.pit_boss == "sim",
                     progress_every=a.progress if a.plain else 0.0)
     except ValueError as e:          # a bad scenario, an unknown profile or fault
-        print(f"table-sim: {e}", file=sys.stderr)
+        for line in str(e).splitlines():     # a profile file's errors: all of them, one a line
+            print(f"table-sim: {line}", file=sys.stderr)
         return 2
 
     def stop(*_):      # a TERM stops the table like Ctrl-C: report, then stop the children
