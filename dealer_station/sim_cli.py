@@ -157,12 +157,20 @@ def _wheel_command(w, words):
     return "ok"
 
 
+KNOWN_COMMANDS = "shoe --pty, wheel --pty"
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "shoe":
         return shoe_main(argv[1:])
     if argv and argv[0] == "wheel":
         return wheel_main(argv[1:])
+    if argv and not argv[0].startswith("-"):
+        # argparse alone said "unrecognized arguments: shoes", naming neither shoe nor wheel
+        print(f"table-sim: unknown command {argv[0]!r}; known: {KNOWN_COMMANDS}, or none for a "
+              f"whole table (table-sim --help)", file=sys.stderr)
+        return 2
     return table_main(argv)
 
 
@@ -175,7 +183,8 @@ def table_main(argv):
     from .sim.harness import Harness
     ap = argparse.ArgumentParser(prog="table-sim", description="a whole simulated table: the real "
                                  "daemon, a broker, a virtual shoe or wheel, a virtual camera, the "
-                                 "dealer panel on mock pins, a simulated dealer and betting system")
+                                 "dealer panel on mock pins, a simulated dealer and betting system",
+                                 epilog=f"other commands: {KNOWN_COMMANDS} (each with --help)")
     ap.add_argument("--profile", default=None, help="luxury21 (the default), european, lucky7, "
                     "punto_banco, roulette")
     ap.add_argument("--rounds", type=int, default=None, help="rounds to play (0: until stopped)")

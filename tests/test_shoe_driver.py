@@ -434,3 +434,14 @@ def test_the_virtual_consoles_name_the_commands_they_know_and_refuse_a_bad_statu
     assert _wheel_command(w, ["no_ball", "x"]).startswith("error: no_ball PERIODS: a number")
     assert _wheel_command(w, ["no_ball", "3"]) == "ok" and w.persist["no_ball"] == 3
     assert _wheel_command(w, ["quit"]) is None
+
+
+def test_table_sim_names_its_commands_for_one_it_does_not_know():
+    """`table-sim shoes` said "unrecognized arguments: shoes", naming neither shoe nor wheel."""
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "shoes", "--pty"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == ("table-sim: unknown command 'shoes'; known: shoe --pty, wheel --pty, "
+                                "or none for a whole table (table-sim --help)")
