@@ -364,19 +364,20 @@ class ShoeSession:
             self.write(sp.encode("ACK", f.seq))
 
     def _statuses(self, settled, now):
-        """Publish the settled statuses, then the fault they (or a status that will not settle)
-        amount to, once per change."""
-        for (door, jam, sensor, light, gate), seq in settled:
+        """Publish the settled statuses, each with the fault it amounts to, then whether the
+        reports will not settle; a DeviceState once per change of the faults."""
+        for status, seq in settled:
+            door, jam, sensor, light, gate = status
             self.emit(ShoeStatus(seq, door, jam == "1", sensor, light, gate))
-        shown = self.status.published
-        faults = set()
-        if shown is not None:
-            door, jam, sensor, light, _ = shown
-            faults = {x for x, bad in (("door open", door == "open"), ("jam", jam == "1"),
-                                       ("sensor fault", sensor != "ok"),
-                                       ("low light", light != "ok")) if bad}
-        if self.status.unstable(now):
-            faults.add("status unstable")   # a contact chattering for seconds is a fault itself
+            self._faults({x for x, bad in (("door open", door == "open"), ("jam", jam == "1"),
+                                           ("sensor fault", sensor != "ok"),
+                                           ("low light", light != "ok")) if bad})
+        unstable = self.status.unstable(now)
+        if unstable != ("status unstable" in self.faults):
+            # a contact chattering for seconds is a fault itself, until one status settles
+            self._faults(self.faults ^ {"status unstable"})
+
+    def _faults(self, faults):
         faults = frozenset(faults)
         if faults != self.faults:
             self.faults = faults

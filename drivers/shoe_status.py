@@ -26,7 +26,7 @@ class StatusDebounce:
         self.settle = settle
         self.unstable_after = unstable_after
         self.published = None     # the last status published
-        self.pending = None       # (status, since) the latest report, not yet published
+        self.pending = None       # (status, since, tag): the latest report, not yet published
         self.unsettled_since = None   # when the reports first left the published status
 
     def frame(self, status, now, tag=None):
