@@ -100,7 +100,7 @@ def _command(shoe, cmd, rest):
                                  + " ".join(f"{k}={'|'.join(v)}" for k, v in STATUS_WORDS.items()))
             kw[key] = value
         if "jam" in kw:
-            kw["jam"] = kw["jam"] in ("1", "true")
+            kw["jam"] = kw["jam"] == "1"
         shoe.status(**kw)
         return "ok"
     if cmd == "codebook":
