@@ -38,7 +38,12 @@ ROULETTE_PAYOUTS = Roulette.payouts
 
 
 class ProfileError(ValueError):
-    """A profile mapping that does not describe a valid profile; the message names the key."""
+    """A profile mapping that does not describe a valid profile. `errors`: every problem found,
+    each naming its key (section.key); the message is them all, one per line."""
+
+    def __init__(self, errors):
+        self.errors = [errors] if isinstance(errors, str) else list(errors)
+        super().__init__("\n".join(self.errors))
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ def get_profile(name):
         raise ProfileError(f"unknown profile {name!r}; built in: {', '.join(BUILTIN)}") from None
 
 
-def _ratio(key, v):
+def _ratio(where, v):
     """A payout: an integer, or "a:b" (3:2), or "a/b"; positive, exact."""
     try:
         if isinstance(v, bool):
@@ -147,9 +152,9 @@ def _ratio(key, v):
         else:
             raise ValueError
     except (ValueError, ZeroDivisionError):
-        raise ProfileError(f"payouts.{key}: expected a ratio like 3:2 or an integer, got {v!r}") from None
+        raise ProfileError(f"{where}: expected a ratio like 3:2 or an integer, got {v!r}") from None
     if r < 0:
-        raise ProfileError(f"payouts.{key}: must not be negative, got {v!r}")
+        raise ProfileError(f"{where}: must not be negative, got {v!r}")
     return r
 
 
@@ -187,60 +192,82 @@ _RULES = {  # key: (type, lo, hi, choices)
 
 def profile_from_mapping(data, where="profile"):
     """Build a Profile from a mapping: `base` names a built-in profile to start from (required
-    unless every field is given), other keys override it. Raises ProfileError naming the key."""
+    unless every field is given), other keys override it. Raises ProfileError naming every bad
+    key at once (a profile file is fixed in one go, not one error per try)."""
     if not isinstance(data, dict):
         raise ProfileError(f"{where}: expected a table, got {type(data).__name__}")
     data = dict(data)
+    errors = []
+
+    def checked(fn, *args):
+        try:
+            return True, fn(*args)
+        except ProfileError as e:
+            errors.extend(e.errors)
+            return False, None
+
     base = data.pop("base", None)
+    values = {}
+    base_ok = True
     if base is not None:
-        start = get_profile(_check(where, "base", base, str))
-        values = {f.name: getattr(start, f.name) for f in fields(Profile)}
-    else:
-        values = {}
+        base_ok, start = checked(lambda: get_profile(_check(where, "base", base, str)))
+        if base_ok:
+            values = {f.name: getattr(start, f.name) for f in fields(Profile)}
     known = {f.name for f in fields(Profile)}
     for key, v in data.items():
         if key not in known:
-            raise ProfileError(f"{where}.{key}: unknown key (known: base, {', '.join(sorted(known))})")
-        if key == "peek":
+            errors.append(f"{where}.{key}: unknown key (known: base, {', '.join(sorted(known))})")
+        elif key == "peek":
             if not isinstance(v, list) or any(p not in PEEK_CARDS for p in v):
-                raise ProfileError(f"{where}.peek: expected a list of 'ace'/'ten', got {v!r}")
-            values[key] = tuple(p for p in PEEK_CARDS if p in v)
+                errors.append(f"{where}.peek: expected a list of 'ace'/'ten', got {v!r}")
+            else:
+                values[key] = tuple(p for p in PEEK_CARDS if p in v)
         elif key == "payouts":
             if not isinstance(v, dict):
-                raise ProfileError(f"{where}.payouts: expected a table, got {v!r}")
+                errors.append(f"{where}.payouts: expected a table, got {v!r}")
+                continue
             allowed = (BLACKJACK_PAYOUTS + PAIRS_PAYOUTS + LUCKY7_PAYOUTS + BACCARAT_PAYOUTS
                        + ROULETTE_PAYOUTS)
             merged = dict(values.get("payouts", {}))
             for k, r in v.items():
                 if k not in allowed:
-                    raise ProfileError(f"{where}.payouts.{k}: unknown payout (known: {', '.join(allowed)})")
-                merged[k] = _ratio(k, r)
+                    errors.append(f"{where}.payouts.{k}: unknown payout (known: {', '.join(allowed)})")
+                else:
+                    ok, ratio = checked(_ratio, f"{where}.payouts.{k}", r)
+                    if ok:
+                        merged[k] = ratio
             values[key] = FrozenMap(merged)
         else:
-            values[key] = _check(where, key, v, *_RULES[key])
-    missing = [k for k in ("name", "game", "decks") if k not in values]
-    if missing:
-        raise ProfileError(f"{where}.{missing[0]}: missing (or give base = a built-in profile)")
+            ok, value = checked(_check, where, key, v, *_RULES[key])
+            if ok:
+                values[key] = value
+    if base_ok:   # with a bad base, what it would have given is not missing
+        errors += [f"{where}.{k}: missing (or give base = a built-in profile)"
+                   for k in ("name", "game", "decks") if k not in values and k not in data]
+    if errors:
+        raise ProfileError(errors)
     p = Profile(**values)
     _consistent(p, where)
     return p
 
 
 def _consistent(p, where):
+    """Rules across keys, each broken one reported (once the keys themselves are valid)."""
     game = _GAMES[p.game]
+    errors = []
     problem = game.profile_problem(p)
     if problem:
-        raise ProfileError(f"{where}.{problem[0]}: {problem[1]}")
+        errors.append(f"{where}.{problem[0]}: {problem[1]}")
     if p.cut_card_from_back is not None and p.cut_card_from_back >= p.cards:
-        raise ProfileError(f"{where}.cut_card_from_back: {p.cut_card_from_back} is not inside a "
-                           f"{p.decks}-deck shoe")
+        errors.append(f"{where}.cut_card_from_back: {p.cut_card_from_back} is not inside a "
+                      f"{p.decks}-deck shoe")
     if p.even_money and not p.insurance:
-        raise ProfileError(f"{where}.even_money: even money is offered with insurance; set insurance")
+        errors.append(f"{where}.even_money: even money is offered with insurance; set insurance")
     if p.insurance and "ace" not in p.peek:
-        raise ProfileError(f"{where}.insurance: insurance needs the dealer to peek on an ace")
-    for k in game.payouts:
-        if k not in p.payouts:
-            raise ProfileError(f"{where}.payouts.{k}: missing")
+        errors.append(f"{where}.insurance: insurance needs the dealer to peek on an ace")
+    errors += [f"{where}.payouts.{k}: missing" for k in game.payouts if k not in p.payouts]
+    if errors:
+        raise ProfileError(errors)
 
 
 def with_changes(profile, **changes):

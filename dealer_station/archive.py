@@ -239,6 +239,7 @@ def archive_inputs(lines):
 
 
 def _cmd(args):
+    import sys
     from .config import ConfigError, read_config
     journal, profile = args.journal, None
     if journal is None:
@@ -247,7 +248,7 @@ def _cmd(args):
             journal, profile = cfg["paths"]["journal"], cfg["profile"]
         except ConfigError as e:
             for line in e.errors:
-                print(f"dealer-station: {line}")
+                print(f"dealer-station: {line}", file=sys.stderr)
             return 2
     try:
         if args.action == "verify":
@@ -257,7 +258,8 @@ def _cmd(args):
             return _export(args, journal, profile)
         r = archive(journal, args.out, args.keep_shoes, args.keep_rounds, profile)
     except (ArchiveError, sqlite3.Error, OSError) as e:
-        print(f"dealer-station journal: {e}")
+        # standard error: `export --out -` writes the export itself on standard output
+        print(f"dealer-station journal: {e}", file=sys.stderr)
         return 1
     print(json.dumps(r) if r else f"{journal}: nothing to archive (no more than "
                                   f"{args.keep_shoes} shoes, or {args.keep_rounds} roulette rounds)")

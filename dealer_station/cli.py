@@ -209,7 +209,8 @@ def main(argv=None):
     try:
         return args.func(args)
     except ProfileError as e:
-        print(f"dealer-station: {e}", file=sys.stderr)
+        for x in e.errors:
+            print(f"dealer-station: {x}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

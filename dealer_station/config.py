@@ -86,7 +86,7 @@ def check_config(data):
         try:
             cfg["profile"] = load_profile(cfg["table"]["profile"])
         except ProfileError as e:
-            errors.append(f"table.profile: {e}")
+            errors += [f"table.profile: {x}" for x in e.errors]    # every one, not the first
     return cfg, errors
 
 

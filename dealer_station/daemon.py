@@ -451,7 +451,12 @@ class Daemon:
         elif t is Timer:
             self.timer_at = e.deadline
         elif t is Status:
-            self.link.publish_status(e.doc)
+            # Retained: only the latest counts, and it travels through the broker. One made while
+            # the link is down (the shoe's HELLO before the first connect) would be queued by paho
+            # and delivered ahead of the birth saying the broker is "connecting"; the birth on
+            # connect (BrokerUp) carries the state then.
+            if self.station.devices.get("broker", {}).get("state") == "connected":
+                self.link.publish_status(e.doc)
             self.console_dirty = self.hub is not None
         elif t is Lights:
             if self.panel is not None:

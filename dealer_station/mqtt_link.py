@@ -14,6 +14,7 @@ import logging
 import socket
 import ssl
 import sys
+import threading
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
@@ -54,6 +55,8 @@ CONFIG = Section("broker", {
     "reconnect_min_s": Key(int, 1, lo=1, hi=60),
     "reconnect_max_s": Key(int, 10, lo=1, hi=600),
     "inflight": Key(int, 100, lo=1, hi=1000),
+    # a CONNACK not come this long after CONNECT is said at once (paho itself waits keepalive_s)
+    "connack_timeout_s": Key(int, 5, lo=1, hi=60),
 }, _check_config)
 
 
@@ -142,11 +145,61 @@ class MqttLink:
         c.on_subscribe = self._on_subscribe
         c.on_message = self._on_message
         no_delay(c)
+        opened = c.on_socket_open
+        c.on_socket_open = lambda cl, userdata, sock: (opened(cl, userdata, sock),
+                                                       self._connect_sent())
+        # the CONNACK watch: paho's thread and the timer's share these
+        self._lock = threading.Lock()
+        self._attempt = 0               # bumped per CONNECT and per answer: a timer names its own
+        self._waiting = False           # CONNECT sent, nothing back yet
+        self._silent = False            # ... and its silence said
+        self._timer = None
         self.client = c
 
     # -- paho's thread: enqueue only -----------------------------------------------------------
 
+    def _where(self):
+        return f"{self.cfg['host']}:{self.cfg['port']}"
+
+    def _connect_sent(self):
+        """The socket is open and paho sends CONNECT now: a broker answers within milliseconds.
+        A server that is not a broker (a web server, ssh, a database on the wrong port) answers
+        never or with bytes paho cannot read, which paho alone reports only after keepalive_s as
+        "Keep alive timeout" or at once as "Unspecified error"."""
+        with self._lock:
+            self._attempt += 1
+            self._waiting, self._silent = True, False
+            self._cancel_timer()
+            self._timer = threading.Timer(self.cfg["connack_timeout_s"], self._no_connack,
+                                          (self._attempt,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _cancel_timer(self):
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _answered(self):
+        """This attempt is over (CONNACK or disconnect): (CONNECT unanswered, already said so)."""
+        with self._lock:
+            state = (self._waiting, self._silent)
+            self._attempt += 1
+            self._waiting = self._silent = False
+            self._cancel_timer()
+            return state
+
+    def _no_connack(self, attempt):
+        with self._lock:
+            if attempt != self._attempt or not self._waiting:
+                return
+            self._silent = True
+        self._refused(f"{self._where()} did not answer CONNECT within "
+                      f"{self.cfg['connack_timeout_s']} s: not an MQTT broker? "
+                      f"(check broker.host and broker.port)")
+
     def _on_connect(self, client, userdata, flags, reason_code, properties):
+        self._answered()
         if reason_code.is_failure:
             self.enqueue(("mqtt", "refused", str(reason_code)))
             return
@@ -163,8 +216,17 @@ class MqttLink:
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):
         accepted, self._accepted = self._accepted, False
         error, self._errors.last = self._errors.last, None
-        if accepted or error is None:
+        unanswered, said = self._answered()
+        if said and not accepted:
+            return                      # the silence was said already (_no_connack)
+        if accepted or (error is None and not unanswered):
             self.enqueue(("mqtt", "disconnected", str(reason_code)))
+            return
+        if error is None:
+            # closed, or answered with bytes that are not MQTT, before any CONNACK
+            self._refused(f"{self._where()} closed the connection before answering CONNECT "
+                          f"({reason_code}): not an MQTT broker? (check broker.host and "
+                          f"broker.port)")
             return
         # dropped before its CONNACK: the broker refused the connection (a TLS client
         # certificate it requires, say); said once per cause, not on every retry
@@ -256,3 +318,5 @@ class MqttLink:
                 pass
         self.client.disconnect()
         self.client.loop_stop()
+        with self._lock:
+            self._cancel_timer()

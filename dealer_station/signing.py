@@ -19,6 +19,7 @@ The private key is a PEM (PKCS#8) file readable by its owner only: a key that th
 world may read is refused (as ssh does), since anyone who reads it can sign results.
 """
 import base64
+import errno
 import hashlib
 import json
 import os
@@ -99,6 +100,20 @@ def load_public(path):
     return key
 
 
+def _why_not_written(path, e):
+    """What to do about a key file that could not be created, by cause."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if e.errno == errno.EEXIST:
+        return f"signing key {path}: already exists (an existing key is never overwritten)"
+    if e.errno == errno.ENOENT and not os.path.isdir(folder):
+        return (f"signing key {path}: the folder {folder} does not exist; create it first "
+                f"(sudo install -d -m 0750 {folder})")
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return (f"signing key {path}: the folder {folder} is not writable by this user "
+                f"(run keygen as its owner, e.g. with sudo)")
+    return f"signing key {path}: {e.strerror}"
+
+
 def generate(path):
     """A new key pair: `path` (private, mode 0600, never overwritten) and `path`.pub (public PEM).
     Returns the key id."""
@@ -108,8 +123,7 @@ def generate(path):
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as e:
-        raise KeyFileError(f"signing key {path}: {e.strerror} (an existing key is never "
-                           f"overwritten)") from None
+        raise KeyFileError(_why_not_written(path, e)) from None
     with os.fdopen(fd, "wb") as f:
         f.write(pem)
     pub = key.public_key()

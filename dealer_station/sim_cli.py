@@ -61,6 +61,11 @@ def shoe_main(argv):
     return 0
 
 
+# the status a virtual shoe can report (docs/shoe-protocol.md, STAT)
+STATUS_WORDS = {"door": ("open", "closed"), "jam": ("0", "1"), "sensor": ("ok", "fault"),
+                "light": ("ok", "low")}
+
+
 def _command(shoe, cmd, rest):
     faults = {"corrupt": shoe.corrupt_next, "drop": shoe.drop_next,
               "lose": lambda: shoe.drop_next(resendable=False), "unreadable": shoe.unreadable_next,
@@ -87,9 +92,15 @@ def _command(shoe, cmd, rest):
         shoe.foreign_next(rest[0])
         return "ok"
     if cmd == "status":
-        kw = dict(w.split("=", 1) for w in rest)
+        kw = {}
+        for w in rest:
+            key, _, value = w.partition("=")
+            if value not in STATUS_WORDS.get(key, ()):
+                raise ValueError(f"status: {w!r}: expected "
+                                 + " ".join(f"{k}={'|'.join(v)}" for k, v in STATUS_WORDS.items()))
+            kw[key] = value
         if "jam" in kw:
-            kw["jam"] = kw["jam"] in ("1", "true")
+            kw["jam"] = kw["jam"] == "1"
         shoe.status(**kw)
         return "ok"
     if cmd == "codebook":
@@ -97,7 +108,9 @@ def _command(shoe, cmd, rest):
     if cmd in faults:
         faults[cmd]()
         return "ok"
-    raise ValueError(f"unknown command {cmd!r}")
+    known = ["deal", "foreign", "status", *faults, "codebook",
+             *(["layout"] if hasattr(shoe, "wrong_layout_next") else []), "quit"]
+    raise ValueError(f"unknown command {cmd!r}; known: {', '.join(known)}")
 
 
 def wheel_main(argv):
@@ -112,26 +125,39 @@ def wheel_main(argv):
     args = ap.parse_args(argv)
     w = VirtualWheel(seed=args.seed, period=args.period, link=args.link)
     print(w.start(), flush=True)
-    acts = {"miss_spin": lambda r: w.miss_spin_next(),
-            "failed_launch": lambda r: w.failed_launch_next(int(r[0]) if r else 10),
-            "no_ball": lambda r: w.no_ball_next(int(r[0]) if r else 12),
-            "fault": lambda r: w.component_fault(r[0] if r else "12"),
-            "garble": lambda r: w.garble_next()}
     try:
         for line in sys.stdin:
             words = line.split()
             if not words:
                 continue
-            if words[0] == "quit":
+            reply = _wheel_command(w, words)
+            if reply is None:
                 break
-            if words[0] in acts:
-                acts[words[0]](words[1:])
-                print("ok", flush=True)
-            else:
-                print(f"error: unknown command {words[0]!r}", flush=True)
+            print(reply, flush=True)
     finally:
         w.close()
     return 0
+
+
+def _wheel_command(w, words):
+    """One line of the wheel's console -> its one-line answer (None: quit)."""
+    acts = {"miss_spin": lambda r: w.miss_spin_next(),
+            "failed_launch": lambda r: w.failed_launch_next(int(r[0]) if r else 10),
+            "no_ball": lambda r: w.no_ball_next(int(r[0]) if r else 12),
+            "fault": lambda r: w.component_fault(r[0] if r else "12"),
+            "garble": lambda r: w.garble_next()}
+    cmd, rest = words[0], words[1:]
+    if cmd == "quit":
+        return None
+    if cmd not in acts:
+        return f"error: unknown command {cmd!r}; known: {', '.join(acts)}, quit"
+    if cmd in ("failed_launch", "no_ball") and rest and not (rest[0].isdigit() and int(rest[0]) >= 1):
+        return f"error: {cmd} PERIODS: a number of status periods, at least 1, got {rest[0]!r}"
+    acts[cmd](rest)
+    return "ok"
+
+
+KNOWN_COMMANDS = "shoe --pty, wheel --pty"
 
 
 def main(argv=None):
@@ -140,6 +166,11 @@ def main(argv=None):
         return shoe_main(argv[1:])
     if argv and argv[0] == "wheel":
         return wheel_main(argv[1:])
+    if argv and not argv[0].startswith("-"):
+        # argparse alone said "unrecognized arguments: shoes", naming neither shoe nor wheel
+        print(f"table-sim: unknown command {argv[0]!r}; known: {KNOWN_COMMANDS}, or none for a "
+              f"whole table (table-sim --help)", file=sys.stderr)
+        return 2
     return table_main(argv)
 
 
@@ -152,7 +183,8 @@ def table_main(argv):
     from .sim.harness import Harness
     ap = argparse.ArgumentParser(prog="table-sim", description="a whole simulated table: the real "
                                  "daemon, a broker, a virtual shoe or wheel, a virtual camera, the "
-                                 "dealer panel on mock pins, a simulated dealer and betting system")
+                                 "dealer panel on mock pins, a simulated dealer and betting system",
+                                 epilog=f"other commands: {KNOWN_COMMANDS} (each with --help)")
     ap.add_argument("--profile", default=None, help="luxury21 (the default), european, lucky7, "
                     "punto_banco, roulette")
     ap.add_argument("--rounds", type=int, default=None, help="rounds to play (0: until stopped)")
@@ -219,7 +251,8 @@ def table_main(argv):
                     pit_boss=a.pit_boss == "sim",
                     progress_every=a.progress if a.plain else 0.0)
     except ValueError as e:          # a bad scenario, an unknown profile or fault
-        print(f"table-sim: {e}", file=sys.stderr)
+        for line in str(e).splitlines():     # a profile file's errors: all of them, one a line
+            print(f"table-sim: {line}", file=sys.stderr)
         return 2
 
     def stop(*_):      # a TERM stops the table like Ctrl-C: report, then stop the children

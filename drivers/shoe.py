@@ -8,6 +8,7 @@ from controller.cards import INDEX
 from . import shoe_protocol as sp
 from .events import CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello, ShoeStatus
 from .serial_link import SerialLink
+from .shoe_status import StatusDebounce
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,8 @@ class ShoeSession:
     """
 
     def __init__(self, emit, write, min_confidence=90, resend_timeout=0.25, resend_tries=3,
-                 stall_timeout=3.0, name="shoe", auto_ack=True, resume=None, max_gap=sp.MAX_GAP):
+                 stall_timeout=3.0, name="shoe", auto_ack=True, resume=None, max_gap=sp.MAX_GAP,
+                 status_settle=0.2):
         self.emit = emit
         # auto_ack False: the owner acknowledges with ack(seq) once it has the event safe (the
         # daemon, after its journal commit), so a crash in between loses nothing: the shoe resends.
@@ -64,6 +66,9 @@ class ShoeSession:
         self.last_heard = None
         self.stalled = False
         self.faults = frozenset()
+        # STAT reports are published once settled (a bouncing door is one change, not dozens)
+        self.status = StatusDebounce(status_settle)
+        self.now = 0.0
         self.logged = {}            # log line kind -> when last written (rate limit)
         if resume is not None:  # (boot, last sequence number journaled) from a previous run
             self.boot, self.last = resume
@@ -86,6 +91,7 @@ class ShoeSession:
         self.emit(DeviceState(self.name, "disconnected", {"reason": reason}))
 
     def data(self, data, now):
+        self.now = now              # the link's clock, for the frames delivered below
         self.last_heard = now
         if self.stalled:
             self.stalled = False
@@ -99,6 +105,7 @@ class ShoeSession:
             self._frame(f, now)
 
     def tick(self, now):
+        self._statuses(self.status.tick(now), now)
         if self.ask_pending and now - self.last_ask >= self.resend_timeout:
             self._ask_hello(now)
         if self.gap_deadline is not None and now >= self.gap_deadline:
@@ -352,18 +359,30 @@ class ShoeSession:
         elif k == "CUT":
             self.emit(CutCard(f.seq))
         elif k == "STAT":
-            door, jam, sensor, light, gate = f.fields[1:]
-            st = ShoeStatus(f.seq, door, jam == "1", sensor, light, gate)
-            self.emit(st)
-            faults = frozenset(x for x, bad in (("door open", door == "open"), ("jam", st.jam),
-                                                ("sensor fault", sensor != "ok"),
-                                                ("low light", light != "ok")) if bad)
-            if faults != self.faults:
-                self.faults = faults
-                self.emit(DeviceState(self.name, "fault" if faults else "ok",
-                                      {"reason": ", ".join(sorted(faults))} if faults else {}))
+            self._statuses(self.status.frame(tuple(f.fields[1:]), self.now, f.seq), self.now)
         if self.auto_ack:
             self.write(sp.encode("ACK", f.seq))
+
+    def _statuses(self, settled, now):
+        """Publish the settled statuses, each with the fault it amounts to, then whether the
+        reports will not settle; a DeviceState once per change of the faults."""
+        for status, seq in settled:
+            door, jam, sensor, light, gate = status
+            self.emit(ShoeStatus(seq, door, jam == "1", sensor, light, gate))
+            self._faults({x for x, bad in (("door open", door == "open"), ("jam", jam == "1"),
+                                           ("sensor fault", sensor != "ok"),
+                                           ("low light", light != "ok")) if bad})
+        unstable = self.status.unstable(now)
+        if unstable != ("status unstable" in self.faults):
+            # a contact chattering for seconds is a fault itself, until one status settles
+            self._faults(self.faults ^ {"status unstable"})
+
+    def _faults(self, faults):
+        faults = frozenset(faults)
+        if faults != self.faults:
+            self.faults = faults
+            self.emit(DeviceState(self.name, "fault" if faults else "ok",
+                                  {"reason": ", ".join(sorted(faults))} if faults else {}))
 
     def ack(self, seq):
         self.write(sp.encode("ACK", seq))

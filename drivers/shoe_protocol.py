@@ -15,6 +15,7 @@ EVENT_TYPES = {"CARD": 2, "UNRD": 1, "CUT": 0, "STAT": 5}   # type: fields after
 INFO_TYPES = {"HB": 0, "HELLO": 4, "GONE": 2}
 # host -> shoe
 COMMANDS = {"ID": 0, "QST": 0, "ACK": 1, "RSND": 1, "LED": 2, "GATE": 1}
+HEX_DIGITS = b"0123456789ABCDEF"   # the checksum's digits: upper case only (docs/shoe-protocol.md)
 SEQ_MOD = 10000          # sequence numbers 0-9999, wrapping
 # The furthest ahead of the last delivered event a frame's sequence number may be before the host
 # believes it: the shoe keeps at least this many unacknowledged events to resend, so a larger jump
@@ -69,11 +70,15 @@ def decode(line: bytes):
     if star < 0 or len(line) - star != 5:
         return BadFrame(line, "no '*CCCC' checksum")
     body = line[1:star]
+    check = line[star + 1:]
+    # exactly as the spec writes it: int(x, 16) alone would also take 'f998', '+F99', '0xF9', 'F_98'
+    if not all(c in HEX_DIGITS for c in check):
+        return BadFrame(line, "checksum not four upper-case hex digits")
     try:
-        want = int(line[star + 1:], 16)
         text = body.decode("ascii")
     except ValueError:
-        return BadFrame(line, "checksum or body not ASCII hex/text")
+        return BadFrame(line, "body not ASCII text")
+    want = int(check, 16)
     if crc16(body) != want:
         return BadFrame(line, "checksum mismatch")
     parts = text.split(",")

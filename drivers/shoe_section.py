@@ -22,6 +22,7 @@ CONFIG = Section("shoe", {
     "min_confidence": Key(int, 90, lo=0, hi=100),
     "resend_timeout_ms": Key(int, 250, lo=20, hi=5000),
     "stall_timeout_s": Key(float, 3.0, lo=0.5, hi=60),
+    "status_settle_ms": Key(int, 200, lo=0, hi=1000),    # v1: a STAT must hold this long
     "double_fire_ms": Key(int, 300, lo=0, hi=5000),
     "cut_payload": Key(str, None),
     "layout": Key(str, "us", choices=("us", "uk", "de")),        # hid: the scanner's keyboard
@@ -38,7 +39,8 @@ def build(c, codebook=None, resume=None):
         from .shoe import ShoeDriver
         return ShoeDriver(c["url"], settings, min_confidence=c["min_confidence"],
                           resend_timeout=c["resend_timeout_ms"] / 1000,
-                          stall_timeout=c["stall_timeout_s"], auto_ack=False, resume=resume)
+                          stall_timeout=c["stall_timeout_s"], auto_ack=False, resume=resume,
+                          status_settle=c["status_settle_ms"] / 1000)
     if c["protocol"] == "line":
         from .scanner import ScannerDriver
         return ScannerDriver(c["url"], codebook(), settings, c["double_fire_ms"] / 1000,

@@ -15,14 +15,15 @@ GROUPS = {
     "core": ("test_baccarat", "test_blackjack", "test_calibration", "test_camera", "test_daemon",
              "test_harness", "test_harness_runs", "test_panel", "test_players_analysis",
              "test_profiles_cards", "test_properties", "test_purity", "test_replay", "test_roulette",
-             "test_service", "test_settlement", "test_shoe_driver", "test_shoe_protocol",
+             "test_service", "test_settlement", "test_shoe_driver", "test_shoe_protocol", "test_shoe_status",
              "test_table"),
     # issue #15's own: the station core, one Game interface
     "station": ("test_station", "test_layering"),
     # the hostile world (#14): poison commands, hostile shoe, one daemon per journal, broker ACL
     "hardening": ("test_archive", "test_checkpoint", "test_guard", "test_hostile_commands",
                   "test_shoe_hostile", "test_daemon_shoe", "test_journal_storage",
-                  "test_broker_security", "test_sim_client", "test_config_errors"),
+                  "test_broker_security", "test_sim_client", "test_config_errors",
+                  "test_broker_not_mqtt"),
     "fuzz": ("test_driver_fuzz", "test_hostile_devices", "test_signed_stream_properties"),
     "hid": ("test_hid_scanner",),                                           # #22
     "integrity": ("test_signed_events", "test_staff_rights", "test_round_export",

@@ -144,7 +144,7 @@ def test_the_command_archives_and_replay_reads_the_archive(tmp_path):
     assert p.returncode == 0 and '"type":"shoe_started"' in p.stdout
     p = subprocess.run(cli + ["journal", "archive", "--journal", str(tmp_path / "nope.sqlite"),
                               "--out", str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT)
-    assert p.returncode == 1 and "no such journal" in p.stdout
+    assert p.returncode == 1 and "no such journal" in p.stderr and p.stdout == ""
 
 
 def test_recovery_replays_from_the_last_checkpoint_not_the_journal(tmp_path):
@@ -264,16 +264,17 @@ def test_export_a_time_range_replays_to_the_outputs_recorded(tmp_path):
     assert strip(replayed) == strip(recorded) and recorded
     p = subprocess.run(cli + ["journal", "export", "--journal", str(j), "--from", "yesterday",
                               "--to", "1"], capture_output=True, text=True, cwd=ROOT)
-    assert p.returncode == 1 and "'yesterday': not a time" in p.stdout
+    # errors on standard error, never mixed into an export written on standard output
+    assert p.returncode == 1 and "'yesterday': not a time" in p.stderr and p.stdout == ""
     p = subprocess.run(cli + ["journal", "export", "--journal", str(j), "--from",
                               "2026-11-30T15:00:00", "--to", "2026-11-30T14:00:00"],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 1 and "--from 2026-11-30T15:00:00 is later than --to " \
-        "2026-11-30T14:00:00: swap them" in p.stdout
+        "2026-11-30T14:00:00: swap them" in p.stderr and p.stdout == ""
     p = subprocess.run(cli + ["journal", "export", "--journal", str(j), "--from", "10", "--to",
                               "20"], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 1 and "no input in that time range (the journal's inputs run from " \
-        "2026-11-30T12:00:01 to 2026-11-30T12:" in p.stdout
+        "2026-11-30T12:00:01 to 2026-11-30T12:" in p.stderr and p.stdout == ""
 
 
 def test_a_time_range_export_is_owner_only_like_the_journal(tmp_path):

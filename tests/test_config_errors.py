@@ -64,6 +64,20 @@ def test_a_missing_profile_is_named(tmp_path):
     check_and_run(write(tmp_path, raw='[table]\nid = "t1"\n'), "table.profile: missing")
 
 
+def test_every_error_of_a_profile_file_is_named_at_once(tmp_path):
+    """A profile TOML with three bad keys and a bad payout: all four in one go, each naming its
+    key (it used to be the first only, so a file took one try per error)."""
+    prof = tmp_path / "house.toml"
+    prof.write_text('base = "luxury21"\nname = "house"\ndecks = 9\nseats = "7"\nsurender = true\n'
+                    '[payouts]\nblackjack = "three to two"\n')
+    out, err = check_and_run(write(tmp_path, raw=f'[table]\nid = "t1"\nprofile = "{prof}"\n'
+                                                 '[shoe]\nprotocol = "none"\n'),
+                             f"table.profile: {prof}.decks: must be 1-8")
+    for want in (f"{prof}.seats: expected int", f"{prof}.surender: unknown key",
+                 f"{prof}.payouts.blackjack: expected a ratio"):
+        assert f"table.profile: {want}" in out and f"dealer-station: table.profile: {want}" in err
+
+
 def test_a_word_where_a_number_goes_is_a_type_error_not_a_crash(tmp_path):
     check_and_run(write(tmp_path, {"broker": 'reconnect_min_s = "fast"\n'}),
                   "broker.reconnect_min_s: expected int, got 'fast'")

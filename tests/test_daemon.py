@@ -416,3 +416,18 @@ def test_the_example_configuration_is_valid():
                         os.path.join(ROOT, "docs", "table.example.toml")],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stdout
+
+
+def test_every_status_the_broker_carries_says_the_broker_is_connected(rig):
+    """The first retained status (the birth) said `"broker": {"state": "connecting"}`: statuses
+    made while the shoe said hello, before the link was up, were queued by paho and delivered on
+    connect, ahead of the birth. A status travels through the broker: it can only say connected."""
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=5)
+    c = rig.client(b.port, name="bs-birth-test")
+    c.subscribed.wait(10)
+    rig.daemon(b.port, shoe)
+    c.wait_online()
+    c.command({"type": "shoe_loaded"})
+    online = [s for s in c.statuses() if s.get("state") == "online"]
+    assert online and all(s["devices"]["broker"]["state"] == "connected" for s in online), online

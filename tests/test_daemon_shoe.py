@@ -182,3 +182,49 @@ def test_the_shoe_unplugged_mid_round_pauses_it_and_replugged_resumes_it(rig, tm
         assert [json.loads(b)["type"] for _, b in origins] == ["device_fault", "device_restored"]
     finally:
         d.close()
+
+
+def test_a_bouncing_door_mid_round_is_one_pause_and_one_resume(rig, tmp_path):
+    """The cold trial: 200 door flaps published 128 events. Real driver, pty and daemon: a burst
+    of 200 STAT reports ending open, then 200 ending closed, reach the engine as one
+    device_fault and one device_restored (one pause, one resume), the final state each time."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    path = str(tmp_path / "j.sqlite")
+    cfg, errors = check_config({
+        "table": {"id": "e3", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": b.port}, "paths": {"journal": path}, "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.start()
+
+    def outputs():
+        return [json.loads(r[0]) for r in d.journal.db.execute("SELECT body FROM outbox")]
+
+    def kinds(*wanted):
+        return [o["type"] for o in outputs() if o["type"] in wanted]
+    try:
+        step_until(d, lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
+        d.process({"type": "shoe_loaded"}, "test")
+        while d.station.table.phase == "burn":
+            n = len(outputs())
+            shoe.deal()
+            step_until(d, lambda: len(outputs()) > n, "the burn card read")
+        d.process({"type": "betting_closed", "seats": [1]}, "test")
+        for i in range(399):
+            shoe.status(door="open" if i % 2 == 0 else "closed")   # ends open
+        step_until(d, lambda: kinds("round_paused"), "the pause")
+        assert d.devices["shoe"]["report"]["door"] == "open"
+        for i in range(200):
+            shoe.status(door="closed" if i % 2 == 0 else "open")   # ends open ...
+        shoe.status(door="closed")                                  # ... then closed
+        step_until(d, lambda: kinds("round_resumed"), "the resume")
+        shoe.deal()      # after every report in the shoe's sequence: once read, all were seen
+        step_until(d, lambda: kinds("card_dealt"), "the card after the reports")
+        assert kinds("device_fault", "device_restored", "round_paused", "round_resumed") == [
+            "device_fault", "round_paused", "device_restored", "round_resumed"]
+        assert d.devices["shoe"]["report"]["door"] == "closed"
+    finally:
+        d.close()

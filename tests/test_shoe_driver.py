@@ -411,3 +411,37 @@ def test_the_virtual_shoe_console_refuses_a_bad_argument_clearly():
             _command(shoe, cmd, rest)
     assert _command(shoe, "foreign", ["As"]) == "ok"
     assert len(_command(shoe, "deal", ["2"]).split()) == 2
+
+
+def test_the_virtual_consoles_name_the_commands_they_know_and_refuse_a_bad_status():
+    """An unknown command said only "unknown command 'dael'"; `status door=ajar` sent a STAT the
+    protocol has no word for, `status colour=red` ended the console with a TypeError."""
+    from dealer_station.sim_cli import _command, _wheel_command
+    from drivers.virtual_wheel import VirtualWheel
+    shoe = VirtualShoe(decks=1, seed=1)          # not started: nothing is sent
+    with pytest.raises(ValueError, match=r"unknown command 'dael'; known: deal, foreign, status, "
+                                         r"corrupt, drop, lose, unreadable, double, unplug, replug, "
+                                         r"restart, stall, unstall, codebook, quit"):
+        _command(shoe, "dael", [])
+    for rest in (["door=ajar"], ["colour=red"], ["open"], ["jam=yes"]):
+        with pytest.raises(ValueError, match=r"status: .*expected door=open\|closed jam=0\|1 "
+                                             r"sensor=ok\|fault light=ok\|low"):
+            _command(shoe, "status", rest)
+    assert shoe.seq == 0                          # no STAT made of any of them
+    w = VirtualWheel()                            # not started either
+    assert _wheel_command(w, ["spin"]) == ("error: unknown command 'spin'; known: miss_spin, "
+                                           "failed_launch, no_ball, fault, garble, quit")
+    assert _wheel_command(w, ["no_ball", "x"]).startswith("error: no_ball PERIODS: a number")
+    assert _wheel_command(w, ["no_ball", "3"]) == "ok" and w.persist["no_ball"] == 3
+    assert _wheel_command(w, ["quit"]) is None
+
+
+def test_table_sim_names_its_commands_for_one_it_does_not_know():
+    """`table-sim shoes` said "unrecognized arguments: shoes", naming neither shoe nor wheel."""
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", "shoes", "--pty"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == ("table-sim: unknown command 'shoes'; known: shoe --pty, wheel --pty, "
+                                "or none for a whole table (table-sim --help)")

@@ -1,5 +1,5 @@
 """Shoe protocol v1 framing: checksum, encoding, and a parser that never raises."""
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from drivers import shoe_protocol as sp
@@ -21,7 +21,10 @@ def test_decode_rejects_each_kind_of_bad_frame():
         sp.encode("WHAT", 5).rstrip(b"\r\n"): "unknown frame type",
         sp.encode("CARD", "x", "Td", 9).rstrip(b"\r\n"): "bad sequence number",
         sp.encode("CARD", 10000, "Td", 9).rstrip(b"\r\n"): "out of range",
-        b"$CARD,1,As,9*ZZZZ": "checksum or body",
+        b"$CARD,1,As,9*ZZZZ": "checksum not four upper-case hex digits",
+        b"$CARD,1,As,9*0x1F": "checksum not four upper-case hex digits",
+        b"$CARD,1,As,9*1_2F": "checksum not four upper-case hex digits",
+        b"$CARD,1,\xc3\xa9,9*1234": "body not ASCII",
     }
     for line, reason in cases.items():
         f = sp.decode(line)
@@ -110,3 +113,34 @@ def test_every_number_in_a_frame_is_checked_before_the_session_sees_it():
         assert isinstance(f, sp.BadFrame) and reason in f.reason, (body, f)
     assert sp.decode(framed(b"HELLO,12,VS-1,1.0,VS0001,12345")).boot == 12345
     assert sp.decode(framed(b"GONE,9999,0")) == sp.Frame("GONE", ("9999", "0"))
+
+
+def spellings(check):
+    """Other spellings int(x, 16) reads as the same, right, checksum: lower case, a sign, a space."""
+    n = int(check, 16)
+    out = {check.lower()} - {check}
+    if n < 0x1000:
+        out |= {f"+{n:03X}", f" {n:03X}"}
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(frames)
+def test_a_checksum_not_in_upper_case_hex_is_a_bad_frame_and_changes_nothing(frame):
+    """docs/shoe-protocol.md: `*CCCC`, four upper-case hex digits. Any other spelling int() would
+    read (lower case 'f998', '+F99', '0xF9', 'F_98') is refused as malformed, CRC right or not;
+    the session counts it and delivers nothing, and the frame in upper case still goes through."""
+    from drivers.shoe import ShoeSession
+    line = frame.rstrip(b"\r\n")
+    check = line[-4:].decode()
+    assume(spellings(check))
+    for other in spellings(check):
+        bad = line[:-4] + other.encode()
+        f = sp.decode(bad)
+        assert isinstance(f, sp.BadFrame) and "upper-case hex" in f.reason, (bad, f)
+        events = []
+        session = ShoeSession(events.append, lambda b: True, stall_timeout=1e9)
+        session.data(bad + b"\r\n", 0.0)
+        assert events == [] and session.counts["bad_frames"] == 1 and session.counts["frames"] == 0
+        session.data(frame, 0.1)
+        assert session.counts["frames"] == 1

@@ -165,8 +165,17 @@ def test_keygen_never_overwrites(tmp_path):
     assert r.returncode == 0 and os.stat(path).st_mode & 0o777 == 0o600
     before = open(path).read()
     r = cli("keygen", "--out", path)
-    assert r.returncode == 2 and "never overwritten" in r.stderr
+    assert r.returncode == 2 and "already exists (an existing key is never overwritten)" in r.stderr
     assert open(path).read() == before
+
+
+def test_keygen_into_a_missing_folder_says_so_and_creates_nothing(tmp_path):
+    """It said "No such file or directory (an existing key is never overwritten)"."""
+    path = str(tmp_path / "etc" / "k")
+    r = cli("keygen", "--out", path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert f"the folder {tmp_path / 'etc'} does not exist; create it first" in r.stderr
+    assert "overwritten" not in r.stderr and not os.path.exists(tmp_path / "etc")
 
 
 def test_the_daemons_stream_on_the_wire_verifies_across_a_kill(tmp_path, key):
