@@ -713,6 +713,35 @@ def test_a_betting_system_renews_its_session_when_answered_probes_bring_no_event
     (0, "restarted", 1), (2, "restarted", 3), (None, "not restarted", 3)])
 def test_bridge_check_restarts_only_when_the_edge_says_its_bridge_went_down(
         monkeypatch, holder, result, tried):
+    _fake_takeovers(monkeypatch, holder, result, tried, restart_edge=None)
+
+
+@pytest.mark.parametrize("holder, result, tried, edge_restarts", [
+    (0, "restarted", 1, 0), (1, "restarted", 2, 0), (None, "edge restarted", 3, 1)])
+def test_bridge_check_restarts_the_edge_broker_when_no_takeover_ends_the_bridge(
+        monkeypatch, holder, result, tried, edge_restarts):
+    """CI's studio stall (a): t1's bridge held deaf by a stale node, `bridge-check t1: not
+    restarted` twice, the table silent 70 s. No takeover through the tier ends such a bridge; the
+    check then restarts the edge broker (its only way to end its own bridge's connection), once,
+    after every node was tried, and never when a takeover did end it."""
+    _fake_takeovers(monkeypatch, holder, result, tried, restart_edge=edge_restarts)
+
+
+def test_the_edge_restart_refused_is_an_error_naming_the_command_and_the_rule(monkeypatch):
+    """`systemctl restart mosquitto.service` refused (no polkit rule): exit 2, not a silent 4."""
+    from dealer_station import bridge_check
+    monkeypatch.setattr(bridge_check, "EDGE_RESTART",
+                        ("sh", "-c", "echo 'Failed to restart mosquitto.service: Access denied' >&2; "
+                                     "exit 1"))
+    with pytest.raises(bridge_check.CheckError,
+                       match=r"stays deaf and `sh -c .*` failed \(exit 1\): Failed to restart "
+                             r"mosquitto.service: Access denied \(the polkit rule"):
+        bridge_check.restart_mosquitto()
+    monkeypatch.setattr(bridge_check, "EDGE_RESTART", ("true",))
+    bridge_check.restart_mosquitto()
+
+
+def _fake_takeovers(monkeypatch, holder, result, tried, restart_edge):
     """The studio test's stall under load: after the whole tier restarted, `bridge-check` said
     `restarted` 5 times in a row while the edge's bridge never reconnected (a node restored stale
     took the bridge's client id and ended nothing; the bridge's deaf connection was on another
@@ -755,9 +784,17 @@ def test_bridge_check_restarts_only_when_the_edge_says_its_bridge_went_down(
     monkeypatch.setattr(bridge_check, "_edge", fake_edge)
     monkeypatch.setattr(bridge_check, "_central", fake_central)
     monkeypatch.setattr(bridge_check, "TAKEOVER_WAIT_S", 0.2)
-    assert bridge_check.check(cfg, wait_s=0.1) == result
+    if restart_edge is None:
+        assert bridge_check.check(cfg, wait_s=0.1) == result
+        assert bridge_check.EXIT[result] == (1 if result == "restarted" else 4)
+    else:
+        restarts = []
+        # every node tried first: the edge's restart comes after the last takeover
+        assert bridge_check.check(
+            cfg, wait_s=0.1, restart_edge=lambda: restarts.append(len(taken))) == result
+        assert restarts == [tried] * restart_edge
+        assert bridge_check.EXIT[result] == (1 if result == "restarted" else 5)
     assert taken == [[a] for a in cfg["bridge"]["central"][:tried]]
-    assert bridge_check.EXIT[result] == (1 if result == "restarted" else 4)
 
 
 def test_the_ledger_renews_its_session_when_an_answered_resend_brings_no_events(tmp_path,
