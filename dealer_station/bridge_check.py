@@ -12,7 +12,12 @@ the bridge's), and Mosquitto connects again, with a new session (cleansession tr
 new subscription. The probe is a `resend` from beyond any seq: the daemon answers it
 `"seq": null` and publishes nothing (docs/protocol.md).
 
-Its line and exit code: `ok` 0; `restarted` 1; `unreachable` 0 (no central node answers: an
+No takeover through the tier ends a bridge held deaf by a node restored stale (docs/scale.md);
+then the edge's Mosquitto is restarted (`systemctl restart mosquitto.service`, allowed by
+systemd/dealer-station-bridge-check.rules), which ends the bridge from the edge's side.
+
+Its line and exit code: `ok` 0; `restarted` 1; `edge restarted` 5; `not restarted` 4 (with
+--no-edge-restart); `unreachable` 0 (no central node answers: an
 outage, the bridge's own retries cover it); `bridge down` 3 (the tier answers, the edge's retained
 bridge state says 0: the bridge is in its own reconnection backoff, and a takeover would be a
 false restart); an error 2, one line on stderr (a login refused by the tier or the edge, a
