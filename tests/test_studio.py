@@ -824,3 +824,73 @@ def test_the_ledger_renews_its_session_when_an_answered_resend_brings_no_events(
         assert renewals == [led.c] and led.counts["session_renewals"] == 1
     finally:
         s.close()
+
+
+def test_a_subscription_the_central_tier_refuses_is_asked_again(tmp_path, monkeypatch):
+    """A node that could not make a QoS 1 subscription's consumer in time answers SUBACK 0x80
+    and keeps the connection (nats-server 2.9 after a whole-tier restart: "Unable to add
+    JetStream consumer", seen for a betting system's `replies` after its renewal, and in the
+    studio test's runs for bridges and the ledger). A client that reads no SUBACK code stays
+    connected and deaf to that topic. Here a node (an MQTT 3.1.1 server over TLS, in the test)
+    refuses the first two SUBSCRIBEs and grants the next: the client asks again, on the same
+    connection, and the event comes."""
+    import queue
+    import socket
+    import ssl
+    import threading
+
+    from dealer_station.sim import central_client as cc
+    from dealer_station.sim.tls import make_ca
+    tls = make_ca(str(tmp_path / "tls"))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tls["cert"], tls["key"])
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted, subscribes = [], []
+
+    def serve():
+        conn = ctx.wrap_socket(listener.accept()[0], server_side=True)
+        accepted.append(conn)
+        f = conn.makefile("rb")
+        while True:
+            head = f.read(1)
+            if not head:
+                return
+            n, shift = 0, 0
+            while True:                      # the remaining length, a varint
+                b = f.read(1)[0]
+                n |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    break
+            body = f.read(n)
+            kind = head[0] >> 4
+            if kind == 1:                    # CONNECT: accepted, no session present
+                conn.sendall(b"\x20\x02\x00\x00")
+            elif kind == 8:                  # SUBSCRIBE: refused twice, then granted QoS 1
+                subscribes.append(body)
+                code = b"\x80" if len(subscribes) <= 2 else b"\x01"
+                conn.sendall(b"\x90\x03" + body[:2] + code)
+                if code == b"\x01":         # then an event on it (QoS 0)
+                    topic = b"t/events"
+                    payload = len(topic).to_bytes(2, "big") + topic + b"e1"
+                    conn.sendall(bytes([0x30, len(payload)]) + payload)
+            elif kind == 12:                 # PINGREQ
+                conn.sendall(b"\xd0\x00")
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setattr(cc, "RESUBSCRIBE_S", 0.1)
+    got, codes = queue.Queue(), []
+    c = cc.central_client("bs", {"nodes": [("127.0.0.1", port)], "ca": tls["ca"],
+                                 "username": "bs", "password": "bspw"},
+                          on_connect=lambda cl, u, f, rc, p: cl.subscribe([("t/events", 1)]),
+                          on_message=lambda cl, u, m: got.put(m.payload),
+                          on_subscribe=lambda cl, u, mid, rcs, p: codes.extend(rcs))
+    try:
+        assert got.get(timeout=20) == b"e1", codes
+        assert [rc.is_failure for rc in codes] == [True, True, False]
+        assert c.refused == 2 and len(accepted) == 1      # asked again, never reconnected
+        assert all(b.endswith(b"t/events\x01") for b in subscribes)
+    finally:
+        c.disconnect()
+        c.loop_stop()
+        listener.close()

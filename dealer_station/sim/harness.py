@@ -532,7 +532,8 @@ class Harness:
         last, kind = (row[0], json.loads(row[1]).get("type")) if row else (0, None)
         bs = self.bs
         counts = (f"{bs.counts['quiet_probes']} quiet probes, "
-                  f"{bs.counts['session_renewals']} session renewals")
+                  f"{bs.counts['session_renewals']} session renewals, "
+                  f"{bs.counts['subscriptions_refused']} subscriptions refused")
         if last > bs.last:
             return (f"the table journaled up to seq {last} ({kind}), its betting system applied "
                     f"up to {bs.last}: the events did not reach it ({counts})")
