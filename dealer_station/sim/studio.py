@@ -397,6 +397,8 @@ class Studio:
                          "bettor_repeated": r["messages_repeated"],
                          "bettor_quiet_probes": h.bs.counts["quiet_probes"],
                          "bettor_session_renewals": h.bs.counts["session_renewals"],
+                         # SUBACK 0x80 from the tier, each asked again (central_client)
+                         "bettor_subscriptions_refused": h.bs.counts["subscriptions_refused"],
                          "balances_match": r["balances_match"],
                          "protocol_errors": r["protocol_errors"],
                          # signed at the table, verified after the bridge and the central tier
@@ -429,6 +431,7 @@ class Studio:
                            "resend_requests": led.counts["resend_requests"],
                            "quiet_probes": led.counts["quiet_probes"],
                            "session_renewals": led.counts["session_renewals"],
+                           "subscriptions_refused": led.c.refused,
                            "msgs_per_s": round(led.counts["received"] / span, 1) if span else None,
                            "card_latency_ms": {
                                "n": len(lat),
