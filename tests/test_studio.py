@@ -305,6 +305,29 @@ def test_bridge_check_restarts_a_bridge_whose_commands_subscription_died_on_the_
         state_topic = "dealer-station/v1/t7/bridge"
         table.publish(state_topic, b"0", qos=1, retain=True).wait_for_publish(5)
         assert check(cfg) == "bridge down"
+        # a bridge no takeover ends (CI: `bridge-check t1: not restarted` twice, the table
+        # silent 70 s: a stale node held it). Played by a node that takes any client id and
+        # is not the bridge's (a Mosquitto with the table's login): the probe never comes, the
+        # takeover there ends nothing, so the check restarts the edge broker, which ends the
+        # bridge from the edge's side; it connects again and commands come through
+        table.publish(state_topic, b"1", qos=1, retain=True).wait_for_publish(5)
+        stale = Broker(str(tmp_path / "stale"), users={"t7": "pw7"},
+                       extra=f"cafile {tls['ca']}\ncertfile {tls['cert']}\nkeyfile {tls['key']}\n")
+        stale.start()
+        restarts = []
+
+        def restart_edge():
+            restarts.append(time.monotonic())
+            edge.stop()
+            edge.start()
+        try:
+            assert check({**cfg, "bridge": {**cfg["bridge"], "central": [f"127.0.0.1:{stale.port}"]}},
+                         restart_edge=restart_edge) == "edge restarted"
+        finally:
+            stale.stop()
+        assert len(restarts) == 1
+        assert delivered("edge"), "the bridge did not come back after the edge's restart"
+        assert check(cfg, restart_edge=restart_edge) == "ok" and len(restarts) == 1
     finally:
         table.loop_stop()
         bs.disconnect()
