@@ -65,6 +65,7 @@ def central_client(client_id, central, on_connect=None, on_message=None, on_subs
             cl._clean_session = False
             _drop(cl)
             return
+        cl.asked.clear()        # SUBACKs of a connection gone never come
         if on_connect:
             on_connect(cl, u, f, rc, p)
     c.on_connect = connected
