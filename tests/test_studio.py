@@ -917,3 +917,37 @@ def test_a_subscription_the_central_tier_refuses_is_asked_again(tmp_path, monkey
         c.disconnect()
         c.loop_stop()
         listener.close()
+
+
+@pytest.mark.parametrize("journaled, applied, says", [
+    (5, 3, "the table journaled up to seq 5 (card_dealt), its betting system applied up to 3: the "
+           "events did not reach it (2 quiet probes, 1 session renewals, 1 subscriptions refused)"),
+    (4, 4, "the table journaled nothing past seq 4 (awaiting_card), all applied by its betting "
+           "system: the table itself is silent (2 quiet probes, 1 session renewals, 1 "
+           "subscriptions refused); the shoe: 2 cards drawn, frame seq 9, 1 frames "
+           "unacknowledged by the daemon")])
+def test_a_stalled_tables_error_says_whose_silence_it_is(tmp_path, journaled, applied, says):
+    """CI's studio stall (b): "t1 silent 70 s in burn, 0 commands unanswered" could not tell a
+    table that published nothing from events that never reached its betting system. The error
+    now compares the table's journal with what its betting system applied."""
+    import sqlite3
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from dealer_station.sim.harness import Harness
+    h = Harness("punto_banco", 3, workdir=str(tmp_path), camera=False)
+    db = sqlite3.connect(tmp_path / "journal.sqlite")
+    db.execute("CREATE TABLE outbox (seq INTEGER PRIMARY KEY, body TEXT)")
+    kinds = ["shoe_started", "awaiting_card", "card_dealt", "awaiting_card", "card_dealt"]
+    db.executemany("INSERT INTO outbox VALUES (?, ?)",
+                   [(i + 1, json.dumps({"seq": i + 1, "type": kinds[i % 5]}))
+                    for i in range(journaled)])
+    db.commit()
+    db.close()
+    h.bs = SimpleNamespace(last=applied, unanswered=lambda: 0, counts=Counter(
+        quiet_probes=2, session_renewals=1, subscriptions_refused=1))
+    h.shoe = SimpleNamespace(next=2, seq=9, sent={9: b"CARD"})
+    h.state, h.waiting = "burn", "a card to burn"
+    e = h.stuck("nothing from the table for 70 s")
+    assert str(e) == ("table-sim: nothing from the table for 70 s, waiting for a card to burn "
+                      "(state burn, 0 rounds resulted, 0 voided, 0 commands unanswered); " + says)
