@@ -31,10 +31,13 @@ class _Client(mqtt.Client):
     renewal; nats-server drops the refused subscription, so a new SUBSCRIBE makes it anew)."""
 
     def subscribe(self, topic, *args, **kwargs):
-        result, mid = super().subscribe(topic, *args, **kwargs)
-        if result == mqtt.MQTT_ERR_SUCCESS:
-            self.asked[mid] = list(topic) if isinstance(topic, list) else [(topic, 1)]
-        return result, mid
+        # held until the mid is recorded: asked again from a timer thread, the SUBACK can come
+        # back on the network thread before subscribe() returns (its refusal then unseen)
+        with self.asking:
+            result, mid = super().subscribe(topic, *args, **kwargs)
+            if result == mqtt.MQTT_ERR_SUCCESS:
+                self.asked[mid] = list(topic) if isinstance(topic, list) else [(topic, 1)]
+            return result, mid
 
 
 def central_client(client_id, central, on_connect=None, on_message=None, on_subscribe=None):
@@ -44,7 +47,7 @@ def central_client(client_id, central, on_connect=None, on_message=None, on_subs
     subscribes anew by itself); `c.refused` counts them; on_subscribe sees every SUBACK."""
     c = _Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                 protocol=mqtt.MQTTv311, clean_session=False)
-    c.asked, c.refused = {}, 0
+    c.asked, c.refused, c.asking = {}, 0, threading.RLock()
     c.username_pw_set(central["username"], central["password"])
     c.tls_set(ca_certs=central["ca"], cert_reqs=ssl.CERT_REQUIRED)
     c.reconnect_delay_set(0.2, 1)
@@ -65,13 +68,15 @@ def central_client(client_id, central, on_connect=None, on_message=None, on_subs
             cl._clean_session = False
             _drop(cl)
             return
-        cl.asked.clear()        # SUBACKs of a connection gone never come
+        with cl.asking:
+            cl.asked.clear()    # SUBACKs of a connection gone never come
         if on_connect:
             on_connect(cl, u, f, rc, p)
     c.on_connect = connected
 
     def subscribed(cl, u, mid, codes, p):
-        topics = cl.asked.pop(mid, [])
+        with cl.asking:
+            topics = cl.asked.pop(mid, [])
         again = [t for t, rc in zip(topics, codes) if rc.is_failure]
         if again:
             cl.refused += len(again)
