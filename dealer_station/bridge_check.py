@@ -12,7 +12,12 @@ the bridge's), and Mosquitto connects again, with a new session (cleansession tr
 new subscription. The probe is a `resend` from beyond any seq: the daemon answers it
 `"seq": null` and publishes nothing (docs/protocol.md).
 
-Its line and exit code: `ok` 0; `restarted` 1; `unreachable` 0 (no central node answers: an
+No takeover through the tier ends a bridge held deaf by a node restored stale (docs/scale.md);
+then the edge's Mosquitto is restarted (`systemctl restart mosquitto.service`, allowed by
+systemd/dealer-station-bridge-check.rules), which ends the bridge from the edge's side.
+
+Its line and exit code: `ok` 0; `restarted` 1; `edge restarted` 5; `not restarted` 4 (with
+--no-edge-restart); `unreachable` 0 (no central node answers: an
 outage, the bridge's own retries cover it); `bridge down` 3 (the tier answers, the edge's retained
 bridge state says 0: the bridge is in its own reconnection backoff, and a takeover would be a
 false restart); an error 2, one line on stderr (a login refused by the tier or the edge, a
@@ -113,11 +118,12 @@ def _close(c):
     c.loop_stop()
 
 
-def check(cfg, wait_s=PROBE_WAIT_S):
+def check(cfg, wait_s=PROBE_WAIT_S, restart_edge=None):
     """'ok' (the probe came through), 'restarted' (it did not: the bridge's connection on the
     tier was taken over, the edge says it went down, Mosquitto connects again), 'not restarted'
     (every node that answered took the bridge's id, and the bridge stayed up: the next run tries
-    again), 'unreachable' (no central node took the
+    again), 'edge restarted' (that, and `restart_edge()` restarted the edge broker, which ends
+    the bridge's connection from the edge's side), 'unreachable' (no central node took the
     table's connection: an outage or a cut uplink, which the bridge's own retries cover) or
     'bridge down' (the tier answers but the edge says its bridge is not connected: it is in its
     own reconnection backoff, and a takeover would only be a false restart). CheckError: a
@@ -186,14 +192,47 @@ def check(cfg, wait_s=PROBE_WAIT_S):
             _close(taker)
             if went_down.wait(TAKEOVER_WAIT_S):
                 return "restarted"
-        return "not restarted" if answered else "unreachable"
+        if not answered:
+            return "unreachable"
+        if restart_edge is None:
+            return "not restarted"
+        # no takeover through the tier ended it (a stale node holds it and refuses, or accepts
+        # and ends nothing): only the edge can end its own bridge's connection. Mosquitto has
+        # no command to restart one bridge; a restart of the broker ends it, and the bridge
+        # connects again, new (cleansession true). The daemon reconnects and publishes again
+        # what the edge had not acknowledged (its outbox); the edge's queue for the bridge is
+        # kept in its persistence file across a clean restart
+        restart_edge()
+        return "edge restarted"
     finally:
         _close(edge)
         if central is not None:
             _close(central)
 
 
-EXIT = {"ok": 0, "restarted": 1, "unreachable": 0, "bridge down": 3, "not restarted": 4}
+EXIT = {"ok": 0, "restarted": 1, "unreachable": 0, "bridge down": 3, "not restarted": 4,
+        "edge restarted": 5}
+EDGE_RESTART = ("systemctl", "restart", "mosquitto.service")
+EDGE_RESTART_WAIT_S = 60.0
+
+
+def restart_mosquitto():
+    """The edge broker restarted (`systemctl restart mosquitto.service`: allowed to the check's
+    user by systemd/dealer-station-bridge-check.rules, polkit). A CheckError if it fails: the
+    bridge stays deaf until it is done by hand."""
+    import subprocess
+    try:
+        done = subprocess.run(EDGE_RESTART, capture_output=True, text=True,
+                              timeout=EDGE_RESTART_WAIT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CheckError(f"the bridge stays deaf and `{' '.join(EDGE_RESTART)}` failed: "
+                         f"{e}") from None
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        raise CheckError(f"the bridge stays deaf and `{' '.join(EDGE_RESTART)}` failed "
+                         f"(exit {done.returncode}): {why[-1] if why else 'no message'} "
+                         f"(the polkit rule of `install --bridge`, "
+                         f"/etc/polkit-1/rules.d/50-dealer-station-bridge-check.rules)")
 MOSQUITTO_CONF = "/etc/mosquitto"   # the edge broker's configuration, when it runs on this Pi
 
 
@@ -236,7 +275,7 @@ def _main(args):
             raise CheckError(f"{where}: the edge Mosquitto takes the user name as the client id: "
                              f"the check's login as broker.username would close the daemon's "
                              f"connection at every run; the check does not run (docs/scale.md)")
-        result = check(cfg)
+        result = check(cfg, restart_edge=None if args.no_edge_restart else restart_mosquitto)
     except CheckError as e:
         print(f"bridge-check: {e}", file=sys.stderr)
         return 2
@@ -256,4 +295,7 @@ def add_parser(sub):
     p.add_argument("--mosquitto-conf", default=MOSQUITTO_CONF, metavar="DIR",
                    help="the local Mosquitto's configuration folder, looked through for "
                    "use_username_as_clientid (default %(default)s)")
+    p.add_argument("--no-edge-restart", action="store_true",
+                   help="a bridge no takeover through the tier ends is left as it is ("
+                   "`not restarted`, exit 4) instead of restarting the edge Mosquitto")
     p.set_defaults(func=_main)

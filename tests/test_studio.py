@@ -305,6 +305,29 @@ def test_bridge_check_restarts_a_bridge_whose_commands_subscription_died_on_the_
         state_topic = "dealer-station/v1/t7/bridge"
         table.publish(state_topic, b"0", qos=1, retain=True).wait_for_publish(5)
         assert check(cfg) == "bridge down"
+        # a bridge no takeover ends (CI: `bridge-check t1: not restarted` twice, the table
+        # silent 70 s: a stale node held it). Played by a node that takes any client id and
+        # is not the bridge's (a Mosquitto with the table's login): the probe never comes, the
+        # takeover there ends nothing, so the check restarts the edge broker, which ends the
+        # bridge from the edge's side; it connects again and commands come through
+        table.publish(state_topic, b"1", qos=1, retain=True).wait_for_publish(5)
+        stale = Broker(str(tmp_path / "stale"), users={"t7": "pw7"},
+                       extra=f"cafile {tls['ca']}\ncertfile {tls['cert']}\nkeyfile {tls['key']}\n")
+        stale.start()
+        restarts = []
+
+        def restart_edge():
+            restarts.append(time.monotonic())
+            edge.stop()
+            edge.start()
+        try:
+            assert check({**cfg, "bridge": {**cfg["bridge"], "central": [f"127.0.0.1:{stale.port}"]}},
+                         restart_edge=restart_edge) == "edge restarted"
+        finally:
+            stale.stop()
+        assert len(restarts) == 1
+        assert delivered("edge"), "the bridge did not come back after the edge's restart"
+        assert check(cfg, restart_edge=restart_edge) == "ok" and len(restarts) == 1
     finally:
         table.loop_stop()
         bs.disconnect()
@@ -461,6 +484,20 @@ def test_a_central_node_whose_port_was_taken_starts_again_on_new_ports(tmp_path)
     finally:
         c.stop()
         squatter.close()
+
+
+def test_central_nodes_listen_below_the_ephemeral_port_range(tmp_path):
+    """Two studio runs in about 45 failed at the whole tier's restart: "bind: address already in
+    use", a killed node's port taken in its 5 s down (any connection's local port, any bind to 0
+    comes from the ephemeral range). The nodes' ports lie below that range, all different."""
+    from dealer_station.sim.central import CentralCluster
+    from dealer_station.sim.tls import make_ca
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    c = CentralCluster(str(tmp_path), make_ca(str(tmp_path / "tls")), {"t1": "pw1"})
+    ports = [p for node in c.ports for p in node.values()]
+    assert len(set(ports)) == len(ports) == 12
+    assert all(10000 <= p < low for p in ports), (low, ports)
 
 
 def test_studio_faults_given_as_one_inline_object_are_refused():
@@ -713,6 +750,35 @@ def test_a_betting_system_renews_its_session_when_answered_probes_bring_no_event
     (0, "restarted", 1), (2, "restarted", 3), (None, "not restarted", 3)])
 def test_bridge_check_restarts_only_when_the_edge_says_its_bridge_went_down(
         monkeypatch, holder, result, tried):
+    _fake_takeovers(monkeypatch, holder, result, tried, restart_edge=None)
+
+
+@pytest.mark.parametrize("holder, result, tried, edge_restarts", [
+    (0, "restarted", 1, 0), (1, "restarted", 2, 0), (None, "edge restarted", 3, 1)])
+def test_bridge_check_restarts_the_edge_broker_when_no_takeover_ends_the_bridge(
+        monkeypatch, holder, result, tried, edge_restarts):
+    """CI's studio stall (a): t1's bridge held deaf by a stale node, `bridge-check t1: not
+    restarted` twice, the table silent 70 s. No takeover through the tier ends such a bridge; the
+    check then restarts the edge broker (its only way to end its own bridge's connection), once,
+    after every node was tried, and never when a takeover did end it."""
+    _fake_takeovers(monkeypatch, holder, result, tried, restart_edge=edge_restarts)
+
+
+def test_the_edge_restart_refused_is_an_error_naming_the_command_and_the_rule(monkeypatch):
+    """`systemctl restart mosquitto.service` refused (no polkit rule): exit 2, not a silent 4."""
+    from dealer_station import bridge_check
+    monkeypatch.setattr(bridge_check, "EDGE_RESTART",
+                        ("sh", "-c", "echo 'Failed to restart mosquitto.service: Access denied' >&2; "
+                                     "exit 1"))
+    with pytest.raises(bridge_check.CheckError,
+                       match=r"stays deaf and `sh -c .*` failed \(exit 1\): Failed to restart "
+                             r"mosquitto.service: Access denied \(the polkit rule"):
+        bridge_check.restart_mosquitto()
+    monkeypatch.setattr(bridge_check, "EDGE_RESTART", ("true",))
+    bridge_check.restart_mosquitto()
+
+
+def _fake_takeovers(monkeypatch, holder, result, tried, restart_edge):
     """The studio test's stall under load: after the whole tier restarted, `bridge-check` said
     `restarted` 5 times in a row while the edge's bridge never reconnected (a node restored stale
     took the bridge's client id and ended nothing; the bridge's deaf connection was on another
@@ -755,9 +821,17 @@ def test_bridge_check_restarts_only_when_the_edge_says_its_bridge_went_down(
     monkeypatch.setattr(bridge_check, "_edge", fake_edge)
     monkeypatch.setattr(bridge_check, "_central", fake_central)
     monkeypatch.setattr(bridge_check, "TAKEOVER_WAIT_S", 0.2)
-    assert bridge_check.check(cfg, wait_s=0.1) == result
+    if restart_edge is None:
+        assert bridge_check.check(cfg, wait_s=0.1) == result
+        assert bridge_check.EXIT[result] == (1 if result == "restarted" else 4)
+    else:
+        restarts = []
+        # every node tried first: the edge's restart comes after the last takeover
+        assert bridge_check.check(
+            cfg, wait_s=0.1, restart_edge=lambda: restarts.append(len(taken))) == result
+        assert restarts == [tried] * restart_edge
+        assert bridge_check.EXIT[result] == (1 if result == "restarted" else 5)
     assert taken == [[a] for a in cfg["bridge"]["central"][:tried]]
-    assert bridge_check.EXIT[result] == (1 if result == "restarted" else 4)
 
 
 def test_the_ledger_renews_its_session_when_an_answered_resend_brings_no_events(tmp_path,
@@ -787,3 +861,107 @@ def test_the_ledger_renews_its_session_when_an_answered_resend_brings_no_events(
         assert renewals == [led.c] and led.counts["session_renewals"] == 1
     finally:
         s.close()
+
+
+def test_a_subscription_the_central_tier_refuses_is_asked_again(tmp_path, monkeypatch):
+    """A node that could not make a QoS 1 subscription's consumer in time answers SUBACK 0x80
+    and keeps the connection (nats-server 2.9 after a whole-tier restart: "Unable to add
+    JetStream consumer", seen for a betting system's `replies` after its renewal, and in the
+    studio test's runs for bridges and the ledger). A client that reads no SUBACK code stays
+    connected and deaf to that topic. Here a node (an MQTT 3.1.1 server over TLS, in the test)
+    refuses the first two SUBSCRIBEs and grants the next: the client asks again, on the same
+    connection, and the event comes."""
+    import queue
+    import socket
+    import ssl
+    import threading
+
+    from dealer_station.sim import central_client as cc
+    from dealer_station.sim.tls import make_ca
+    tls = make_ca(str(tmp_path / "tls"))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tls["cert"], tls["key"])
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted, subscribes = [], []
+
+    def serve():
+        conn = ctx.wrap_socket(listener.accept()[0], server_side=True)
+        accepted.append(conn)
+        f = conn.makefile("rb")
+        while True:
+            head = f.read(1)
+            if not head:
+                return
+            n, shift = 0, 0
+            while True:                      # the remaining length, a varint
+                b = f.read(1)[0]
+                n |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    break
+            body = f.read(n)
+            kind = head[0] >> 4
+            if kind == 1:                    # CONNECT: accepted, no session present
+                conn.sendall(b"\x20\x02\x00\x00")
+            elif kind == 8:                  # SUBSCRIBE: refused twice, then granted QoS 1
+                subscribes.append(body)
+                code = b"\x80" if len(subscribes) <= 2 else b"\x01"
+                conn.sendall(b"\x90\x03" + body[:2] + code)
+                if code == b"\x01":         # then an event on it (QoS 0)
+                    topic = b"t/events"
+                    payload = len(topic).to_bytes(2, "big") + topic + b"e1"
+                    conn.sendall(bytes([0x30, len(payload)]) + payload)
+            elif kind == 12:                 # PINGREQ
+                conn.sendall(b"\xd0\x00")
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setattr(cc, "RESUBSCRIBE_S", 0.1)
+    got, codes = queue.Queue(), []
+    c = cc.central_client("bs", {"nodes": [("127.0.0.1", port)], "ca": tls["ca"],
+                                 "username": "bs", "password": "bspw"},
+                          on_connect=lambda cl, u, f, rc, p: cl.subscribe([("t/events", 1)]),
+                          on_message=lambda cl, u, m: got.put(m.payload),
+                          on_subscribe=lambda cl, u, mid, rcs, p: codes.extend(rcs))
+    try:
+        assert got.get(timeout=20) == b"e1", codes
+        assert [rc.is_failure for rc in codes] == [True, True, False]
+        assert c.refused == 2 and len(accepted) == 1      # asked again, never reconnected
+        assert all(b.endswith(b"t/events\x01") for b in subscribes)
+    finally:
+        c.disconnect()
+        c.loop_stop()
+        listener.close()
+
+
+@pytest.mark.parametrize("journaled, applied, says", [
+    (5, 3, "the table journaled up to seq 5 (card_dealt), its betting system applied up to 3: the "
+           "events did not reach it (2 quiet probes, 1 session renewals, 1 subscriptions refused)"),
+    (4, 4, "the table journaled nothing past seq 4 (awaiting_card), all applied by its betting "
+           "system: the table itself is silent (2 quiet probes, 1 session renewals, 1 "
+           "subscriptions refused); the shoe: 2 cards drawn, frame seq 9, 1 frames "
+           "unacknowledged by the daemon")])
+def test_a_stalled_tables_error_says_whose_silence_it_is(tmp_path, journaled, applied, says):
+    """CI's studio stall (b): "t1 silent 70 s in burn, 0 commands unanswered" could not tell a
+    table that published nothing from events that never reached its betting system. The error
+    now compares the table's journal with what its betting system applied."""
+    import sqlite3
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from dealer_station.sim.harness import Harness
+    h = Harness("punto_banco", 3, workdir=str(tmp_path), camera=False)
+    db = sqlite3.connect(tmp_path / "journal.sqlite")
+    db.execute("CREATE TABLE outbox (seq INTEGER PRIMARY KEY, body TEXT)")
+    kinds = ["shoe_started", "awaiting_card", "card_dealt", "awaiting_card", "card_dealt"]
+    db.executemany("INSERT INTO outbox VALUES (?, ?)",
+                   [(i + 1, json.dumps({"seq": i + 1, "type": kinds[i % 5]}))
+                    for i in range(journaled)])
+    db.commit()
+    db.close()
+    h.bs = SimpleNamespace(last=applied, unanswered=lambda: 0, counts=Counter(
+        quiet_probes=2, session_renewals=1, subscriptions_refused=1))
+    h.shoe = SimpleNamespace(next=2, seq=9, sent={9: b"CARD"})
+    h.state, h.waiting = "burn", "a card to burn"
+    e = h.stuck("nothing from the table for 70 s")
+    assert str(e) == ("table-sim: nothing from the table for 70 s, waiting for a card to burn "
+                      "(state burn, 0 rounds resulted, 0 voided, 0 commands unanswered); " + says)

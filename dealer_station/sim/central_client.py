@@ -11,6 +11,7 @@ persistently again, subscribing anew (new consumers). What was published in betw
 the client asks for with `resend`."""
 import socket
 import ssl
+import threading
 import time
 
 import paho.mqtt.client as mqtt
@@ -18,11 +19,35 @@ import paho.mqtt.client as mqtt
 from dealer_station.mqtt_link import no_delay
 
 
+RESUBSCRIBE_S = 1.0      # a subscription the tier refused is asked again after this long
+
+
+class _Client(mqtt.Client):
+    """Remembers what each SUBSCRIBE asked for, so that a refused one can be asked again. A
+    central node that cannot make a QoS 1 subscription's JetStream consumer in time (a 4 s API
+    timeout, common in the first seconds after a whole-tier restart) answers it 0x80 and keeps
+    the connection ("Unable to add JetStream consumer"): a client that does not read SUBACK codes
+    stays connected and deaf to that topic (seen: a betting system's `replies` after its session's
+    renewal; nats-server drops the refused subscription, so a new SUBSCRIBE makes it anew)."""
+
+    def subscribe(self, topic, *args, **kwargs):
+        # held until the mid is recorded: asked again from a timer thread, the SUBACK can come
+        # back on the network thread before subscribe() returns (its refusal then unseen)
+        with self.asking:
+            result, mid = super().subscribe(topic, *args, **kwargs)
+            if result == mqtt.MQTT_ERR_SUCCESS:
+                self.asked[mid] = list(topic) if isinstance(topic, list) else [(topic, 1)]
+            return result, mid
+
+
 def central_client(client_id, central, on_connect=None, on_message=None, on_subscribe=None):
     """central: {"nodes": [(host, port), ...], "ca": path, "username": .., "password": ..}.
-    Connects in the background (loop_start); returns the client."""
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
-                    protocol=mqtt.MQTTv311, clean_session=False)
+    Connects in the background (loop_start); returns the client. A subscription the tier
+    refuses (SUBACK 0x80) is asked again after RESUBSCRIBE_S, while connected (a reconnection
+    subscribes anew by itself); `c.refused` counts them; on_subscribe sees every SUBACK."""
+    c = _Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
+                protocol=mqtt.MQTTv311, clean_session=False)
+    c.asked, c.refused, c.asking = {}, 0, threading.RLock()
     c.username_pw_set(central["username"], central["password"])
     c.tls_set(ca_certs=central["ca"], cert_reqs=ssl.CERT_REQUIRED)
     c.reconnect_delay_set(0.2, 1)
@@ -43,13 +68,31 @@ def central_client(client_id, central, on_connect=None, on_message=None, on_subs
             cl._clean_session = False
             _drop(cl)
             return
+        with cl.asking:
+            cl.asked.clear()    # SUBACKs of a connection gone never come
         if on_connect:
             on_connect(cl, u, f, rc, p)
     c.on_connect = connected
+
+    def subscribed(cl, u, mid, codes, p):
+        with cl.asking:
+            topics = cl.asked.pop(mid, [])
+        again = [t for t, rc in zip(topics, codes) if rc.is_failure]
+        if again:
+            cl.refused += len(again)
+            connection = cl.socket()
+
+            def ask():      # the same connection only: a new one subscribes everything anew
+                if cl.is_connected() and cl.socket() is connection:
+                    cl.subscribe(again)
+            timer = threading.Timer(RESUBSCRIBE_S, ask)
+            timer.daemon = True
+            timer.start()
+        if on_subscribe:
+            on_subscribe(cl, u, mid, codes, p)
+    c.on_subscribe = subscribed
     if on_message:
         c.on_message = on_message
-    if on_subscribe:
-        c.on_subscribe = on_subscribe
     no_delay(c)
     # keepalive 30 s: paho waits that long for a CONNACK, which a central tier taking its
     # sessions back after a restart gave in 4-8 s here (a node gone resets the connection)

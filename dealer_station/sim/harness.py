@@ -2,6 +2,7 @@
 Mosquitto (unless --broker), the virtual shoe on a pty (or the virtual wheel), the virtual camera
 (an MJPEG stream), the dealer panel on mock pins, a simulated dealer and a simulated betting
 system, with scripted faults, a live view and a report."""
+import json
 import os
 import queue
 import signal
@@ -519,7 +520,35 @@ class Harness:
     def stuck(self, why):
         return TimeoutError(f"table-sim: {why}, waiting for {self.waiting} (state {self.state}, "
                             f"{self.resulted} rounds resulted, {self.voided} voided, "
-                            f"{self.bs.unanswered()} commands unanswered)")
+                            f"{self.bs.unanswered()} commands unanswered); {self.whose_silence()}")
+
+    def whose_silence(self):
+        """Which side is silent: the table's journal against what its betting system applied.
+        A journal ahead: the table published, its events did not reach the betting system (a
+        broker or bridge path); not ahead: the table itself published nothing more (its shoe,
+        its panel or its daemon)."""
+        import sqlite3
+        try:
+            db = sqlite3.connect(f"file:{os.path.join(self.dir, 'journal.sqlite')}?mode=ro",
+                                 uri=True)
+            row = db.execute("SELECT seq, body FROM outbox ORDER BY seq DESC LIMIT 1").fetchone()
+            db.close()
+        except sqlite3.Error as e:
+            return f"the table's journal not read ({e})"
+        last, kind = (row[0], json.loads(row[1]).get("type")) if row else (0, None)
+        bs = self.bs
+        counts = (f"{bs.counts['quiet_probes']} quiet probes, "
+                  f"{bs.counts['session_renewals']} session renewals, "
+                  f"{bs.counts['subscriptions_refused']} subscriptions refused")
+        if last > bs.last:
+            return (f"the table journaled up to seq {last} ({kind}), its betting system applied "
+                    f"up to {bs.last}: the events did not reach it ({counts})")
+        shoe = ""
+        if self.shoe is not None and hasattr(self.shoe, "sent"):
+            shoe = (f"; the shoe: {self.shoe.next} cards drawn, frame seq {self.shoe.seq}, "
+                    f"{len(self.shoe.sent)} frames unacknowledged by the daemon")
+        return (f"the table journaled nothing past seq {last} ({kind}), all applied by its "
+                f"betting system: the table itself is silent ({counts}){shoe}")
 
     def play(self, timeout=None, stall_s=STALL_S):
         """Play the rounds. TimeoutError if the table says nothing for `stall_s` (a stuck table,

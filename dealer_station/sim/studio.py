@@ -97,6 +97,7 @@ class Studio:
         self.errors = []
         self.cfgs = {}                            # table -> its validated configuration
         self.bridge_restarts = {t: 0 for t in self.ids}
+        self.edge_restarts = {t: 0 for t in self.ids}
         self.checking = threading.Event()         # set: the bridge checks stop
         self.halted = False
         self.threads = []
@@ -201,7 +202,9 @@ class Studio:
                 if self.checking.is_set():
                     return
                 try:
-                    result = check(cfg)
+                    # as the table's timer does (bridge_check.restart_mosquitto): a bridge no
+                    # takeover through the tier ended is ended by restarting its edge broker
+                    result = check(cfg, restart_edge=lambda t=t: self._restart_edge(t))
                 except (OSError, CheckError) as e:
                     result = f"not run: {e}"
                 except Exception as e:      # noqa: BLE001  (paho's own errors: a traceback on the
@@ -210,8 +213,18 @@ class Studio:
                     result = f"not run: {type(e).__name__}: {e}"
                 if result != "ok" and result != "unreachable":
                     self.say(f"bridge-check {t}: {result}")
-                if result == "restarted":
+                if result in ("restarted", "edge restarted"):
                     self.bridge_restarts[t] += 1
+                if result == "edge restarted":
+                    self.edge_restarts[t] += 1
+
+    def _restart_edge(self, table):
+        """The table's edge Mosquitto restarted (SIGTERM, then started again on its port, its
+        persistence file kept: its queue for the bridge survives): `systemctl restart mosquitto`
+        at a table. The daemon reconnects and publishes again what it had not had acknowledged."""
+        edge = self.edges[self.ids.index(table)]
+        edge.stop()
+        edge.start()
 
     def _watch_queue(self, table, port):
         """The edge's stored message count ($SYS, every second): its queue for the bridge."""
@@ -384,6 +397,8 @@ class Studio:
                          "bettor_repeated": r["messages_repeated"],
                          "bettor_quiet_probes": h.bs.counts["quiet_probes"],
                          "bettor_session_renewals": h.bs.counts["session_renewals"],
+                         # SUBACK 0x80 from the tier, each asked again (central_client)
+                         "bettor_subscriptions_refused": h.bs.counts["subscriptions_refused"],
                          "balances_match": r["balances_match"],
                          "protocol_errors": r["protocol_errors"],
                          # signed at the table, verified after the bridge and the central tier
@@ -391,7 +406,8 @@ class Studio:
                          # and by the studio's ledger, for every table
                          "ledger_signature_errors": len(led.signature_errors.get(t, [])),
                          "edge_queue_peak": self._depth(t, 0, float("inf")),
-                         "bridge_restarts": self.bridge_restarts[t]}
+                         "bridge_restarts": self.bridge_restarts[t],
+                         "edge_restarts": self.edge_restarts[t]}
         span = (led.last_at - led.first_at) if led.first_at and led.last_at else 0
         lat = [s for _, s in led.latencies]
         quiet = [s for at, s in led.latencies if not self._near_fault(at)]
@@ -415,6 +431,7 @@ class Studio:
                            "resend_requests": led.counts["resend_requests"],
                            "quiet_probes": led.counts["quiet_probes"],
                            "session_renewals": led.counts["session_renewals"],
+                           "subscriptions_refused": led.c.refused,
                            "msgs_per_s": round(led.counts["received"] / span, 1) if span else None,
                            "card_latency_ms": {
                                "n": len(lat),
