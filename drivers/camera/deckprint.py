@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from .rounding import P, L, SMALL, _corner_roundings, corners_rounding, rounding  # noqa: F401  (rounding re-exported)
-from .streakround import PLAIN, SQUARE_SHARP, rise
+from .streakround import PLAIN, rise
 
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
 # canonical pixels (the ceiling for a card 300 pixels wide, more for a smaller one; between them
@@ -127,14 +127,17 @@ class DeckPrint:
     def _moving(self, bgr, quad, canon, streak, r):
         """The rounding of a moving card (`streak()`: its measured streak, or None) from its two
         corners without an index, less what the learned corner's measure rises by under that
-        streak at them (streakround.py); `r` when it cannot be measured so, nan when it lies
-        nearer what the other cut measures under the same streak (as nearer_other_cut under a
-        blur: a square corner rises more under a streak than a round one, 2.3 against 1.1 for
-        7 image pixels along the diagonal). Smeared along the streak, an index printed near the
-        edge (svg-cards') runs into its corner's measure: svg-cards' moving cards measured
-        5.5-10 at their index corners, 2.2-3.3 at the others, against the learned 2.07 +- 2
-        (bench/diag_blur.py); the corners' rise is the model's (0-1.9 canonical pixels for the
-        camera model's 4-7 pixel streaks), not tuned."""
+        streak at them (streakround.py); `r` when it cannot be measured so. Smeared along the
+        streak, an index printed near the edge (svg-cards') runs into its corner's measure:
+        svg-cards' moving cards measured 5.5-10 at their index corners, 2.2-3.3 at the others,
+        against the learned 2.07 +- 2 (bench/diag_blur.py); the corners' rise is the model's
+        (0-1.9 canonical pixels for the camera model's 4-7 pixel streaks), not tuned. Only for
+        a deck whose rounding does not tell its cut (cut() None: svg-cards, KDE Standard): for
+        Responsive's square cut it let Responsive's templates read moving cardsJS cards (the
+        same artwork) on the white table in 9 of 70 frames (bench/probe_streak_rounding.py),
+        their round corners measuring low there and the square corner's rise taken off."""
+        if self.cut() is not None:
+            return r
         v = streak()
         if v is None:
             return r
@@ -143,14 +146,7 @@ class DeckPrint:
         own = rise(self.rounding, quad, canon, v)
         if any(np.isnan(x) for x in m) or np.isnan(own):
             return r
-        m = sum(m) / len(m)
-        cut = self.cut()
-        if cut is not None:
-            square = SQUARE_SHARP + rise(SQUARE_SHARP, quad, canon, v)
-            if (cut == "round" and m <= (self.rounding + own + square) / 2
-                    or cut == "square" and m > self.rounding + own + SHARP_OFF):
-                return np.nan
-        return m - own
+        return sum(m) / len(m) - own
 
     def cut(self):
         """The deck's corners' cut as the rounding tells it: "round" when a square cut lies
