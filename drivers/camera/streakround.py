@@ -99,5 +99,3 @@ def rise(rounding, quad, canon, streak, corners=PLAIN):
         return np.nan
     return sum(vals) / len(vals) - _measure(img)
 
-
-SQUARE_SHARP = float(_measure(_CORNERS[0.0]))      # what a square corner measures unmoved (about 0)
