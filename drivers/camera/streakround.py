@@ -1,12 +1,12 @@
 """What a corner's rounding measures under a moving card's streak (issue 17), for the deck check
-(deckprint.card_matches). A streak smears a card's corner along its direction, and rounding.py's
-measure (how far the outline stands back from its sides' crossing) rises with it: svg-cards'
-moving cards at 125 pixels measured 4.1-5.5 against the learned 2.07 +- 2 and were refused
-(bench/diag_blur.py), every other check passing. So, as deckprint judges a blurred card's cut
-under its blur, a moving card's rounding is judged against what the learned corner measures
-under the card's own streak: a corner of the learned rounding drawn, smeared by the streak seen
-from each of the card's corners, and measured by rounding.py's own code. The window keeps its
-width; only its place moves, by the model's rise (nothing tuned)."""
+(deckprint.DeckPrint._moving). Smeared along its streak, an index printed near the card's edge
+(svg-cards') runs into its corner's measure: svg-cards' moving cards at 125 pixels measured
+4.1-5.5 against the learned 2.07 +- 2 (their index corners 5.5-10, the others 2.2-3.3;
+bench/diag_blur.py) and were refused, every other check passing. Such a card is measured at its
+two corners without an index, against the learned corner's measure under the card's own streak:
+a corner of the learned rounding drawn, smeared by the streak as each of those corners sees it,
+and measured by rounding.py's own code. The window keeps its width; its place moves by the
+model's rise (nothing tuned). Only for a deck whose rounding does not tell its cut (deckprint)."""
 import math
 
 import cv2
