@@ -17,7 +17,8 @@ photos (docs/camera.md)."""
 import cv2
 import numpy as np
 
-from .rounding import P, L, SMALL, _corner_roundings, rounding  # noqa: F401  (rounding re-exported)
+from .rounding import P, L, SMALL, _corner_roundings, corners_rounding, rounding  # noqa: F401  (rounding re-exported)
+from .streakround import PLAIN, rise
 
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
 # canonical pixels (the ceiling for a card 300 pixels wide, more for a smaller one; between them
@@ -100,12 +101,16 @@ class DeckPrint:
     def from_json(cls, d):
         return cls(d["rounding"], d["rounding_tol"], d["shift_tol"])
 
-    def card_matches(self, bgr, quad, canon, shifts, blur=None):
+    def card_matches(self, bgr, quad, canon, shifts, blur=None, streak=None):
         """`matches` of the card outlined by `quad`, its rounding measured here (rounding.py).
         `blur`: a callable giving the card's blur beyond the learned one (sigma, image pixels, or
         None), asked only when the rounding lies on the side of the learned one that another cut
-        would put it (its cost: a rounded deck's card below it, a square deck's above SHARP_OFF)."""
+        would put it (its cost: a rounded deck's card below it, a square deck's above SHARP_OFF).
+        `streak`: a callable giving the card's measured streak (image pixels) or None, asked only
+        when the rounding is outside the learned window (_moving)."""
         r = rounding(bgr, quad, canon)
+        if streak is not None and (np.isnan(r) or abs(r - self.rounding) > self.rounding_tol):
+            r = self._moving(bgr, quad, canon, streak, r)
         sigma = None
         if blur is not None and not np.isnan(r):
             q = np.float32(quad)
@@ -118,6 +123,30 @@ class DeckPrint:
                 if b is not None:
                     sigma = min(b * scale, most)        # image pixels to canonical ones
         return self.matches(r, shifts, sigma)
+
+    def _moving(self, bgr, quad, canon, streak, r):
+        """The rounding of a moving card (`streak()`: its measured streak, or None) from its two
+        corners without an index, less what the learned corner's measure rises by under that
+        streak at them (streakround.py); `r` when it cannot be measured so. Smeared along the
+        streak, an index printed near the edge (svg-cards') runs into its corner's measure:
+        svg-cards' moving cards measured 5.5-10 at their index corners, 2.2-3.3 at the others,
+        against the learned 2.07 +- 2 (bench/diag_blur.py); the corners' rise is the model's
+        (0-1.9 canonical pixels for the camera model's 4-7 pixel streaks), not tuned. Only for
+        a deck whose rounding does not tell its cut (cut() None: svg-cards, KDE Standard): for
+        Responsive's square cut it let Responsive's templates read moving cardsJS cards (the
+        same artwork) on the white table in 9 of 70 frames (bench/probe_streak_rounding.py),
+        their round corners measuring low there and the square corner's rise taken off."""
+        if self.cut() is not None:
+            return r
+        v = streak()
+        if v is None:
+            return r
+        per = corners_rounding(bgr, quad, canon)
+        m = [per[k] for k in PLAIN]
+        own = rise(self.rounding, quad, canon, v)
+        if any(np.isnan(x) for x in m) or np.isnan(own):
+            return r
+        return sum(m) / len(m) - own
 
     def cut(self):
         """The deck's corners' cut as the rounding tells it: "round" when a square cut lies

@@ -17,6 +17,7 @@ from .index import (
 from .onecorner import OneCorner
 from .twins import Twins
 from .scene import SceneReader, VISIBLE, _shows
+from .smear import streaked
 from .indexplace import placed_shift
 
 
@@ -268,6 +269,14 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
             return None
         return lambda: self.defocus_of(bgr, quad)
 
+    def _streak_for_cut(self, bgr, quad):
+        """The card's streak (image pixels) for the deck check's rounding (deckprint._moving),
+        only when its index corners say it moves (smear.streaked: not a defocus), at the table's
+        scale only (where it was measured); None otherwise."""
+        if self.t.card_size[0] >= SMALL:
+            return None
+        return lambda: motion.estimate(bgr, quad) if streaked(self, bgr, quad) else None
+
     def _of_deck(self, bgr, quad, card, grays, f=None, hidden=(), corners=None):
         """The deck check of a whole card that read `card` at both corners: its face (`f` when
         the caller has it), then its fingerprint. `hidden`: the outlines of cards lying over part
@@ -289,7 +298,8 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
         return self.t.print.card_matches(bgr, quad, (CW, CH),
                                          [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                           for q in corners or both_corners(quad)],
-                                         blur=self._blur_for_cut(bgr, quad))
+                                         blur=self._blur_for_cut(bgr, quad),
+                                         streak=self._streak_for_cut(bgr, quad))
 
     def _face_over_twin(self, f, card, margin):
         """Whether the card's face `f` is more like `card`'s than like the same rank's in the
