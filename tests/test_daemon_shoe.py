@@ -136,16 +136,16 @@ def test_a_driver_error_shows_in_the_status_and_the_shoe_comes_back(rig, tmp_pat
         d.close()
 
 
-def test_the_shoe_unplugged_mid_round_pauses_it_and_replugged_resumes_it(rig, tmp_path):
-    """End to end (issue #18): the real driver's disconnect reaches the engine as a journaled
-    device_fault, which pauses the round; the shoe's return resumes it where it stopped."""
+def _table_mid_shoe(rig, tmp_path, table_id):
+    """A daemon over a real broker and the virtual shoe on a pty: (daemon, shoe, journal path,
+    outputs(): every output in the outbox, in order)."""
     from dealer_station.config import check_config
     from dealer_station.daemon import Daemon
     b = rig.broker()
     shoe = rig.shoe(decks=8, seed=9)
     path = str(tmp_path / "j.sqlite")
     cfg, errors = check_config({
-        "table": {"id": "e2", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "table": {"id": table_id, "profile": "luxury21"}, "shoe": {"url": shoe.path},
         "broker": {"port": b.port}, "paths": {"journal": path}, "metrics": {"enabled": False}})
     assert not errors, errors
     d = Daemon(cfg)
@@ -153,6 +153,13 @@ def test_the_shoe_unplugged_mid_round_pauses_it_and_replugged_resumes_it(rig, tm
 
     def outputs():
         return [json.loads(r[0]) for r in d.journal.db.execute("SELECT body FROM outbox")]
+    return d, shoe, path, outputs
+
+
+def test_the_shoe_unplugged_mid_round_pauses_it_and_replugged_resumes_it(rig, tmp_path):
+    """End to end (issue #18): the real driver's disconnect reaches the engine as a journaled
+    device_fault, which pauses the round; the shoe's return resumes it where it stopped."""
+    d, shoe, path, outputs = _table_mid_shoe(rig, tmp_path, "e2")
 
     def run_until(pred, what, timeout=10):
         step_until(d, pred, what, timeout)
@@ -188,20 +195,7 @@ def test_a_bouncing_door_mid_round_is_one_pause_and_one_resume(rig, tmp_path):
     """The cold trial: 200 door flaps published 128 events. Real driver, pty and daemon: a burst
     of 200 STAT reports ending open, then 200 ending closed, reach the engine as one
     device_fault and one device_restored (one pause, one resume), the final state each time."""
-    from dealer_station.config import check_config
-    from dealer_station.daemon import Daemon
-    b = rig.broker()
-    shoe = rig.shoe(decks=8, seed=9)
-    path = str(tmp_path / "j.sqlite")
-    cfg, errors = check_config({
-        "table": {"id": "e3", "profile": "luxury21"}, "shoe": {"url": shoe.path},
-        "broker": {"port": b.port}, "paths": {"journal": path}, "metrics": {"enabled": False}})
-    assert not errors, errors
-    d = Daemon(cfg)
-    d.start()
-
-    def outputs():
-        return [json.loads(r[0]) for r in d.journal.db.execute("SELECT body FROM outbox")]
+    d, shoe, _, outputs = _table_mid_shoe(rig, tmp_path, "e3")
 
     def kinds(*wanted):
         return [o["type"] for o in outputs() if o["type"] in wanted]

@@ -73,10 +73,15 @@ def kernel(quad, box, streak):
         r = int(math.ceil(3 * sigma))
         g = cv2.getGaussianKernel(2 * r + 1, sigma).astype(np.float32)
         return g @ g.T
+    return line_kernel(d)
+
+
+def line_kernel(d):
+    """A line kernel of vector `d` (pixels): the segment splatted bilinearly, summing to 1."""
     r = int(math.ceil(max(abs(d[0]), abs(d[1])) / 2)) + 1
     k = np.zeros((2 * r + 1, 2 * r + 1), np.float32)
     n = max(int(4 * np.hypot(*d)), 2)
-    for t in np.linspace(-0.5, 0.5, n):          # the segment splatted, bilinear
+    for t in np.linspace(-0.5, 0.5, n):
         x, y = r + t * d[0], r + t * d[1]
         x0, y0 = int(x), int(y)
         fx, fy = x - x0, y - y0

@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from .rounding import P, L, _TURNED, _corner_roundings
+from .streak import line_kernel
 
 K = 8                       # supersampling of the drawn corner
 BASE = 1.2                  # canonical pixels: the blur every frame has (reference photos too)
@@ -52,22 +53,6 @@ def radius_of(rounding):
     return float(np.interp(rounding, m, _RADII[ok]))
 
 
-def _line(v):
-    """A line kernel of vector `v` (canonical pixels), the segment splatted bilinearly."""
-    r = int(math.ceil(max(abs(v[0]), abs(v[1])) / 2)) + 1
-    k = np.zeros((2 * r + 1, 2 * r + 1), np.float32)
-    n = max(int(4 * math.hypot(*v)), 2)
-    for t in np.linspace(-0.5, 0.5, n):
-        x, y = r + t * v[0], r + t * v[1]
-        x0, y0 = int(x), int(y)
-        fx, fy = x - x0, y - y0
-        k[y0, x0] += (1 - fx) * (1 - fy)
-        k[y0, x0 + 1] += fx * (1 - fy)
-        k[y0 + 1, x0] += (1 - fx) * fy
-        k[y0 + 1, x0 + 1] += fx * fy
-    return k / k.sum()
-
-
 def corner_streaks(quad, canon, streak):
     """The streak `streak` (image pixels) as each of the card's four corners' patches see it
     (rounding.corners_rounding's warps), in canonical pixels."""
@@ -94,7 +79,7 @@ def rise(rounding, quad, canon, streak, corners=PLAIN):
     rounding.corners_rounding numbers them): their mean; nan when one does not measure."""
     img = _nearest(rounding)
     vs = corner_streaks(quad, canon, streak)
-    vals = [_measure(img, _line(vs[k])) for k in corners]
+    vals = [_measure(img, line_kernel(vs[k])) for k in corners]
     if any(math.isnan(x) for x in vals):
         return np.nan
     return sum(vals) / len(vals) - _measure(img)
