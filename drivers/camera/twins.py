@@ -5,8 +5,8 @@ corners by just over the reader's margin. The face then decides: a suit the inde
 must be the face's by FACE_SUIT, what a suit read from a blurred index must show."""
 import numpy as np
 
-from .deckprint import corner_face_score
-from .index import FACE_SUIT, INK, TWIN
+from .deckprint import CORNER_FACE, corner_face_score
+from .index import CH, CW, FACE_H, FACE_SUIT, FACE_W, INK, TWIN
 
 # the read suit's index score over its twin's at the weaker corner under which the face must
 # also be the suit's: twice the reader's margin (the wrong reads found passed by 0.050-0.052;
@@ -20,6 +20,15 @@ TWIN_INDEX = 0.1
 # had the twin's (its true card's) strips by 0.107-0.124 (the held-out Tigullio deck's 3c, 4c, 6c,
 # bench/hunt_hands.py scenes 165, 175, 201, 234)
 COVERED_TWIN = -0.06
+# ... and the strips are evidence of the suit only where the deck prints something there outside
+# the index: where the learned strips, the index box masked out, carry under this share of the
+# index's own ink (the mean square of the face's edges), they are bare paper and border (an ace,
+# its one pip in the middle; the drawn deck, whose pips lie inside its strips nowhere), and a suit
+# the index leaves thin is refused: the strips' score is then the index's own blur again. The
+# held-out Tigullio's covered Ac was read As in all five frames of bench/hunt_hands.py scene 683
+# (index 0.054 over the club, strips the spade's by 0.075). Learned strips on all seven decks:
+# aces and the drawn deck 0.01-0.04, twos and threes 0.10-0.18, every other card 0.27 and more.
+STRIPS_BARE = 0.06
 
 
 class Twins:
@@ -47,7 +56,22 @@ class Twins:
         if index is None or index >= TWIN_INDEX:
             return True
         twin = card[0] + TWIN[card[1]]
+        if self._strips_bare(card):
+            return False        # nothing in the strips but the index: no second opinion
         return mine - corner_face_score(f, self.t.faces[twin]) > COVERED_TWIN
+
+    def _strips_bare(self, card):
+        """Whether `card`'s learned face strips carry, outside the index box, under STRIPS_BARE of
+        the index's ink; learned once a card from the templates' faces."""
+        cache = self.__dict__.setdefault("_bare", {})
+        if card not in cache:
+            strips = np.zeros((FACE_H, FACE_W), bool)
+            strips[:int(CORNER_FACE[1] * FACE_H)], strips[:, :int(CORNER_FACE[0] * FACE_W)] = True, True
+            index = np.zeros_like(strips)
+            index[:int(self.t.box[3] * FACE_H / CH) + 3, :int(self.t.box[2] * FACE_W / CW) + 3] = True
+            f = self.t.faces[card] - self.t.faces[card].mean()
+            cache[card] = (f[strips & ~index] ** 2).mean() < STRIPS_BARE * (f[strips & index] ** 2).mean()
+        return cache[card]
 
     def _index_over_twin(self, card, grays, corners):
         """The read suit's best index score over its twin suit's at the weaker of `corners`, from
