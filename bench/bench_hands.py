@@ -7,6 +7,10 @@ frames and wrong.
   stays visible), the hand at any angle, each card a few degrees off it. Five frames with fresh
   sensor noise; a card is read when the tracker reports it (`stable_frames` = 3 agreeing
   consecutive frames) within the five.
+- Dealt (`--dealt`, only it): the same hands dealt card by card as at a table (the first card to
+  each hand, then the second ...), five frames after each card lands. A card is read when the
+  tracker reports it within those five frames: at a table each card lies whole on top before the
+  next covers it, while the hands above lay a whole hand at once (a covered card never seen whole).
 - Rotation: eight cards a frame, one per zone of the blackjack layout, each at any angle
   (neighbours touch and merge), the same five frames and tracker. The layout is framed as a
   table's camera frames it, with a margin (camera_model.framed): at seats 1 and 7 the default
@@ -101,6 +105,51 @@ def hands(rec, deck, n_cards, width, seed=7):
             "recognitions": tally["recognitions"], "kinds": tally["kinds"], "reported_any": reported_any}
 
 
+def dealt(rec, deck, n_cards, width, seed=17):
+    """The hands of `hands` dealt as at a table: the first card to each hand, the second to each,
+    then the third and fourth, and five frames taken after each card lands (the camera the same
+    through the deal: one seed a scene). A card is read when the tracker reports it within the
+    five frames after it lands, while it lies on top; `later` counts the cards reported only
+    after those five frames (under later cards, or on top of a hand dealt to since); `gone` the
+    tracker's 'gone' events (a card lying there that it lost)."""
+    rng = np.random.default_rng(seed)
+    faces = cm.load_deck(deck)
+    read = later = total = reported_wrong = reported_any = gone = 0
+    tally = {"recognitions": 0, "wrong": 0, "kinds": {}}
+    k = 0
+    while total < n_cards:
+        empty = cm.surface(cm.SURFACES[k % len(cm.SURFACES)], 1280, 720, rng)
+        deal = [CARDS[int(i)] for i in rng.choice(52, 12, replace=False)]
+        laid = []
+        for x in _hand_places(width):       # each hand's places, drawn on a scratch frame
+            n = int(rng.integers(2, 5))
+            cs, deal = deal[:n], deal[n:]
+            laid.append(list(zip(cs, cm.hand(empty.copy(), deck, cs, (x, 360), width,
+                                             rng.uniform(0, 360), rng))))
+        order = [h[i] for i in range(4) for h in laid if i < len(h)]
+        names = {c for c, _ in order}
+        frame, cam, truth = empty.copy(), int(rng.integers(2 ** 31)), []
+        tracker, reported = ZoneTracker(3, 8), set()
+        for card, quad in order:
+            cm.lay(frame, faces[card], quad)
+            truth.append((card, quad))
+            base = cm.camera(frame, np.random.default_rng(cam))
+            for got in _frames(rec, base, rng, truth, width, tally):
+                for ev, c in tracker.update("table", [c for c, _ in got]):
+                    gone += ev == "gone"
+                    if ev == "seen":
+                        reported_any += 1
+                        later += c in names and c != card and c not in reported
+                        reported.add(c)
+            read += card in reported
+        reported_wrong += len(reported - names)
+        total += len(order)
+        k += 1
+    return {"cards": total, "read": read, "later": later, "gone": gone, "wrong": tally["wrong"],
+            "reported_wrong": reported_wrong, "recognitions": tally["recognitions"],
+            "kinds": tally["kinds"], "reported_any": reported_any}
+
+
 def rotation(rec, deck, n_cards, width, seed=11):
     rng = np.random.default_rng(seed)
     zones = cm.framed(ZONES, width)
@@ -189,6 +238,8 @@ def main(argv=None):
                     "(its seeds as in the whole run: one run split over cores)")
     ap.add_argument("--hands-only", action="store_true", help="hands, not the rotated single cards")
     ap.add_argument("--rotation-only", action="store_true", help="the rotated single cards, not hands")
+    ap.add_argument("--dealt", action="store_true",
+                    help="only the hands dealt card by card as at a table (five frames after each card lands)")
     ap.add_argument("--foreign", action="store_true",
                     help="every deck's scenes read with every other deck's templates (all reads wrong)")
     ap.add_argument("--pairs", help="with --foreign, only these SCENES:TEMPLATES decks (comma separated)")
@@ -211,8 +262,11 @@ def main(argv=None):
             continue
         t0 = time.perf_counter()
         rec = VisualRecognizer(cm.reference_templates(deck, seed=args.seed + i, width=args.width))
-        r = {} if args.rotation_only else {"hands": hands(rec, deck, args.cards, args.width, 7 + args.seed)}
-        if not args.hands_only:
+        if args.dealt:
+            r = {"dealt": dealt(rec, deck, args.cards, args.width, 17 + args.seed)}
+        else:
+            r = {} if args.rotation_only else {"hands": hands(rec, deck, args.cards, args.width, 7 + args.seed)}
+        if not args.hands_only and not args.dealt:
             r["rotation"] = rotation(rec, deck, args.cards, args.width, 11 + args.seed)
         r["seconds"] = round(time.perf_counter() - t0)
         report["decks"][deck] = r
@@ -220,6 +274,7 @@ def main(argv=None):
             print(f"  {deck} ({r['seconds']} s): " + "; ".join(
                 f"{k} read within 5 frames {100 * v['read'] / v['cards']:.2f}% of {v['cards']}, "
                 f"{v['wrong']} wrong in {v['recognitions']} recognitions, {v['reported_wrong']} reported wrong"
+                + (f", {v['later']} reported later, {v['gone']} lost" if k == "dealt" else "")
                 for k, v in r.items() if k != "seconds"), flush=True)
     if args.json:
         print(json.dumps(report))
