@@ -217,8 +217,8 @@ class MqttLink:
         accepted, self._accepted = self._accepted, False
         error, self._errors.last = self._errors.last, None
         unanswered, said = self._answered()
-        if said and not accepted:
-            return                      # the silence was said already (_no_connack)
+        if (said or not unanswered and error is None) and not accepted:
+            return      # said already (_no_connack), or paho's second call for one keepalive timeout
         if accepted or (error is None and not unanswered):
             self.enqueue(("mqtt", "disconnected", str(reason_code)))
             return
