@@ -222,10 +222,11 @@ class MqttLink:
         if accepted or (error is None and not unanswered):
             self.enqueue(("mqtt", "disconnected", str(reason_code)))
             return
-        if error is None:
-            # closed, or answered with bytes that are not MQTT, before any CONNACK
+        if error is None or not self.cfg["tls"]:
+            # closed (or reset: a TLS-only listener given plain MQTT), or answered with bytes
+            # that are not MQTT, before any CONNACK
             self._refused(f"{self._where()} closed the connection before answering CONNECT "
-                          f"({reason_code}): not an MQTT broker? (check broker.host and "
+                          f"({error or reason_code}): not an MQTT broker? (check broker.host and "
                           f"broker.port)")
             return
         # dropped before its CONNACK: the broker refused the connection (a TLS client

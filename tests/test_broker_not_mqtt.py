@@ -34,6 +34,9 @@ class Server:
             if self.mode == "hang" and not self.accepted:
                 c.recv(1000)                          # the CONNECT: accepted (v5 CONNACK, rc 0)
                 c.sendall(b"\x20\x03\x00\x00\x00")     # then silence, as a paused broker
+            elif self.mode == "reset":                 # reads a little, closes with the rest
+                c.recv(1)                             # unread: a reset, as a TLS-only listener
+                c.close()
             elif self.mode == "ssh":
                 c.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")
             elif self.mode == "http":
@@ -85,8 +88,12 @@ def test_a_server_that_never_answers_connect_is_said_within_the_connack_timeout(
     assert "not an MQTT broker" in got[0][2]
 
 
-def test_a_server_answering_not_mqtt_is_said_once_not_on_every_retry(link):
-    server, events = link("http")
+@pytest.mark.parametrize("mode", ["http", "reset"])
+def test_a_server_answering_not_mqtt_is_said_once_not_on_every_retry(link, mode):
+    """`reset`: the cold trial's TLS-only Mosquitto listener given plain MQTT (the docs' own
+    example) was "the broker ... dropped the connection before accepting it: ... Connection reset
+    by peer", the line for a TLS broker refusing a client, with no word of a wrong port."""
+    server, events = link(mode)
     # the fourth attempt comes after the third's disconnect was handled: three said, or one
     wait_for(lambda: server.accepted >= 4, 10, "four connection attempts")
     said = [e for e in events() if e[1] in ("refused", "disconnected")]
