@@ -36,6 +36,11 @@ def _check_config(cfg, errors):
         errors.append("broker.username: a password needs a username")
     if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
         errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
+    if broker["connack_timeout_s"] >= broker["keepalive_s"]:
+        # paho gives a CONNECT up after keepalive_s: the watch would never speak, and the log
+        # said "closed the connection before answering CONNECT (Keep alive timeout)", the client's
+        errors.append(f"broker.connack_timeout_s: must be below broker.keepalive_s "
+                      f"({broker['keepalive_s']}), got {broker['connack_timeout_s']}")
 
 
 CONFIG = Section("broker", {
