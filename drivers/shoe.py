@@ -158,7 +158,9 @@ class ShoeSession:
             self._event(f, now)
         else:   # a host command echoed back, or a shoe speaking another dialect
             self.counts["unexpected"] += 1
-            self._log_bad(sp.BadFrame(sp.encode(k, *f.fields), "not a frame a shoe sends"), now)
+            # the frame as it came, without the line end encode adds ("2 not printable ASCII")
+            self._log_bad(sp.BadFrame(sp.encode(k, *f.fields)[:-2], "not a frame a shoe sends"),
+                          now)
 
     def _ahead(self, s):
         """How far s is after the last delivered number (0 when not after it)."""

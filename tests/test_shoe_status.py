@@ -146,3 +146,14 @@ def test_a_status_word_outside_the_spec_is_a_fault_never_guessed_healthy(words):
     f.stat(1500, "closed", "0")                  # a known, healthy status settles: ok again
     f.tick(2500)
     assert (f.faults()[-1] if f.faults() else ("ok", None)) == ("ok", None)
+
+
+def test_a_host_command_from_the_shoe_is_logged_without_a_phantom_unprintable(caplog):
+    """The cold trial's log: `$RSND,1*XXXX` from the shoe was "bad frame dropped (not a frame a
+    shoe sends): $RSND 14 bytes, 2 not printable ASCII": the 2 were the CR LF the log re-encoded,
+    not in what the shoe sent (a real unprintable byte is a line-noise clue for a technician)."""
+    f = Feed()
+    with caplog.at_level("WARNING", logger="drivers.shoe"):
+        f.s.data(sp.encode("RSND", 1), 0.0)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("shoe: bad frame dropped (not a frame a shoe sends): $RSND 12 bytes;"), line
