@@ -36,6 +36,11 @@ def _check_config(cfg, errors):
         errors.append("broker.username: a password needs a username")
     if broker["reconnect_max_s"] < broker["reconnect_min_s"]:
         errors.append("broker.reconnect_max_s: must not be below reconnect_min_s")
+    if broker["connack_timeout_s"] >= broker["keepalive_s"]:
+        # paho gives a CONNECT up after keepalive_s: the watch would never speak, and the log
+        # said "closed the connection before answering CONNECT (Keep alive timeout)", the client's
+        errors.append(f"broker.connack_timeout_s: must be below broker.keepalive_s "
+                      f"({broker['keepalive_s']}), got {broker['connack_timeout_s']}")
 
 
 CONFIG = Section("broker", {
@@ -217,15 +222,16 @@ class MqttLink:
         accepted, self._accepted = self._accepted, False
         error, self._errors.last = self._errors.last, None
         unanswered, said = self._answered()
-        if said and not accepted:
-            return                      # the silence was said already (_no_connack)
+        if (said or not unanswered and error is None) and not accepted:
+            return      # said already (_no_connack), or paho's second call for one keepalive timeout
         if accepted or (error is None and not unanswered):
             self.enqueue(("mqtt", "disconnected", str(reason_code)))
             return
-        if error is None:
-            # closed, or answered with bytes that are not MQTT, before any CONNACK
+        if error is None or not self.cfg["tls"]:
+            # closed (or reset: a TLS-only listener given plain MQTT), or answered with bytes
+            # that are not MQTT, before any CONNACK
             self._refused(f"{self._where()} closed the connection before answering CONNECT "
-                          f"({reason_code}): not an MQTT broker? (check broker.host and "
+                          f"({error or reason_code}): not an MQTT broker? (check broker.host and "
                           f"broker.port)")
             return
         # dropped before its CONNACK: the broker refused the connection (a TLS client

@@ -115,7 +115,8 @@ def _command(shoe, cmd, rest):
 
 def wheel_main(argv):
     """table-sim wheel --pty: a virtual Cammegh SS2 wheel; commands on standard input:
-    miss_spin | failed_launch [PERIODS] | no_ball [PERIODS] | fault [CODE] | garble | quit."""
+    miss_spin | failed_launch [PERIODS] | no_ball [PERIODS] | fault [CODE] | garble |
+    double_number | ball_out | respin | quit."""
     from drivers.virtual_wheel import VirtualWheel
     ap = argparse.ArgumentParser(prog="table-sim wheel", description="a virtual roulette wheel on a pty")
     ap.add_argument("--pty", action="store_true", required=True)
@@ -145,12 +146,20 @@ def _wheel_command(w, words):
             "failed_launch": lambda r: w.failed_launch_next(int(r[0]) if r else 10),
             "no_ball": lambda r: w.no_ball_next(int(r[0]) if r else 12),
             "fault": lambda r: w.component_fault(r[0] if r else "12"),
-            "garble": lambda r: w.garble_next()}
+            "garble": lambda r: w.garble_next(),
+            # the next number read twice, differently (a reader fault: number_mismatch)
+            "double_number": lambda r: w.double_number_next(),
+            # the no-spin of docs/table-sim.md's no_spin fault: the next spin's ball leaves the
+            # wheel (no number comes) until the dealer, having declared the no-spin, launches again
+            "ball_out": lambda r: w.ball_out_next(),
+            "respin": lambda r: w.respin()}
     cmd, rest = words[0], words[1:]
     if cmd == "quit":
         return None
     if cmd not in acts:
         return f"error: unknown command {cmd!r}; known: {', '.join(acts)}, quit"
+    if cmd == "respin" and not ("ball_out" in w.faults and w.state == 4):
+        return "error: respin: no ball is out (ball_out, then respin once its spin waits for a number)"
     if cmd in ("failed_launch", "no_ball") and rest and not (rest[0].isdigit() and int(rest[0]) >= 1):
         return f"error: {cmd} PERIODS: a number of status periods, at least 1, got {rest[0]!r}"
     acts[cmd](rest)
@@ -218,6 +227,13 @@ def table_main(argv):
                     help="who resolves irregularities: the simulated pit boss, or you on the "
                          "console's pit-boss page")
     a = ap.parse_args(argv)
+    # a negative count or pace is an error (--rounds -3 started a table that played nothing and
+    # exited 1; --speed -1 played as --speed 0), as the scenario file's own rounds are
+    for opt, v, least in (("--rounds", a.rounds, 0), ("--speed", a.speed, 0),
+                          ("--progress", a.progress, 0), ("--tables", a.tables, 1)):
+        if v is not None and not (least <= v < float("inf")):
+            print(f"table-sim: {opt} {v}: a number >= {least}", file=sys.stderr)
+            return 2
     # an option the chosen mode does not use is an error, not silently dropped
     studio_only = {"--camera": a.camera, "--studio-faults": a.studio_faults,
                    "--debug-dir": a.debug_dir}
@@ -250,6 +266,12 @@ def table_main(argv):
                     console={"port": a.console_port, "accounts": accounts},
                     pit_boss=a.pit_boss == "sim",
                     progress_every=a.progress if a.plain else 0.0)
+        rounds = h.rounds
+        late = [f for f in sc["faults"] if rounds and f["round"] > rounds]
+        if late:                      # --rounds cut the scenario short: say what it leaves out
+            print(f"table-sim: {len(late)} of the scenario's faults come after round {rounds} and "
+                  f"are not injected (the first: {late[0]['fault']} at round {late[0]['round']})",
+                  file=sys.stderr)
     except ValueError as e:          # a bad scenario, an unknown profile or fault
         for line in str(e).splitlines():     # a profile file's errors: all of them, one a line
             print(f"table-sim: {line}", file=sys.stderr)

@@ -12,6 +12,10 @@ from .shoe_status import StatusDebounce
 
 log = logging.getLogger(__name__)
 
+# STAT's fields and the words each may take (docs/shoe-protocol.md, "Frames from the shoe")
+STAT_WORDS = (("door", ("open", "closed")), ("jam", ("0", "1")), ("sensor", ("ok", "fault")),
+              ("light", ("ok", "low")), ("gate", ("locked", "unlocked")))
+
 
 def _shape(data):
     """A bad frame as the log may show it: its type and size, never its fields. A corrupted
@@ -154,7 +158,9 @@ class ShoeSession:
             self._event(f, now)
         else:   # a host command echoed back, or a shoe speaking another dialect
             self.counts["unexpected"] += 1
-            self._log_bad(sp.BadFrame(sp.encode(k, *f.fields), "not a frame a shoe sends"), now)
+            # the frame as it came, without the line end encode adds ("2 not printable ASCII")
+            self._log_bad(sp.BadFrame(sp.encode(k, *f.fields)[:-2], "not a frame a shoe sends"),
+                          now)
 
     def _ahead(self, s):
         """How far s is after the last delivered number (0 when not after it)."""
@@ -367,11 +373,20 @@ class ShoeSession:
         """Publish the settled statuses, each with the fault it amounts to, then whether the
         reports will not settle; a DeviceState once per change of the faults."""
         for status, seq in settled:
-            door, jam, sensor, light, gate = status
-            self.emit(ShoeStatus(seq, door, jam == "1", sensor, light, gate))
-            self._faults({x for x, bad in (("door open", door == "open"), ("jam", jam == "1"),
-                                           ("sensor fault", sensor != "ok"),
-                                           ("low light", light != "ok")) if bad})
+            # a word outside the spec's (door "ajar", jam "yes") is not guessed healthy: the
+            # report says null for it and the shoe is in fault until a known status settles;
+            # the reason names the field, never its value (a corrupt frame's bytes may be a card)
+            unknown = [name for (name, words), v in zip(STAT_WORDS, status) if v not in words]
+            door, jam, sensor, light, gate = (None if name in unknown else v
+                                              for (name, _), v in zip(STAT_WORDS, status))
+            self.emit(ShoeStatus(seq, door, None if jam is None else jam == "1", sensor, light,
+                                 gate))
+            faults = {x for x, bad in (("door open", door == "open"), ("jam", jam == "1"),
+                                       ("sensor fault", sensor == "fault"),
+                                       ("low light", light == "low")) if bad}
+            if unknown:
+                faults.add(f"unknown status report ({', '.join(unknown)})")
+            self._faults(faults)
         unstable = self.status.unstable(now)
         if unstable != ("status unstable" in self.faults):
             # a contact chattering for seconds is a fault itself, until one status settles

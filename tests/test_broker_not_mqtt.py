@@ -13,7 +13,8 @@ from mqtt_rig import wait_for
 
 class Server:
     """A TCP server on a free port that is not a broker: `silent` reads and says nothing (or an
-    ssh banner), `http` answers the CONNECT with an HTTP error and closes."""
+    ssh banner), `http` answers the CONNECT with an HTTP error and closes; `hang` is a broker
+    that accepts the first connection, then stops answering (paused)."""
 
     def __init__(self, mode):
         self.mode = mode
@@ -30,7 +31,13 @@ class Server:
             except OSError:
                 return
             self.conns.append(c)
-            if self.mode == "ssh":
+            if self.mode == "hang" and not self.accepted:
+                c.recv(1000)                          # the CONNECT: accepted (v5 CONNACK, rc 0)
+                c.sendall(b"\x20\x03\x00\x00\x00")     # then silence, as a paused broker
+            elif self.mode == "reset":                 # reads a little, closes with the rest
+                c.recv(1)                             # unread: a reset, as a TLS-only listener
+                c.close()
+            elif self.mode == "ssh":
                 c.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")
             elif self.mode == "http":
                 c.recv(1000)
@@ -52,6 +59,8 @@ def link():
         server = Server(mode)
         cfg = {k: v.default for k, v in CONFIG.keys.items()}
         cfg.update(port=server.port, connack_timeout_s=1, keepalive_s=60, reconnect_max_s=1)
+        if mode == "hang":
+            cfg.update(keepalive_s=1)         # below the key's range: a paused broker found fast
         q = queue.Queue()
         got = []
         lk = MqttLink(cfg, "bj-01", q.put, {"state": "offline"})
@@ -79,11 +88,29 @@ def test_a_server_that_never_answers_connect_is_said_within_the_connack_timeout(
     assert "not an MQTT broker" in got[0][2]
 
 
-def test_a_server_answering_not_mqtt_is_said_once_not_on_every_retry(link):
-    server, events = link("http")
+@pytest.mark.parametrize("mode", ["http", "reset"])
+def test_a_server_answering_not_mqtt_is_said_once_not_on_every_retry(link, mode):
+    """`reset`: the cold trial's TLS-only Mosquitto listener given plain MQTT (the docs' own
+    example) was "the broker ... dropped the connection before accepting it: ... Connection reset
+    by peer", the line for a TLS broker refusing a client, with no word of a wrong port."""
+    server, events = link(mode)
     # the fourth attempt comes after the third's disconnect was handled: three said, or one
     wait_for(lambda: server.accepted >= 4, 10, "four connection attempts")
     said = [e for e in events() if e[1] in ("refused", "disconnected")]
     assert len(said) == 1 and said[0][1] == "refused", said
     assert f"127.0.0.1:{server.port} closed the connection before answering CONNECT" in said[0][2]
     assert "not an MQTT broker" in said[0][2]
+
+
+def test_a_broker_that_stops_answering_is_one_disconnect_not_two(link):
+    """The cold trial's case: a real Mosquitto paused (kill -STOP) after the daemon connected.
+    paho 2.2's loop_misc calls on_disconnect twice for one keepalive timeout (once in
+    _check_keepalive, once for the PINGREQ unanswered), and the daemon logged "broker
+    disconnected: Keep alive timeout" twice. The broker here answers the first CONNECT, then
+    nothing (no PINGRESP, no second CONNACK)."""
+    server, events = link("hang")
+    got = wait_for(lambda: [e for e in events() if e[1] == "refused"], 15,
+                   "the second CONNECT unanswered")
+    said = [e[1] for e in events() if e[1] in ("connected", "disconnected", "refused")]
+    assert said == ["connected", "disconnected", "refused"], said
+    assert "did not answer CONNECT" in got[0][2]

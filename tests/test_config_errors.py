@@ -83,6 +83,16 @@ def test_a_word_where_a_number_goes_is_a_type_error_not_a_crash(tmp_path):
                   "broker.reconnect_min_s: expected int, got 'fast'")
 
 
+def test_a_connack_timeout_not_below_the_keepalive_is_named(tmp_path):
+    """The cold trial: connack_timeout_s = 30 with keepalive_s = 5 passed check-config; paho gave
+    each CONNECT up after 5 s, and a silent port was "closed the connection before answering
+    CONNECT (Keep alive timeout)", then again with another cause, never "did not answer"."""
+    check_and_run(write(tmp_path, {"broker": "keepalive_s = 5\nconnack_timeout_s = 30\n"}),
+                  "broker.connack_timeout_s: must be below broker.keepalive_s (5), got 30")
+    check_and_run(write(tmp_path, {"broker": "keepalive_s = 5\nconnack_timeout_s = 5\n"}),
+                  "broker.connack_timeout_s: must be below broker.keepalive_s (5), got 5")
+
+
 @pytest.mark.parametrize("value", ['12345678', '["hunter2-secret"]', '{ x = "hunter2-secret" }'])
 def test_a_wrong_type_password_is_never_echoed(tmp_path, value):
     out, err = check_and_run(write(tmp_path, {"broker": f'username = "t1"\npassword = {value}\n'}),

@@ -430,7 +430,8 @@ def test_the_virtual_consoles_name_the_commands_they_know_and_refuse_a_bad_statu
     assert shoe.seq == 0                          # no STAT made of any of them
     w = VirtualWheel()                            # not started either
     assert _wheel_command(w, ["spin"]) == ("error: unknown command 'spin'; known: miss_spin, "
-                                           "failed_launch, no_ball, fault, garble, quit")
+                                           "failed_launch, no_ball, fault, garble, double_number, "
+                                           "ball_out, respin, quit")
     assert _wheel_command(w, ["no_ball", "x"]).startswith("error: no_ball PERIODS: a number")
     assert _wheel_command(w, ["no_ball", "3"]) == "ok" and w.persist["no_ball"] == 3
     assert _wheel_command(w, ["quit"]) is None
@@ -445,3 +446,43 @@ def test_table_sim_names_its_commands_for_one_it_does_not_know():
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip() == ("table-sim: unknown command 'shoes'; known: shoe --pty, wheel --pty, "
                                 "or none for a whole table (table-sim --help)")
+
+
+def test_the_wheel_console_gives_a_person_the_no_spin_table_sim_plays():
+    """The cold trial: table-sim's `no_spin` fault (the ball leaves the wheel, the dealer
+    declares a no-spin, the ball is launched again) could not be played by a person on
+    `table-sim wheel --pty`: it knew no ball_out nor respin (nor double_number)."""
+    from dealer_station.sim_cli import _wheel_command
+    from drivers.virtual_wheel import VirtualWheel
+    w = VirtualWheel()                            # not started: its state is set by hand
+    assert _wheel_command(w, ["respin"]).startswith("error: respin: no ball is out")
+    assert _wheel_command(w, ["ball_out"]) == "ok" and "ball_out" in w.faults
+    w.state = 4                                   # the spin waits for its number: none comes
+    assert _wheel_command(w, ["respin"]) == "ok"
+    assert "ball_out" not in w.faults and w.state == 2      # launched again, the same game
+    assert _wheel_command(w, ["double_number"]) == "ok" and "double_number" in w.faults
+
+
+def test_table_sim_refuses_a_negative_count_or_pace_and_says_faults_it_will_not_reach(tmp_path):
+    """`--rounds -3` started a table that played nothing (exit 1), `--speed -1` played as 0; a
+    scenario's faults after `--rounds` were silently never injected (exit 0, none in the report)."""
+    import json
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "dealer_station.sim_cli", *args],
+                              capture_output=True, text=True, timeout=60)
+    for opt, value in (("--rounds", "-3"), ("--speed", "-1"), ("--speed", "nan"),
+                       ("--progress", "-5"), ("--tables", "0")):
+        p = run("--profile", "roulette", opt, value)
+        assert p.returncode == 2 and p.stderr.startswith(f"table-sim: {opt} "), (opt, p.stderr)
+        assert "Traceback" not in p.stderr and "broker" not in p.stderr    # nothing started
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps([{"round": 1, "fault": "no_spin"}, {"round": 5, "fault": "no_spin"},
+                             {"round": 9, "fault": "miss_spin"}]))
+    # an unreachable broker: the table does not start, the warning came before
+    p = run("--profile", "roulette", "--rounds", "2", "--faults", str(f),
+            "--broker", "mqtt://127.0.0.1:1")
+    assert ("table-sim: 2 of the scenario's faults come after round 2 and are not injected "
+            "(the first: no_spin at round 5)") in p.stderr, p.stderr

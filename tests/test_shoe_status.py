@@ -113,3 +113,47 @@ def test_any_flap_sequence_publishes_the_settled_states_in_order_and_the_last_on
     # one fault report per change of the published faults, none for an unchanged one
     changes = [w for i, w in enumerate(want) if (want[i - 1] if i else ("ok", None)) != w]
     assert f.faults() == changes
+
+
+# The spec's words for each STAT field, and words a firmware bug or a corrupt frame might send
+WORDS = {"door": ["open", "closed"], "jam": ["0", "1"], "sensor": ["ok", "fault"],
+         "light": ["ok", "low"], "gate": ["locked", "unlocked"]}
+ODD = ["OPEN", "ajar", "yes", "2", "", "Kd", "ok ", "closed\x1b"]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.fixed_dictionaries({k: st.sampled_from(v + ODD) for k, v in WORDS.items()}))
+def test_a_status_word_outside_the_spec_is_a_fault_never_guessed_healthy(words):
+    """The cold trial's case: `$STAT,n,ajar,yes,ok,ok,unlocked` left the shoe `ok` (a door
+    "ajar" is not "open", a jam "yes" not "1"). A word outside the spec is a fault naming the
+    field (never its value) and the report says null for it, until a known status settles."""
+    f = Feed()
+    f.seq += 1
+    f.s.data(sp.encode("STAT", f.seq, *(words[k] for k in WORDS)), 0.0)
+    f.tick(1000)
+    unknown = [k for k in WORDS if words[k] not in WORDS[k]]
+    (report,) = [e for e in f.events if isinstance(e, ShoeStatus)]
+    for k, v in words.items():
+        got = getattr(report, k)
+        assert got is None if k in unknown else got == (v == "1" if k == "jam" else v)
+    known_bad = [x for x, on in (("door open", words["door"] == "open"),
+                                 ("jam", words["jam"] == "1"),
+                                 ("sensor fault", words["sensor"] == "fault"),
+                                 ("low light", words["light"] == "low")) if on]
+    reasons = known_bad + ([f"unknown status report ({', '.join(unknown)})"] if unknown else [])
+    # the reason is made of the fixed words above alone: no field's value is echoed
+    assert f.faults() == ([("fault", ", ".join(sorted(reasons)))] if reasons else [])
+    f.stat(1500, "closed", "0")                  # a known, healthy status settles: ok again
+    f.tick(2500)
+    assert (f.faults()[-1] if f.faults() else ("ok", None)) == ("ok", None)
+
+
+def test_a_host_command_from_the_shoe_is_logged_without_a_phantom_unprintable(caplog):
+    """The cold trial's log: `$RSND,1*XXXX` from the shoe was "bad frame dropped (not a frame a
+    shoe sends): $RSND 14 bytes, 2 not printable ASCII": the 2 were the CR LF the log re-encoded,
+    not in what the shoe sent (a real unprintable byte is a line-noise clue for a technician)."""
+    f = Feed()
+    with caplog.at_level("WARNING", logger="drivers.shoe"):
+        f.s.data(sp.encode("RSND", 1), 0.0)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("shoe: bad frame dropped (not a frame a shoe sends): $RSND 12 bytes;"), line
