@@ -61,7 +61,7 @@ class Daemon:
         j = self.journal
         self.from_n, restore_logs = self.station.restore(
             j.checkpoints(), j.last_input()[0] + 1, j.next_seq, j.get_meta("shoe_base"),
-            j.last_shoe_seq(), j.last_message(), j.audit_head())
+            j.last_shoe_seq(), j.last_message(), j.audit_head(), j.get_meta("shoe_pos"))
         self.timer_at = None               # monotonic deadline of the station's timer
         self.mids = {}                     # paho mid -> outbox seq
         self.sent = []                     # seqs acknowledged by the broker, marked in a batch

@@ -27,8 +27,8 @@ from controller import checkpoint, expect, guarded_step, new_table, rights
 from controller.protocol import SCHEMAS
 from controller.snapshot import public_snapshot
 from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCard, DeviceState,
-                            PanelPress, ShoeHello, ShoeStatus, WheelException, WheelState,
-                            WinningNumber)
+                            PanelPress, ShoeHello, ShoePosition, ShoeStatus, WheelException,
+                            WheelState, WinningNumber)
 from drivers.panel import panel_view
 from drivers.section import Key, Section
 
@@ -127,6 +127,9 @@ class Station:
         self.health = {}
         self.shoe_base = None      # (boot, seq, input n) from the first HELLO of a shoe's boot
         self.last_shoe = (0, None)  # (input n, shoe seq) of the last journaled shoe frame
+        # (boot, shoe seq, input n) of the last STAT frame acknowledged: a status is no input,
+        # so its position is kept apart (meta shoe_pos), written before the ACK
+        self.shoe_pos = None
         self.stopping = False
         self.recovery = None
         # the ids of the last RESEND_IDS resends and their replies: a betting system sends an
@@ -138,10 +141,11 @@ class Station:
     # -- recovery -------------------------------------------------------------------------------
 
     def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None),
-                last_message=None, audit_head=None):
+                last_message=None, audit_head=None, shoe_pos=None):
         """Pick the newest checkpoint this version reads. Returns (input n to replay after,
         [effects]) (a Log for each checkpoint passed over). `last_message`: the journal's newest
-        outbox text (the event chain goes on from its hash); `audit_head`: the newest audit hash."""
+        outbox text (the event chain goes on from its hash); `audit_head`: the newest audit hash;
+        `shoe_pos`: the meta "boot:seq:n" of the last STAT frame acknowledged."""
         self.next_n, self.next_seq = next_n, next_seq
         self.prev = signing.digest(last_message) if last_message else signing.GENESIS
         if audit_head:
@@ -150,6 +154,8 @@ class Station:
         if shoe_base:
             boot, seq, at_n = (int(x) for x in shoe_base.split(":"))
             self.shoe_base = (boot, seq, at_n)
+        if shoe_pos:
+            self.shoe_pos = tuple(int(x) for x in shoe_pos.split(":"))
         effects = []
         for n, doc in checkpoints:
             try:
@@ -196,13 +202,22 @@ class Station:
         return effects
 
     def shoe_resume(self):
-        """Where the shoe's sequence stood at our last journaled shoe frame, or at the baseline
-        taken from its HELLO when we first met this boot of it, whichever is later."""
+        """Where the shoe's sequence stood at the last frame we acknowledged (a journaled card
+        frame or a STAT frame), or at the baseline taken from its HELLO when we first met this
+        boot of it, whichever is later."""
         if self.shoe_base is None:
             return None
         boot, seq, at_n = self.shoe_base
+        # ordered by input number; at one number, the card row was journaled before the HELLO
+        # took it as its baseline, and a STAT of this boot came after both
+        at = [((at_n, 1), seq)]
         n, last = self.last_shoe
-        return (boot, last if last is not None and n > at_n else seq)
+        if last is not None and n > at_n:
+            at.append(((n, 0), last))
+        if self.shoe_pos is not None and self.shoe_pos[0] == boot:
+            _, pos, pos_n = self.shoe_pos
+            at.append(((pos_n, 2), pos))
+        return (boot, max(at)[1])
 
     # -- one event ------------------------------------------------------------------------------
 
@@ -505,6 +520,8 @@ class Station:
             if seq is not None and self.s.shoe_acks:
                 effects.append(AckShoe(seq))      # only now may the shoe forget it
             return effects
+        if isinstance(e, ShoePosition):
+            return self._shoe_position(e.seq)
         if isinstance(e, ShoeHello):
             effects = []
             resume = self.shoe_resume()
@@ -554,6 +571,18 @@ class Station:
             return effects + [self.status_effect()]
         return [Log("warning", f"event of unknown kind {type(e).__name__} dropped"),
                 Count("events_dropped_total", (("kind", type(e).__name__),))]
+
+    def _shoe_position(self, seq):
+        """A STAT frame delivered: nothing for the engine (its status comes as ShoeStatus once
+        settled), but the shoe's position moves past it. Persisted, then acknowledged (rule 10),
+        so a restart resumes after it instead of meeting a HELLO far ahead of the last card."""
+        effects = []
+        if self.shoe_base is not None:
+            self.shoe_pos = (self.shoe_base[0], seq, self.next_n - 1)
+            effects.append(SetMeta("shoe_pos", ":".join(map(str, self.shoe_pos))))
+        if self.s.shoe_acks:
+            effects.append(AckShoe(seq))
+        return effects
 
     def _health(self, device, **causes):
         h = self.health.setdefault(device, {})

@@ -68,6 +68,15 @@ class ShoeStatus:
 
 
 @dataclass(frozen=True)
+class ShoePosition:
+    """A STAT frame delivered: its number, for the owner to acknowledge and keep as the point a
+    restart resumes from. Reported for every STAT frame, at delivery, in the shoe's order (the
+    status it carries goes out later, once settled, as ShoeStatus tagged with the frame that
+    began it, or never, when it bounced)."""
+    seq: int
+
+
+@dataclass(frozen=True)
 class CardSeen:
     """The camera saw a card settle in a zone (drivers/camera)."""
     card: str

@@ -6,7 +6,8 @@ import logging
 from controller.cards import INDEX
 
 from . import shoe_protocol as sp
-from .events import CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello, ShoeStatus
+from .events import (CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello, ShoePosition,
+                     ShoeStatus)
 from .serial_link import SerialLink
 from .shoe_status import StatusDebounce
 
@@ -366,6 +367,10 @@ class ShoeSession:
             self.emit(CutCard(f.seq))
         elif k == "STAT":
             self._statuses(self.status.frame(tuple(f.fields[1:]), self.now, f.seq), self.now)
+            # every STAT frame moves the shoe's position, settled or bounced: unacknowledged and
+            # unpersisted, a restart resumed at the last card and met a HELLO past MAX_GAP (70
+            # door reports: "sequence jumped", a false misread that paused the table)
+            self.emit(ShoePosition(f.seq))
         if self.auto_ack:
             self.write(sp.encode("ACK", f.seq))
 

@@ -33,7 +33,7 @@ class Rig:
         j = self.j
         self.n0, _ = self.st.restore(j.checkpoints(), j.last_input()[0] + 1, j.next_seq,
                                      j.get_meta("shoe_base"), j.last_shoe_seq(), j.last_message(),
-                                     j.audit_head())
+                                     j.audit_head(), j.get_meta("shoe_pos"))
         self.carry([self.st.boot(self.clock(), {"version": "test", "config_hash": "c0ffee"})])
         self.carry(self.st.replay(j.inputs_after(self.n0), j.unsent(), self.clock(), self.n0))
         self.carry(self.st.pump())

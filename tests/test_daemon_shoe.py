@@ -222,3 +222,52 @@ def test_a_bouncing_door_mid_round_is_one_pause_and_one_resume(rig, tmp_path):
         assert d.devices["shoe"]["report"]["door"] == "closed"
     finally:
         d.close()
+
+
+def test_a_restart_after_many_status_reports_resumes_after_them_with_no_misread(rig, tmp_path):
+    """The cold trial: 70 STAT frames since the last card, then a restart: the driver resumed at
+    the last card, met a HELLO more than MAX_GAP ahead and reported "shoe sequence jumped", a
+    false misread that paused the table. Every STAT frame delivered is acknowledged and its
+    position kept, so the restarted daemon resumes after the last one and nothing is lost."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    d, shoe, path, outputs = _table_mid_shoe(rig, tmp_path, "e4")
+    try:
+        step_until(d, lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
+        d.process({"type": "shoe_loaded"}, "test")
+        while d.station.table.phase == "burn":
+            n = len(outputs())
+            shoe.deal()
+            step_until(d, lambda: len(outputs()) > n, "the burn card read")
+        d.process({"type": "betting_closed", "seats": [1]}, "test")
+        for _ in range(35):
+            shoe.status(door="open")
+            shoe.status()
+        step_until(d, lambda: d.shoe.session.last == shoe.seq and d.q.empty(),
+                   "every status report delivered and stepped")
+        assert shoe.seq - shoe_inputs(path)[-1][1] > 64     # more than MAX_GAP since the card
+        step_until(d, lambda: not shoe.sent, "every frame acknowledged to the shoe")
+    finally:
+        d.close()
+    cfg, errors = check_config({
+        "table": {"id": "e4", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": d.cfg["broker"]["port"]}, "paths": {"journal": path},
+        "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    try:
+        assert d.station.shoe_resume() == (shoe.boot, shoe.seq)     # after the last report
+        d.start()
+        step_until(d, lambda: d.devices["shoe"].get("model"), "the shoe's HELLO again")
+        before = len(shoe_inputs(path))
+        card = shoe.deal()
+        step_until(d, lambda: any(b["type"] == "card" for b, _ in shoe_inputs(path)[before:]),
+                   "the next card journaled")
+        assert d.shoe.session.counts["jumps"] == 0
+        assert [(b["type"], b.get("card")) for b, _ in shoe_inputs(path)[before:]] == [
+            ("card", card)]
+        assert not d.station.table.paused
+        last = d.journal.db.execute("SELECT body FROM outbox ORDER BY seq DESC LIMIT 2").fetchall()
+        assert [json.loads(b)["type"] for b, in last] == ["awaiting_card", "card_dealt"]
+    finally:
+        d.close()

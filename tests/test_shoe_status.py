@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drivers import shoe_protocol as sp
-from drivers.events import DeviceState, ShoeStatus
+from drivers.events import DeviceState, ShoePosition, ShoeStatus
 from drivers.shoe import ShoeSession
 
 # Integer-millisecond times never fall within half a millisecond of this, so float rounding of
@@ -157,3 +157,19 @@ def test_a_host_command_from_the_shoe_is_logged_without_a_phantom_unprintable(ca
         f.s.data(sp.encode("RSND", 1), 0.0)
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith("shoe: bad frame dropped (not a frame a shoe sends): $RSND 12 bytes;"), line
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["open", "closed"]),
+                          st.sampled_from(["0", "1"])), max_size=40),
+       st.sampled_from([0, SETTLE]))
+def test_every_status_frame_delivered_reports_its_position_in_order(reports, settle):
+    """Settled, bounced or repeated, every STAT frame is reported as its position when delivered
+    (the daemon acknowledges and keeps it: a restart resumes after it), in the shoe's order."""
+    f = Feed(settle)
+    at = 0
+    for gap, door, jam in reports:
+        at += gap
+        f.stat(at, door, jam)
+    f.tick(at + 1000)
+    assert [e.seq for e in f.events if isinstance(e, ShoePosition)] == list(range(1, f.seq + 1))

@@ -47,7 +47,8 @@ class Rig:
         self.st = Station(self.settings)
         self.n0, _ = self.st.restore(self.j.checkpoints(), self.j.last_input()[0] + 1,
                                      self.j.next_seq, self.j.get_meta("shoe_base"),
-                                     self.j.last_shoe_seq())
+                                     self.j.last_shoe_seq(),
+                                     shoe_pos=self.j.get_meta("shoe_pos"))
 
     def recover(self, clock):
         return self.carry(self.st.replay(self.j.inputs_after(self.n0), self.j.unsent(), clock,
