@@ -28,7 +28,7 @@ from controller.protocol import SCHEMAS
 from controller.snapshot import public_snapshot
 from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCard, DeviceState,
                             PanelPress, ShoeHello, ShoePosition, ShoeStatus, WheelException,
-                            WheelState, WinningNumber)
+                            WheelReply, WheelState, WinningNumber)
 from drivers.panel import panel_view
 from drivers.section import Key, Section
 
@@ -547,6 +547,10 @@ class Station:
             return self._wheel(e, clock)
         if isinstance(e, CardSeen):
             return self.process(e.as_input(), "camera", clock)[0]
+        if isinstance(e, WheelReply):
+            # the wheel's answer to a command (run, start_game, ...): nothing to decide, counted
+            # (a spin logged "event of unknown kind WheelReply dropped" for each)
+            return [Count("wheel_replies_total")]
         if isinstance(e, CardGone):
             return [Count("cards_picked_up_total", (("zone", e.zone),))]
         if isinstance(e, DeviceState):

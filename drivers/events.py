@@ -118,6 +118,13 @@ class WinningNumber:
 
 
 @dataclass(frozen=True)
+class WheelReply:
+    """The wheel's answer to a command (*P, *u, *X, ...)."""
+    command: str
+    text: str
+
+
+@dataclass(frozen=True)
 class WheelException:
     kind: str              # miss_spin, failed_launch, no_ball, component_fault, number_mismatch
     spin: int | None

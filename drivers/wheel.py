@@ -1,8 +1,7 @@
 """The Cammegh SS2 roulette wheel: its session (spins, winning numbers, the guide's exception
 rules) and the driver on a serial URL (9600 8N1). Emits typed events; never calls the engine."""
-from dataclasses import dataclass
-
-from .events import DeviceState, WheelException, WheelState, WinningNumber  # noqa: F401 (re-exported)
+from .events import (DeviceState, WheelException, WheelReply, WheelState,  # noqa: F401 (re-exported)
+                     WinningNumber)
 from .section import Key, Section
 from .serial_link import SerialLink
 from .wheel_protocol import FLAGS, LineSplitter, NumberLine, Reply, Status, parse_line
@@ -10,12 +9,6 @@ from .wheel_protocol import FLAGS, LineSplitter, NumberLine, Reply, Status, pars
 WHEEL_SETTINGS = {"baudrate": 9600, "bytesize": 8, "parity": "N", "stopbits": 1}
 COMMANDS = {"start_game": "*u 1", "run": "*P 1", "stop": "*P 0", "ack_void": "*R",
             "status": "*X", "version": "*V", "self_test": "*F"}
-
-
-@dataclass(frozen=True)
-class WheelReply:
-    command: str
-    text: str
 
 
 class WheelSession:

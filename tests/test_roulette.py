@@ -384,10 +384,12 @@ def test_a_garbled_packet_is_counted_and_changes_nothing(wheel):
     assert not [e for e in got if isinstance(e, WheelException)]
 
 
-def test_the_daemon_runs_a_roulette_table_from_the_wheel(tmp_path):
+def test_the_daemon_runs_a_roulette_table_from_the_wheel(tmp_path, caplog):
     """The real daemon (in this process) with the virtual wheel: the wheel's no-more-bets closes
     betting, its winning number is the result; a miss-spin (before no more bets) is acknowledged
-    and spun again; a ball lost after no more bets voids the round; play goes on."""
+    and spun again; a ball lost after no more bets voids the round; play goes on. The wheel's
+    replies to the daemon's commands are expected, not dropped as unknown (the cold trial: a
+    warning and events_dropped_total for every spin)."""
     import json
     from dealer_station.config import check_config
     from dealer_station.daemon import Daemon
@@ -421,6 +423,9 @@ def test_the_daemon_runs_a_roulette_table_from_the_wheel(tmp_path):
         assert not [o for o in outs if o["type"] in ("irregularity", "rejected")]
         spins = [o["spin"] for o in results]
         assert spins == sorted(set(spins))          # one result per spin
+        assert not [r for r in caplog.records if "unknown kind" in r.getMessage()]
+        assert not [k for k in d.metrics.counters if k[0] == "events_dropped_total"]
+        assert d.metrics.counters[("wheel_replies_total", ())] >= 3     # run, start_game ...
     finally:
         d.close()
         w.close()
