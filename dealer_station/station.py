@@ -545,6 +545,8 @@ class Station:
                                        ("sensor fault", e.sensor != "ok"),
                                        ("low light", e.light != "ok")) if on]
             self._health("shoe", report=", ".join(bad) or None)
+            if e.change is not None:      # the fault state this report changed, in this step
+                return self._device_state(e.change, clock)
             return self._sync_faults(clock)
         if isinstance(e, PanelPress):
             return self._panel(e, clock)
@@ -559,27 +561,34 @@ class Station:
         if isinstance(e, CardGone):
             return [Count("cards_picked_up_total", (("zone", e.zone),))]
         if isinstance(e, DeviceState):
-            effects = []
-            if e.device == "wheel" and e.state == "connected" and self.s.wheel_auto_start:
-                effects += [WheelCommand("run"), WheelCommand("start_game")]
-            d = self.devices.setdefault(e.device, {})
-            d["state"] = e.state
-            d["reason"] = e.detail.get("reason")
-            level = "info" if e.state in ("connected", "ok") else "warning"
-            why = e.detail.get("reason") or e.state
-            if e.state == "connected":      # the line is back (a stall ends the same way)
-                self._health(e.device, link=None, fault=None)
-            elif e.state == "disconnected":
-                self._health(e.device, link=f"disconnected: {why}")
-            elif e.state == "fault":
-                self._health(e.device, fault=why)
-            elif e.state == "ok":
-                self._health(e.device, fault=None)
-            effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip())]
-            effects += self._sync_faults(clock)
-            return effects + [self.status_effect()]
+            return self._device_state(e, clock)
         return [Log("warning", f"event of unknown kind {type(e).__name__} dropped"),
                 Count("events_dropped_total", (("kind", type(e).__name__),))]
+
+    def _device_state(self, e, clock):
+        """A device's link or fault state (from its driver, or inside a ShoeStatus that changed
+        it): its health, the engine's device_fault / device_restored, and one status."""
+        effects = []
+        if e.device == "wheel" and e.state == "connected" and self.s.wheel_auto_start:
+            effects += [WheelCommand("run"), WheelCommand("start_game")]
+        d = self.devices.setdefault(e.device, {})
+        d["state"] = e.state
+        d["reason"] = e.detail.get("reason")
+        level = "info" if e.state in ("connected", "ok") else "warning"
+        why = e.detail.get("reason") or e.state
+        if e.state == "connected":      # the line is back (a stall ends the same way)
+            self._health(e.device, link=None, fault=None)
+        elif e.state == "disconnected":
+            self._health(e.device, link=f"disconnected: {why}")
+        elif e.state == "fault":
+            self._health(e.device, fault=why)
+        elif e.state == "ok":
+            self._health(e.device, fault=None)
+        effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip())]
+        effects += self._sync_faults(clock)
+        if any(isinstance(x, Status) for x in effects):
+            return effects    # the pause or resume it caused published it, device included
+        return effects + [self.status_effect()]
 
     def _shoe_position(self, seq):
         """A STAT frame delivered: nothing for the engine (its status comes as ShoeStatus once
@@ -617,7 +626,8 @@ class Station:
             if h is None:
                 continue                       # not heard from since the start: nothing known
             if h and dev not in down:
-                reason = "; ".join(h[k] for k in sorted(h))[:500]
+                # once each: a shoe's report and the fault its driver derived often say the same
+                reason = "; ".join(dict.fromkeys(h[k] for k in sorted(h)))[:500]
                 effects += self.process({"type": "device_fault", "device": dev, "reason": reason},
                                         "device", clock)[0]
             elif not h and dev in down:

@@ -58,13 +58,16 @@ class ShoeHello:
 
 @dataclass(frozen=True)
 class ShoeStatus:
-    """The shoe's own status report: door, jam, sensor, light, gate."""
+    """The shoe's own status report: door, jam, sensor, light, gate; and the change of the
+    shoe's fault state it makes, if any (`change`: the DeviceState it amounts to, carried in
+    this one event so that one change of the shoe is one step of the daemon)."""
     seq: int | None
     door: str
     jam: bool
     sensor: str
     light: str
     gate: str
+    change: DeviceState | None = None
 
 
 @dataclass(frozen=True)

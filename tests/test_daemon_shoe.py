@@ -271,3 +271,34 @@ def test_a_restart_after_many_status_reports_resumes_after_them_with_no_misread(
         assert [json.loads(b)["type"] for b, in last] == ["awaiting_card", "card_dealt"]
     finally:
         d.close()
+
+
+def test_a_shoe_status_change_mid_round_publishes_the_retained_status_once(rig, tmp_path):
+    """The cold trial: each door change published the retained status twice (the report, then
+    the fault state the driver derived from it, as two events; on the return, two in one step).
+    One change of the shoe's status, one status document, already showing the whole change."""
+    d, shoe, _, outputs = _table_mid_shoe(rig, tmp_path, "e5")
+    published = []
+    real = d.link.publish_status
+    d.link.publish_status = lambda doc: (published.append(doc), real(doc))
+    try:
+        step_until(d, lambda: d.devices["shoe"].get("model")
+                   and d.devices["broker"]["state"] == "connected", "the shoe's HELLO, the broker")
+        d.process({"type": "shoe_loaded"}, "test")
+        while d.station.table.phase == "burn":
+            n = len(outputs())
+            shoe.deal()
+            step_until(d, lambda: len(outputs()) > n, "the burn card read")
+        d.process({"type": "betting_closed", "seats": [1]}, "test")
+        for door, state, output in (("open", "fault", "round_paused"),
+                                    ("closed", "ok", "round_resumed")):
+            mark = len(published)
+            shoe.status(door=door)
+            step_until(d, lambda: any(o["type"] == output for o in outputs())
+                       and d.devices["shoe"]["state"] == state and d.q.empty(),
+                       f"the door {door}")
+            shown = [(p["devices"]["shoe"]["report"]["door"], p["devices"]["shoe"]["state"])
+                     for p in published[mark:]]
+            assert shown == [(door, state)]
+    finally:
+        d.close()

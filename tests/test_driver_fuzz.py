@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from controller.cards import INDEX
 from drivers import shoe_protocol as sp
-from drivers.events import CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello, ShoeStatus
+from drivers.events import (CardRead, CardUnreadable, CutCard, DeviceState, ShoeHello,
+                            ShoePosition, ShoeStatus)
 from drivers.pty_link import close_pty, open_pty
 from drivers.shoe import ShoeDriver
 from drivers.wheel import WheelDriver, WheelException, WheelReply, WheelState, WinningNumber
@@ -102,7 +103,10 @@ def well_typed_shoe_event(e):
     if isinstance(e, ShoeHello):
         return seq_ok(e.last_seq) and isinstance(e.boot, int)
     if isinstance(e, ShoeStatus):
-        return seq_ok(e.seq) and isinstance(e.jam, bool)
+        return seq_ok(e.seq) and isinstance(e.jam, bool) and (
+            e.change is None or isinstance(e.change, DeviceState) and well_typed_shoe_event(e.change))
+    if isinstance(e, ShoePosition):
+        return seq_ok(e.seq)
     return False
 
 

@@ -201,8 +201,8 @@ def test_status_frames_and_commands(rig):
     st = r.wait(lambda e: isinstance(e, ShoeStatus))
     assert (st.door, st.jam, st.gate) == ("closed", False, "unlocked")
     r.shoe.status(door="open")
-    e = r.wait(lambda e: isinstance(e, DeviceState) and e.state == "fault")
-    assert e.detail["reason"] == "door open"
+    e = r.wait(lambda e: isinstance(e, ShoeStatus) and e.door == "open").change
+    assert e.state == "fault" and e.detail["reason"] == "door open"     # one event, one change
     assert r.driver.command("gate", "lock")
     deadline = time.monotonic() + 3
     while not r.shoe.gate_locked and time.monotonic() < deadline:

@@ -31,7 +31,9 @@ class Feed:
         return [(e.door, "1" if e.jam else "0") for e in self.events if isinstance(e, ShoeStatus)]
 
     def faults(self):
-        return [(e.state, e.detail.get("reason")) for e in self.events if isinstance(e, DeviceState)]
+        # a change of the faults comes alone, or inside the status report that made it
+        changes = [e.change if isinstance(e, ShoeStatus) else e for e in self.events]
+        return [(e.state, e.detail.get("reason")) for e in changes if isinstance(e, DeviceState)]
 
 
 def test_200_door_flaps_in_2_s_give_one_report_of_the_final_state():
