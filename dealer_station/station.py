@@ -585,9 +585,13 @@ class Station:
         elif e.state == "ok":
             self._health(e.device, fault=None)
         effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip())]
-        effects += self._sync_faults(clock)
+        return self._with_status(effects + self._sync_faults(clock))
+
+    def _with_status(self, effects):
+        """`effects` and the status, once: a pause, resume or void among them published it
+        already, device included (two retained statuses for one change, in one step)."""
         if any(isinstance(x, Status) for x in effects):
-            return effects    # the pause or resume it caused published it, device included
+            return effects
         return effects + [self.status_effect()]
 
     def _shoe_position(self, seq):
@@ -706,7 +710,7 @@ class Station:
             self._health("wheel", component=f"component fault {e.detail.get('code') or e.detail.get('reason') or ''}".strip())
             d = self.devices.setdefault("wheel", {})
             d["state"], d["reason"] = "fault", e.kind
-            return effects + self._sync_faults(clock) + [self.status_effect()]
+            return self._with_status(effects + self._sync_faults(clock))
         if e.kind == "number_mismatch":
             # two numbers for one spin: a malfunction (RULES.md); the engine pauses the table for
             # the supervisor, who confirms one number or voids the round
@@ -719,13 +723,13 @@ class Station:
                 effects += self.process({"type": "miss_spin", "spin": e.spin}, "wheel", clock)[0]
             effects.append(WheelCommand("ack_void"))      # the wheel spins again from place bets
         elif e.kind in ("failed_launch", "no_ball"):
+            d = self.devices.setdefault("wheel", {})
+            d["state"], d["reason"] = "fault", e.kind     # first: the void's status shows it
             if t.round is not None:
                 effects += self.process({"type": "void_round",
                                          "reason": f"wheel: {e.kind.replace('_', ' ')}"}, "wheel",
                                         clock)[0]
-            d = self.devices.setdefault("wheel", {})
-            d["state"], d["reason"] = "fault", e.kind
-            effects.append(self.status_effect())
+            effects = self._with_status(effects)
         return effects
 
     # -- what the station shows -----------------------------------------------------------------

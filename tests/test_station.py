@@ -568,6 +568,8 @@ def test_the_wheels_component_fault_pauses_the_spin_and_its_clearing_ends_it_wit
     assert r.st.table.round is not None
     effects = r.step(WheelException("component_fault", 1, {"code": "12"}), c)
     assert [b["type"] for b in inputs(effects)] == ["device_fault"]
+    (status,) = [e.doc for e in effects if isinstance(e, Status)]       # once, not twice
+    assert status["devices"]["wheel"]["state"] == "fault" and status["snapshot"]["paused"]
     assert r.st.table.paused == "device_fault"
     assert not any(o["type"] == "round_voided" for o in outs(effects))
     r.step(WheelState(4, "no_more_bets", 1, 4, 17.0, "clockwise"), c)
@@ -577,6 +579,23 @@ def test_the_wheels_component_fault_pauses_the_spin_and_its_clearing_ends_it_wit
     kinds = [o["type"] for o in outs(effects)]
     assert kinds[:2] == ["device_restored", "round_resumed"] and "round_result" in kinds
     assert next(o for o in outs(effects) if o["type"] == "round_result")["number"] == 17
+
+
+def test_a_ball_lost_mid_spin_voids_it_and_publishes_the_status_once_with_the_fault(tmp_path):
+    """The void's own status came before the wheel's fault was noted, then a second one: one
+    status, showing both."""
+    from controller import get_profile as gp
+    from drivers.events import WheelException, WheelState
+    r = Rig(str(tmp_path / "j.sqlite"), gp("roulette"))
+    c = Clock(1e9, 0.0)
+    r.recover(c)
+    r.step(DeviceState("wheel", "connected"), c)
+    r.step(WheelState(4, "no_more_bets", 1, 0, 17.0, "clockwise"), c)
+    effects = r.step(WheelException("no_ball", 1, {}), c)
+    assert "round_voided" in [o["type"] for o in outs(effects)]
+    (status,) = [e.doc for e in effects if isinstance(e, Status)]
+    w = status["devices"]["wheel"]
+    assert (w["state"], w["reason"]) == ("fault", "no_ball")
 
 
 def test_two_numbers_for_one_spin_pause_the_table_for_the_supervisor(tmp_path):
