@@ -24,7 +24,7 @@ import traceback
 from collections import OrderedDict, deque
 
 from controller import checkpoint, expect, guarded_step, new_table, rights
-from controller.protocol import SCHEMAS
+from controller.protocol import SCHEMAS, Rejected, validate
 from controller.snapshot import public_snapshot
 from drivers.events import (CardGone, CardRead, CardSeen, CardUnreadable, CutCard, DeviceState,
                             PanelPress, ShoeHello, ShoeStatus, WheelException, WheelState,
@@ -469,6 +469,10 @@ class Station:
         """A correction names the published result it corrects by its sequence number: that
         message must be the round's `round_result` (or an earlier correction of it). The engine
         cannot see sequence numbers; without this a voided round could be given a result."""
+        try:    # a malformed command first (a "seq" of "40" was "no_such_result"), as any other
+            validate(commands.to_input(cmd))
+        except Rejected as e:
+            raise commands.CommandError(e.code, e.reason, cmd["id"]) from None
         try:
             m = json.loads(row[1]) if row is not None and row[0] == cmd["seq"] else None
         except (TypeError, ValueError):
