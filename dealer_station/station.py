@@ -16,7 +16,9 @@ and carries out the effects in order. The rules here:
 - decision and insurance timers are armed from the announcement and fire only if the table still
   waits for the same thing; after a restart they are re-armed from the journaled announcement;
 - a round interrupted longer than `void_after_outage_s` is voided at recovery;
-- where the shoe resumes after a restart; the wheel's automatic start; device health in the status.
+- where the shoe resumes after a restart; the wheel's automatic start; device health in the status;
+- the broker link (station_broker.py): a status only while the broker is connected, a CONNECT
+  left unanswered said after `broker.connack_timeout_s`, a refusal said once per cause.
 """
 import datetime
 import json
@@ -33,10 +35,11 @@ from drivers.panel import panel_view
 from drivers.section import Key, Section
 
 from . import commands, signing
-from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerDown, BrokerUp, Command, Count,
-                            LocalInput,
-                            Log, Publish, Published, Record, Refuse, Reply, SetMeta, Status, Stop,
-                            Timer, TimerDue, WheelCommand, Lights, MarkSent)
+from .station_broker import BrokerWatch
+from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerConnecting, BrokerDown,
+                            BrokerUp, Command, Count, LocalInput, Log, Publish, Published, Record,
+                            Refresh, Refuse, Reply, SetMeta, Status, Stop, Timer, TimerDue,
+                            WheelCommand, Lights, MarkSent)
 
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
 STATUS_CHANGES = {"shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
@@ -66,8 +69,11 @@ class Settings:
     def __init__(self, table_id, profile, version="0", decision_s=0.0, insurance_s=0.0,
                  void_after_outage_s=0.0, inflight=100, wheel_auto_start=False, shoe_acks=False,
                  panel=False, archive=False, archive_rounds=1000,
-                 replies_topic="dealer-station/v1/t1/replies", signer=None, staff=None):
+                 replies_topic="dealer-station/v1/t1/replies", signer=None, staff=None,
+                 broker="127.0.0.1:1883", connack_timeout_s=5.0):
         self.table_id = table_id
+        self.broker = broker                  # host:port, named in what is said about the link
+        self.connack_timeout_s = connack_timeout_s
         self.signer = signer                  # signing.Signer, or None: events unsigned
         self.staff = staff                    # rights.Staff, or None: rights not enforced
         self.profile = profile
@@ -86,14 +92,15 @@ class Settings:
     @classmethod
     def from_config(cls, cfg, version, signer=None):
         from controller.rights import Staff
-        t = cfg["timers"]
+        t, b = cfg["timers"], cfg["broker"]
         return cls(cfg["table"]["id"], cfg["profile"], version, t["decision_s"], t["insurance_s"],
-                   t["void_after_outage_s"], cfg["broker"]["inflight"],
+                   t["void_after_outage_s"], b["inflight"],
                    cfg["wheel"]["enabled"] and cfg["wheel"]["auto_start"],
                    cfg["shoe"]["protocol"] == "v1", cfg["panel"]["enabled"],
                    cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"],
-                   f"{cfg['broker']['topic_prefix']}/{cfg['table']['id']}/replies", signer,
-                   Staff.from_config(cfg.get("staff")))
+                   f"{b['topic_prefix']}/{cfg['table']['id']}/replies", signer,
+                   Staff.from_config(cfg.get("staff")), f"{b['host']}:{b['port']}",
+                   b["connack_timeout_s"])
 
 
 # the timers the station arms: a decision's, insurance's, and the void of a round that waited
@@ -110,6 +117,8 @@ RESEND_IDS = 1000       # resend ids remembered (in memory, since the daemon's s
 
 class Station:
     def __init__(self, settings):
+        self._s = None
+        self.broker = BrokerWatch()
         self.s = settings
         self.table = new_table(settings.profile)
         self.next_n = 1            # the journal's next input number
@@ -134,6 +143,16 @@ class Station:
         # `resend` arrives at once; each one republishing the tail multiplied it (a 60 s outage
         # of a studio's central tier: a roulette table's 44 events delivered 650-860 times)
         self.resends = OrderedDict()
+
+    @property
+    def s(self):
+        return self._s
+
+    @s.setter
+    def s(self, settings):
+        """The settings (a reload replaces them): the broker watch takes its share."""
+        self._s = settings
+        self.broker.configure(settings.broker, settings.connack_timeout_s)
 
     # -- recovery -------------------------------------------------------------------------------
 
@@ -242,15 +261,8 @@ class Station:
             return self._timer_due(clock)
         if isinstance(event, LocalInput):
             return self.process(event.body, event.origin, clock)[0]
-        if isinstance(event, BrokerUp):
-            self.devices["broker"] = {"state": "connected", "session_present": event.session_present}
-            return [Log("info", f"broker connected (session present: {event.session_present})"),
-                    self.status_effect()]
-        if isinstance(event, BrokerDown):
-            self.devices["broker"] = {"state": "disconnected", "reason": event.reason}
-            what = "refused" if event.refused else "disconnected"
-            return [Log("error" if event.refused else "warning", f"broker {what}: {event.reason}"),
-                    self.status_effect()]
+        if isinstance(event, (BrokerConnecting, BrokerUp, BrokerDown)):
+            return self._broker(event, clock)
         if isinstance(event, Stop):
             self.stopping = True
             return []
@@ -323,11 +335,11 @@ class Station:
             effects += self._arm(clock.mono)
         elif self.timer is not None and expect(t) != self.timer[1]:
             self.timer = None
-            effects.append(Timer(None))
+            effects.append(self._wake())
         if body["type"] != "card":   # a card input is never logged: it may be the hole card
             effects.append(Log("info", f"input {body['type']} from {origin} -> {len(messages)} outputs"))
         if kinds & STATUS_CHANGES:
-            effects.append(self.status_effect())
+            effects += self.status_effects()
         if self.s.archive and ("shoe_started" in kinds or (
                 not t.game.uses_cards and "round_result" in kinds
                 and t.rounds % self.s.archive_rounds == 0)):
@@ -388,16 +400,50 @@ class Station:
             self.timer = (since + s.insurance_s, e, {"type": "insurance_closed"})
         else:
             self.timer = None
-        return [Timer(self.timer[0] if self.timer else None)]
+        return [self._wake()]
+
+    def _wake(self):
+        """The one deadline the loop keeps: the earliest of the decision or insurance timer and
+        the broker's CONNACK watch."""
+        due = [d for d in (self.timer[0] if self.timer else None, self.broker.wake_at())
+               if d is not None]
+        return Timer(min(due) if due else None)
 
     def _timer_due(self, clock):
-        if self.timer is None or clock.mono < self.timer[0]:
-            return []
-        _, e, body = self.timer
-        self.timer = None
-        if expect(self.table) != e:
-            return [Timer(None)]
-        return self.process(body, "timer", clock)[0]
+        """Time has come for one of the deadlines (or none: a wake-up the loop kept from a
+        deadline since cancelled); the next one goes back to the loop last."""
+        effects = []
+        silence = self.broker.due(clock.mono)
+        if silence is not None and self.broker.refusal(silence):
+            effects += self._broker_said(silence, refused=True)
+        if self.timer is not None and clock.mono >= self.timer[0]:
+            _, e, body = self.timer
+            self.timer = None
+            if expect(self.table) == e:
+                effects += self.process(body, "timer", clock)[0]
+        return effects + [self._wake()]
+
+    # -- the broker link (station_broker.py) ----------------------------------------------------
+
+    def _broker(self, event, clock):
+        if isinstance(event, BrokerConnecting):
+            self.broker.connecting(clock.mono)
+            return [self._wake()]
+        if isinstance(event, BrokerUp):
+            self.broker.accepted()
+            self.devices["broker"] = {"state": "connected", "session_present": event.session_present}
+            # the birth: the state now, whatever changed while the broker was away
+            return [Log("info", f"broker connected (session present: {event.session_present})"),
+                    *self.status_effects(), self._wake()]
+        if not self.broker.down(event.reason, event.refused, event.unanswered):
+            return [self._wake()]
+        return self._broker_said(event.reason, event.refused) + [self._wake()]
+
+    def _broker_said(self, reason, refused):
+        self.devices["broker"] = {"state": "disconnected", "reason": reason}
+        what = "refused" if refused else "disconnected"
+        return [Log("error" if refused else "warning", f"broker {what}: {reason}"),
+                *self.status_effects()]
 
     # -- commands -------------------------------------------------------------------------------
 
@@ -551,7 +597,7 @@ class Station:
                 self._health(e.device, fault=None)
             effects += [Log(level, f"{e.device} {e.state} {e.detail.get('reason') or ''}".rstrip())]
             effects += self._sync_faults(clock)
-            return effects + [self.status_effect()]
+            return effects + self.status_effects()
         return [Log("warning", f"event of unknown kind {type(e).__name__} dropped"),
                 Count("events_dropped_total", (("kind", type(e).__name__),))]
 
@@ -590,7 +636,7 @@ class Station:
     def _panel(self, e, clock):
         if e.button == "key":
             self.devices.setdefault("panel", {})["key"] = e.armed
-            return [self.status_effect()]
+            return self.status_effects()
         if e.button == "void" and not e.armed:
             return [Log("warning", "void pressed without the pit boss key: ignored")]
         who = "panel-key" if self.devices.get("panel", {}).get("key") else "panel"
@@ -658,7 +704,7 @@ class Station:
             self._health("wheel", component=f"component fault {e.detail.get('code') or e.detail.get('reason') or ''}".strip())
             d = self.devices.setdefault("wheel", {})
             d["state"], d["reason"] = "fault", e.kind
-            return effects + self._sync_faults(clock) + [self.status_effect()]
+            return effects + self._sync_faults(clock) + self.status_effects()
         if e.kind == "number_mismatch":
             # two numbers for one spin: a malfunction (RULES.md); the engine pauses the table for
             # the supervisor, who confirms one number or voids the round
@@ -677,7 +723,7 @@ class Station:
                                         clock)[0]
             d = self.devices.setdefault("wheel", {})
             d["state"], d["reason"] = "fault", e.kind
-            effects.append(self.status_effect())
+            effects += self.status_effects()
         return effects
 
     # -- what the station shows -----------------------------------------------------------------
@@ -690,8 +736,15 @@ class Station:
                 "profile": self.s.profile.name, "devices": self.devices,
                 "last_seq": self.next_seq - 1, "snapshot": public_snapshot(self.table)}
 
-    def status_effect(self):
-        return Status(json.loads(json.dumps(self.status())))   # a copy: devices change later
+    def status_effects(self):
+        """The status changed: the console reads it again, and the broker gets it retained, but
+        only while connected. A status travels through the broker, so it can only say connected;
+        one made while away (the shoe's HELLO before the first connect) would be queued by paho
+        and delivered ahead of the birth that says the broker is connecting. The birth on
+        connect (BrokerUp) carries the state then."""
+        if self.devices.get("broker", {}).get("state") != "connected":
+            return [Refresh()]
+        return [Refresh(), Status(json.loads(json.dumps(self.status())))]  # a copy: devices change
 
     def gauges(self):
         g = {("outbox_depth", ()): len(self.pending) + len(self.inflight),
