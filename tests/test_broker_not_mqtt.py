@@ -124,6 +124,6 @@ def test_the_link_keeps_no_timer_thread_of_its_own():
     lk._connect_sent()
     got = [q.get_nowait() for _ in range(q.qsize())]
     assert got[0] == ("mqtt", "connect_sent") and got[2] == ("mqtt", "connect_sent")
-    assert got[1][:2] == ("mqtt", "refused") and got[1][3] is True      # it ended an unanswered CONNECT
+    assert got[1][:2] == ("mqtt", "refused") and got[1][3] is True   # ended an unanswered CONNECT
     assert "closed the connection before answering CONNECT (Unspecified error)" in got[1][2]
     assert threading.active_count() == before

@@ -9,7 +9,7 @@ no broker, no journal, no thread, no clock but the one the test hands in.
    end is not said again, and a refusal is said once per cause in a row."""
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from controller import get_profile
 from dealer_station.station import Settings, Station
@@ -193,7 +193,8 @@ def test_a_connect_unanswered_is_said_once_at_its_deadline_and_its_end_not_again
     # the next attempt is as silent: the same cause, not said again
     s.step(BrokerConnecting(), Clock(1e9, 161.0))
     assert broker_lines(s.step(TimerDue(), Clock(1e9, 163.0))) == []
-    assert s.devices["broker"] == {"state": "disconnected", "reason": SILENCE[len("broker refused: "):]}
+    reason = SILENCE[len("broker refused: "):]
+    assert s.devices["broker"] == {"state": "disconnected", "reason": reason}
 
 
 def test_the_watch_and_a_decision_timer_share_the_loops_one_deadline():
