@@ -31,11 +31,11 @@ def sections():
     from drivers import panel, shoe_section, wheel
     from drivers.camera import section as camera
 
-    from . import archive, bridge, integrity, metrics, mqtt_link, station
+    from . import archive, bridge, integrity, metrics, mqtt_link, station_settings
     from .console import config_check as console
-    return (TABLE, shoe_section.CONFIG, mqtt_link.CONFIG, station.CONFIG, PATHS, panel.CONFIG,
-            wheel.CONFIG, camera.CONFIG, archive.CONFIG, bridge.CONFIG, integrity.CONFIG,
-            integrity.STAFF, metrics.CONFIG, console.CONFIG)
+    return (TABLE, shoe_section.CONFIG, mqtt_link.CONFIG, station_settings.CONFIG, PATHS,
+            panel.CONFIG, wheel.CONFIG, camera.CONFIG, archive.CONFIG, bridge.CONFIG,
+            integrity.CONFIG, integrity.STAFF, metrics.CONFIG, console.CONFIG)
 
 
 def schema():
