@@ -23,9 +23,13 @@ class BrokerWatch:
         self.said = None        # the last refusal said: said once per cause until accepted
         self.deadline = None    # monotonic time a CONNACK is due by, for the CONNECT in flight
         self.silent = False     # ... that CONNECT's silence has been said
+        self.answered = False   # this broker accepted a connection since start: not a wrong port
 
     def configure(self, where, connack_timeout_s):
-        """A reload's new settings: an attempt under way keeps its deadline."""
+        """A reload's new settings: an attempt under way keeps its deadline (another broker
+        has not answered yet)."""
+        if where != self.where:
+            self.answered = False
         self.where, self.timeout = where, connack_timeout_s
 
     def connecting(self, mono):
@@ -41,11 +45,14 @@ class BrokerWatch:
         if self.deadline is None or self.silent or mono < self.deadline:
             return None
         self.silent = True
+        if self.answered:       # it spoke MQTT before: a wrong port is not the likely cause
+            return (f"{self.where} did not answer CONNECT within {self.timeout:g} s (it accepted "
+                    f"this station before: the broker overloaded, paused or hung?)")
         return (f"{self.where} did not answer CONNECT within {self.timeout:g} s: not an MQTT "
                 f"broker? (check broker.host and broker.port)")
 
     def accepted(self):
-        self.deadline, self.silent, self.said = None, False, None
+        self.deadline, self.silent, self.said, self.answered = None, False, None, True
 
     def down(self, reason, refused, unanswered):
         """The link went down: True when that is to be said (a refusal is said once per cause;

@@ -157,3 +157,5 @@ def test_a_broker_that_stops_answering_is_one_disconnect_not_two(daemon):
     d.run_once(0)
     said = [x.split(":")[0].split(" (")[0] for x in lines()]
     assert said == ["broker connected", "broker disconnected", "broker refused"], lines()
+    # it spoke MQTT to this station before: not "not an MQTT broker?" (the cold trial)
+    assert "not an MQTT broker" not in lines()[-1] and "accepted this station before" in lines()[-1]
