@@ -62,6 +62,18 @@ def _hand_places(width):
     return (250, 640, 1030) if n == 3 else [1280 * (j + 0.5) / n for j in range(n)]
 
 
+def _lay_hands(frame, deck, width, rng):
+    """Three hands of 2-4 cards (fewer hands for larger cards) laid on `frame`, each at any
+    angle: [[(card, quad)] per hand], bottom card first."""
+    deal = [CARDS[int(i)] for i in rng.choice(52, 12, replace=False)]
+    laid = []
+    for x in _hand_places(width):
+        n = int(rng.integers(2, 5))
+        cs, deal = deal[:n], deal[n:]
+        laid.append(list(zip(cs, cm.hand(frame, deck, cs, (x, 360), width, rng.uniform(0, 360), rng))))
+    return laid
+
+
 def _frames(rec, base, rng, truth, width, tally):
     """The scene's five frames, each with fresh sensor noise: the cards read in each; `tally`
     counts the recognitions, the wrong ones and each read's kind (VisualRecognizer.kinds)."""
@@ -81,13 +93,7 @@ def hands(rec, deck, n_cards, width, seed=7):
     k = 0
     while total < n_cards:
         frame = cm.surface(cm.SURFACES[k % len(cm.SURFACES)], 1280, 720, rng)
-        deal = [CARDS[int(i)] for i in rng.choice(52, 12, replace=False)]
-        truth = []
-        for x in _hand_places(width):
-            n = int(rng.integers(2, 5))
-            cs, deal = deal[:n], deal[n:]
-            qs = cm.hand(frame, deck, cs, (x, 360), width, rng.uniform(0, 360), rng)
-            truth += list(zip(cs, qs))
+        truth = [cq for h in _lay_hands(frame, deck, width, rng) for cq in h]
         base = cm.camera(frame, rng)
         tracker = ZoneTracker(3, 8)
         reported = set()
@@ -119,13 +125,7 @@ def dealt(rec, deck, n_cards, width, seed=17):
     k = 0
     while total < n_cards:
         empty = cm.surface(cm.SURFACES[k % len(cm.SURFACES)], 1280, 720, rng)
-        deal = [CARDS[int(i)] for i in rng.choice(52, 12, replace=False)]
-        laid = []
-        for x in _hand_places(width):       # each hand's places, drawn on a scratch frame
-            n = int(rng.integers(2, 5))
-            cs, deal = deal[:n], deal[n:]
-            laid.append(list(zip(cs, cm.hand(empty.copy(), deck, cs, (x, 360), width,
-                                             rng.uniform(0, 360), rng))))
+        laid = _lay_hands(empty.copy(), deck, width, rng)     # the places, on a scratch frame
         order = [h[i] for i in range(4) for h in laid if i < len(h)]
         names = {c for c, _ in order}
         frame, cam, truth = empty.copy(), int(rng.integers(2 ** 31)), []

@@ -31,11 +31,11 @@ def sections():
     from drivers import panel, shoe_section, wheel
     from drivers.camera import section as camera
 
-    from . import archive, bridge, integrity, metrics, mqtt_link, station
+    from . import archive, bridge, integrity, metrics, mqtt_link, station_settings
     from .console import config_check as console
-    return (TABLE, shoe_section.CONFIG, mqtt_link.CONFIG, station.CONFIG, PATHS, panel.CONFIG,
-            wheel.CONFIG, camera.CONFIG, archive.CONFIG, bridge.CONFIG, integrity.CONFIG,
-            integrity.STAFF, metrics.CONFIG, console.CONFIG)
+    return (TABLE, shoe_section.CONFIG, mqtt_link.CONFIG, station_settings.CONFIG, PATHS,
+            panel.CONFIG, wheel.CONFIG, camera.CONFIG, archive.CONFIG, bridge.CONFIG,
+            integrity.CONFIG, integrity.STAFF, metrics.CONFIG, console.CONFIG)
 
 
 def schema():
@@ -80,7 +80,9 @@ def check_config(data):
     # A key already in error is not blamed a second time for what follows from it.
     bad = {e.split(":", 1)[0] for e in key_errors}
     errors = key_errors + [e for e in errors if e.split(":", 1)[0] not in bad]
-    if not errors:
+    # the profile is read whatever else is wrong (the README promises every error at once),
+    # unless its own key is in error
+    if cfg.get("table", {}).get("profile") is not None and "table.profile" not in bad:
         from .profiles_file import load_profile
         from controller.profiles import ProfileError
         try:

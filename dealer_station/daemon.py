@@ -23,10 +23,10 @@ from .metrics import Metrics
 from .mqtt_link import MqttLink
 from .notify import Notifier
 from .station import Settings, Station
-from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerDown, BrokerUp, Clock, Command,
-                            Count,
-                            Log, Published, Record, Refuse, Reply, SetMeta, Status,
-                            Stop, Timer, TimerDue, WheelCommand, Lights, MarkSent, Publish)
+from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerConnecting, BrokerDown,
+                            BrokerUp, Clock, Command, Count, Log, Published, Record, Refresh,
+                            Refuse, Reply, SetMeta, Status, Stop, Timer, TimerDue, WheelCommand,
+                            Lights, MarkSent, Publish)
 
 log = logging.getLogger("dealer-station")
 STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
@@ -62,7 +62,8 @@ class Daemon:
         self.from_n, restore_logs = self.station.restore(
             j.checkpoints(), j.last_input()[0] + 1, j.next_seq, j.get_meta("shoe_base"),
             j.last_shoe_seq(), j.last_message(), j.audit_head(), j.get_meta("shoe_pos"))
-        self.timer_at = None               # monotonic deadline of the station's timer
+        self.timer_at = None               # monotonic deadline of the station's timer (its
+        #                                    decision or insurance timer, the CONNACK watch)
         self.mids = {}                     # paho mid -> outbox seq
         self.sent = []                     # seqs acknowledged by the broker, marked in a batch
         self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
@@ -398,9 +399,12 @@ class Daemon:
         if what == "puback":
             seq = self.mids.pop(args[0], None)
             return Published(seq) if seq is not None else None
+        if what == "connect_sent":
+            return BrokerConnecting()
         if what == "connected":
             return BrokerUp(args[0])
-        return BrokerDown(args[0], refused=what == "refused")
+        return BrokerDown(args[0], refused=what == "refused",
+                          unanswered=what == "refused" and args[1])
 
     def _reads(self, wanted):
         got = {}
@@ -451,12 +455,8 @@ class Daemon:
         elif t is Timer:
             self.timer_at = e.deadline
         elif t is Status:
-            # Retained: only the latest counts, and it travels through the broker. One made while
-            # the link is down (the shoe's HELLO before the first connect) would be queued by paho
-            # and delivered ahead of the birth saying the broker is "connecting"; the birth on
-            # connect (BrokerUp) carries the state then.
-            if self.station.devices.get("broker", {}).get("state") == "connected":
-                self.link.publish_status(e.doc)
+            self.link.publish_status(e.doc)     # made only while connected (the station's rule)
+        elif t is Refresh:
             self.console_dirty = self.hub is not None
         elif t is Lights:
             if self.panel is not None:
@@ -508,6 +508,3 @@ class Daemon:
 
     def status(self):
         return self.station.status()
-
-    def publish_status(self):
-        self.link.publish_status(self.station.status())

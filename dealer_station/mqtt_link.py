@@ -1,11 +1,16 @@
 """The MQTT link to the betting system: paho-mqtt 2.x, MQTT v5, QoS 1, a persistent session.
 
 Callbacks run in paho's network thread and only enqueue (never touch the journal or the engine):
+    ("mqtt", "connect_sent")      the socket is open and CONNECT goes out: the station's core
+                                  watches for the CONNACK (station_broker.py)
     ("mqtt", "connected", session_present)   ("mqtt", "disconnected", reason)
-    ("mqtt", "refused", reason)   a CONNACK refusal, or a connection that failed (TLS, network):
-                                  once per cause, not on every retry
+    ("mqtt", "refused", reason, unanswered)  a CONNACK refusal, a connection that failed (TLS,
+                                  network), a publish or subscription refused: every time, the
+                                  station says each cause once; `unanswered`: it ended a CONNECT
+                                  that got no answer at all
     ("mqtt", "puback", mid)                   ("mqtt", "command", payload, response_topic,
                                                 correlation_data, mid, qos, user)
+The link keeps no timer and no thread of its own: its state is paho's thread's alone.
 Commands are acknowledged (PUBACK) only after the daemon has journaled them (manual ack), so a
 crash between receipt and journal makes the broker deliver the command again.
 """
@@ -14,7 +19,6 @@ import logging
 import socket
 import ssl
 import sys
-import threading
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
@@ -60,7 +64,8 @@ CONFIG = Section("broker", {
     "reconnect_min_s": Key(int, 1, lo=1, hi=60),
     "reconnect_max_s": Key(int, 10, lo=1, hi=600),
     "inflight": Key(int, 100, lo=1, hi=1000),
-    # a CONNACK not come this long after CONNECT is said at once (paho itself waits keepalive_s)
+    # a CONNACK not come this long after CONNECT is said at once (paho itself waits keepalive_s):
+    # the station core's watch (station_broker.py)
     "connack_timeout_s": Key(int, 5, lo=1, hi=60),
 }, _check_config)
 
@@ -142,8 +147,8 @@ class MqttLink:
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
         c.on_connect_fail = self._on_connect_fail
-        self._failure = None            # the last connection failure reported
         self._accepted = False          # this connection got its CONNACK
+        self._waiting = False           # CONNECT sent, nothing back yet
         self._errors = SocketErrors()
         c.enable_logger(self._errors)
         c.on_publish = self._on_publish
@@ -153,12 +158,6 @@ class MqttLink:
         opened = c.on_socket_open
         c.on_socket_open = lambda cl, userdata, sock: (opened(cl, userdata, sock),
                                                        self._connect_sent())
-        # the CONNACK watch: paho's thread and the timer's share these
-        self._lock = threading.Lock()
-        self._attempt = 0               # bumped per CONNECT and per answer: a timer names its own
-        self._waiting = False           # CONNECT sent, nothing back yet
-        self._silent = False            # ... and its silence said
-        self._timer = None
         self.client = c
 
     # -- paho's thread: enqueue only -----------------------------------------------------------
@@ -170,45 +169,16 @@ class MqttLink:
         """The socket is open and paho sends CONNECT now: a broker answers within milliseconds.
         A server that is not a broker (a web server, ssh, a database on the wrong port) answers
         never or with bytes paho cannot read, which paho alone reports only after keepalive_s as
-        "Keep alive timeout" or at once as "Unspecified error"."""
-        with self._lock:
-            self._attempt += 1
-            self._waiting, self._silent = True, False
-            self._cancel_timer()
-            self._timer = threading.Timer(self.cfg["connack_timeout_s"], self._no_connack,
-                                          (self._attempt,))
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _cancel_timer(self):
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _answered(self):
-        """This attempt is over (CONNACK or disconnect): (CONNECT unanswered, already said so)."""
-        with self._lock:
-            state = (self._waiting, self._silent)
-            self._attempt += 1
-            self._waiting = self._silent = False
-            self._cancel_timer()
-            return state
-
-    def _no_connack(self, attempt):
-        with self._lock:
-            if attempt != self._attempt or not self._waiting:
-                return
-            self._silent = True
-        self._refused(f"{self._where()} did not answer CONNECT within "
-                      f"{self.cfg['connack_timeout_s']} s: not an MQTT broker? "
-                      f"(check broker.host and broker.port)")
+        "Keep alive timeout" or at once as "Unspecified error". The station's core times the
+        answer on the loop's own timer (a threading.Timer here raced paho's thread)."""
+        self._waiting = True
+        self.enqueue(("mqtt", "connect_sent"))
 
     def _on_connect(self, client, userdata, flags, reason_code, properties):
-        self._answered()
+        self._waiting = False
         if reason_code.is_failure:
-            self.enqueue(("mqtt", "refused", str(reason_code)))
+            self._refused(str(reason_code))
             return
-        self._failure = None
         self._accepted = True
         # No retained message at subscribe: a command left retained on the topic would otherwise
         # come again at every restart (with a new session), applied or refused each time.
@@ -221,35 +191,31 @@ class MqttLink:
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):
         accepted, self._accepted = self._accepted, False
         error, self._errors.last = self._errors.last, None
-        unanswered, said = self._answered()
-        if (said or not unanswered and error is None) and not accepted:
-            return      # said already (_no_connack), or paho's second call for one keepalive timeout
-        if accepted or (error is None and not unanswered):
+        unanswered, self._waiting = self._waiting, False
+        if accepted:
             self.enqueue(("mqtt", "disconnected", str(reason_code)))
             return
+        if error is None and not unanswered:
+            return      # paho 2.2's second call for one keepalive timeout: said already
         if error is None or not self.cfg["tls"]:
             # closed (or reset: a TLS-only listener given plain MQTT), or answered with bytes
-            # that are not MQTT, before any CONNACK
+            # that are not MQTT, before any CONNACK (not said when the station said this
+            # CONNECT's silence already)
             self._refused(f"{self._where()} closed the connection before answering CONNECT "
                           f"({error or reason_code}): not an MQTT broker? (check broker.host and "
-                          f"broker.port)")
+                          f"broker.port)", unanswered)
             return
         # dropped before its CONNACK: the broker refused the connection (a TLS client
-        # certificate it requires, say); said once per cause, not on every retry
+        # certificate it requires, say)
         why = (f"the broker at {self.cfg['host']}:{self.cfg['port']} dropped the connection "
                f"before accepting it: {error}")
         if self.cfg["tls"]:
             why += " (broker.cert_file/key_file: does the broker require a client certificate?)"
-        if why != self._failure:
-            self._failure = why
-            self.enqueue(("mqtt", "refused", why))
+        self._refused(why, unanswered)
 
     def _on_connect_fail(self, client, userdata):
         # paho calls this from inside its `except OSError`: the exception being handled is why
-        why = describe_failure(sys.exc_info()[1], self.cfg)
-        if why != self._failure:
-            self._failure = why
-            self.enqueue(("mqtt", "refused", why))
+        self._refused(describe_failure(sys.exc_info()[1], self.cfg))
 
     def _on_publish(self, client, userdata, mid, reason_code, properties):
         if getattr(reason_code, "is_failure", False):
@@ -268,10 +234,9 @@ class MqttLink:
                           f"{bad[0]} (does the broker's ACL let user "
                           f"{self.cfg.get('username') or '(none)'!r} read this table's commands?)")
 
-    def _refused(self, why):
-        if why != self._failure:
-            self._failure = why
-            self.enqueue(("mqtt", "refused", why))
+    def _refused(self, why, unanswered=False):
+        """Every time: the station says each cause once (station_broker.py)."""
+        self.enqueue(("mqtt", "refused", why, unanswered))
 
     def _on_message(self, client, userdata, msg):
         props = msg.properties
@@ -324,5 +289,3 @@ class MqttLink:
                 pass
         self.client.disconnect()
         self.client.loop_stop()
-        with self._lock:
-            self._cancel_timer()

@@ -30,13 +30,22 @@ class Published(NamedTuple):
     seq: int
 
 
+class BrokerConnecting(NamedTuple):
+    """The link opened its socket and sent CONNECT: a broker answers within milliseconds, so a
+    CONNACK not come within `broker.connack_timeout_s` is said (station_broker.py)."""
+
+
 class BrokerUp(NamedTuple):
     session_present: bool
 
 
 class BrokerDown(NamedTuple):
+    """The link is down (`refused`: the broker or the network would not have it, said once per
+    cause). `unanswered`: this ended a CONNECT that got no answer at all (a CONNECT not
+    answered in time was said already, station_broker.py)."""
     reason: str
     refused: bool = False
+    unanswered: bool = False
 
 
 class TimerDue(NamedTuple):
@@ -113,7 +122,14 @@ class Timer(NamedTuple):
 
 
 class Status(NamedTuple):
+    """Publish this retained status. Made only while the broker is connected (a status travels
+    through the broker: it says so), and once more on every connect (station_broker.py)."""
     doc: dict
+
+
+class Refresh(NamedTuple):
+    """The station's status changed: the local views (the console) read it again. Whatever the
+    broker's state: the console is not behind the broker."""
 
 
 class Lights(NamedTuple):

@@ -33,7 +33,8 @@ def show(v, secret=False):
     if secret:
         name = type(v).__name__
         return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
-    r = repr(v)
+    # in the file's own words: TOML says true and false, not Python's True and False
+    r = {True: "true", False: "false"}[v] if isinstance(v, bool) else repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
 
 

@@ -102,6 +102,10 @@ def decode(line: bytes):
             return BadFrame(line, f"bad {what} {fields[i]!r}")
         if (kind != "HELLO" or i == 0) and int(fields[i]) >= SEQ_MOD:
             return BadFrame(line, f"sequence number out of range: {fields[i]}")
+    # a confidence is a number too: "-98" or "250" is not a low-confidence read but a frame the
+    # host cannot read (the spec: 0-100, plain digits)
+    if kind == "CARD" and not (_digits(fields[2]) and int(fields[2]) <= 100):
+        return BadFrame(line, f"bad confidence {fields[2]!r} (0-100)")
     return Frame(kind, fields)
 
 

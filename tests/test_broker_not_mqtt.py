@@ -1,14 +1,19 @@
-"""broker.port pointed at a server that is not an MQTT broker: the link says so early and once
+"""broker.port pointed at a server that is not an MQTT broker: the daemon says so early and once
 (a silent server: paho alone said nothing for keepalive_s, then "Keep alive timeout"; a server
-answering garbage: "Unspecified error" on every retry)."""
+answering garbage: "Unspecified error" on every retry). The daemon runs in this process and the
+test steps its loop: the link reports what paho saw, the station core's CONNACK watch (on the
+loop's own timer: no second thread) decides what is said (tests/test_station_broker.py)."""
+import logging
 import queue
 import socket
 import threading
+import time
 
 import pytest
 
+from dealer_station.config import check_config
+from dealer_station.daemon import Daemon
 from dealer_station.mqtt_link import CONFIG, MqttLink
-from mqtt_rig import wait_for
 
 
 class Server:
@@ -52,68 +57,105 @@ class Server:
 
 
 @pytest.fixture
-def link():
+def daemon(tmp_path, caplog):
+    """make(mode) -> (daemon, server, lines): a daemon with no shoe whose broker.port is a
+    `Server(mode)`; lines() the broker lines logged so far."""
     made = []
+    caplog.set_level(logging.INFO, logger="dealer-station")
 
     def make(mode):
         server = Server(mode)
-        cfg = {k: v.default for k, v in CONFIG.keys.items()}
-        cfg.update(port=server.port, connack_timeout_s=1, keepalive_s=60, reconnect_max_s=1)
+        cfg, errors = check_config({
+            "table": {"id": "bj-01", "profile": "luxury21"}, "shoe": {"protocol": "none"},
+            "broker": {"port": server.port, "connack_timeout_s": 1, "keepalive_s": 60,
+                       "reconnect_max_s": 1},
+            "paths": {"journal": str(tmp_path / f"{mode}.sqlite")}, "metrics": {"enabled": False}})
+        assert not errors, errors
         if mode == "hang":
             # below the key's range: a paused broker found fast; still above connack_timeout_s
             # by 2 s, as the config requires (at 1 s paho's own CONNECT timeout came first
             # under load and the cause was said as a closed connection)
-            cfg.update(keepalive_s=3)
-        q = queue.Queue()
-        got = []
-        lk = MqttLink(cfg, "bj-01", q.put, {"state": "offline"})
-        lk.start()
-        made.append((lk, server))
+            cfg["broker"]["keepalive_s"] = 3
+        d = Daemon(cfg)
+        d.start()
+        made.append((d, server))
 
-        def events():
-            while not q.empty():
-                got.append(q.get())
-            return got
-        return server, events
+        def lines():
+            return [r.getMessage() for r in caplog.records if r.getMessage().startswith("broker ")]
+        return d, server, lines
     yield make
-    for lk, server in made:
-        lk.close()
+    for d, server in made:
+        d.close()
         server.close()
 
 
+def step_until(d, pred, timeout, what):
+    """Steps the daemon's loop in this thread until `pred()` (a ceiling, not a wait)."""
+    end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > end:
+            raise TimeoutError(f"waited {timeout:g} s for {what}")
+        d.run_once(0.05)
+    return pred()
+
+
 @pytest.mark.parametrize("mode", ["silent", "ssh"])
-def test_a_server_that_never_answers_connect_is_said_within_the_connack_timeout(link, mode):
-    server, events = link(mode)
+def test_a_server_that_never_answers_connect_is_said_within_the_connack_timeout(daemon, mode):
+    d, server, lines = daemon(mode)
     # keepalive 60 s: before, nothing at all was said for a minute
-    got = wait_for(lambda: [e for e in events() if e[1] != "puback"], 4, "a word on the link")
-    assert got[0][1] == "refused", got
-    assert f"127.0.0.1:{server.port} did not answer CONNECT within 1 s" in got[0][2]
-    assert "not an MQTT broker" in got[0][2]
+    got = step_until(d, lines, 4, "a word on the link")
+    assert got[0].startswith("broker refused: "), got
+    assert f"127.0.0.1:{server.port} did not answer CONNECT within 1 s" in got[0]
+    assert "not an MQTT broker" in got[0]
+    assert d.devices["broker"]["state"] == "disconnected"
+    assert "did not answer CONNECT" in d.unhealthy()
 
 
 @pytest.mark.parametrize("mode", ["http", "reset"])
-def test_a_server_answering_not_mqtt_is_said_once_not_on_every_retry(link, mode):
+def test_a_server_answering_not_mqtt_is_said_once_not_on_every_retry(daemon, mode):
     """`reset`: the cold trial's TLS-only Mosquitto listener given plain MQTT (the docs' own
     example) was "the broker ... dropped the connection before accepting it: ... Connection reset
     by peer", the line for a TLS broker refusing a client, with no word of a wrong port."""
-    server, events = link(mode)
+    d, server, lines = daemon(mode)
     # the fourth attempt comes after the third's disconnect was handled: three said, or one
-    wait_for(lambda: server.accepted >= 4, 10, "four connection attempts")
-    said = [e for e in events() if e[1] in ("refused", "disconnected")]
-    assert len(said) == 1 and said[0][1] == "refused", said
-    assert f"127.0.0.1:{server.port} closed the connection before answering CONNECT" in said[0][2]
-    assert "not an MQTT broker" in said[0][2]
+    step_until(d, lambda: server.accepted >= 4, 10, "four connection attempts")
+    d.run_once(0)                 # the items paho queued before the fourth attempt
+    said = lines()
+    assert len(said) == 1 and said[0].startswith("broker refused: "), said
+    assert f"127.0.0.1:{server.port} closed the connection before answering CONNECT" in said[0]
+    assert "not an MQTT broker" in said[0]
 
 
-def test_a_broker_that_stops_answering_is_one_disconnect_not_two(link):
+def test_the_link_keeps_no_timer_thread_of_its_own():
+    """The CONNACK watch was a threading.Timer whose callback and paho's thread both wrote the
+    link's state without the lock. The link now only reports, in paho's thread (called here as
+    paho would), and the loop's own timer watches (tests/test_station_broker.py)."""
+    cfg = {k: v.default for k, v in CONFIG.keys.items()}
+    q = queue.SimpleQueue()
+    lk = MqttLink(cfg, "bj-01", q.put, {"state": "offline"})
+    before = threading.active_count()
+    lk._connect_sent()
+    assert threading.active_count() == before
+    lk._on_disconnect(lk.client, None, None, "Unspecified error", None)
+    lk._connect_sent()
+    got = [q.get_nowait() for _ in range(q.qsize())]
+    assert got[0] == ("mqtt", "connect_sent") and got[2] == ("mqtt", "connect_sent")
+    assert got[1][:2] == ("mqtt", "refused") and got[1][3] is True   # ended an unanswered CONNECT
+    assert "closed the connection before answering CONNECT (Unspecified error)" in got[1][2]
+    assert threading.active_count() == before
+
+
+def test_a_broker_that_stops_answering_is_one_disconnect_not_two(daemon):
     """The cold trial's case: a real Mosquitto paused (kill -STOP) after the daemon connected.
     paho 2.2's loop_misc calls on_disconnect twice for one keepalive timeout (once in
     _check_keepalive, once for the PINGREQ unanswered), and the daemon logged "broker
     disconnected: Keep alive timeout" twice. The broker here answers the first CONNECT, then
     nothing (no PINGRESP, no second CONNACK)."""
-    server, events = link("hang")
-    got = wait_for(lambda: [e for e in events() if e[1] == "refused"], 15,
-                   "the second CONNECT unanswered")
-    said = [e[1] for e in events() if e[1] in ("connected", "disconnected", "refused")]
-    assert said == ["connected", "disconnected", "refused"], said
-    assert "did not answer CONNECT" in got[0][2]
+    d, server, lines = daemon("hang")
+    step_until(d, lambda: any("did not answer CONNECT" in x for x in lines()), 20,
+               "the second CONNECT unanswered")
+    d.run_once(0)
+    said = [x.split(":")[0].split(" (")[0] for x in lines()]
+    assert said == ["broker connected", "broker disconnected", "broker refused"], lines()
+    # it spoke MQTT to this station before: not "not an MQTT broker?" (the cold trial)
+    assert "not an MQTT broker" not in lines()[-1] and "accepted this station before" in lines()[-1]

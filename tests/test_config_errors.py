@@ -78,6 +78,17 @@ def test_every_error_of_a_profile_file_is_named_at_once(tmp_path):
         assert f"table.profile: {want}" in out and f"dealer-station: table.profile: {want}" in err
 
 
+def test_a_bad_profile_is_named_beside_the_other_errors(tmp_path):
+    """The cold trial: with any other error in the file, a missing profile file was not named
+    (the profile was read only once all else was right), though the README promises every error;
+    and a boolean was shown as Python's True where the file says true."""
+    out, err = check_and_run(write(tmp_path, raw='[table]\nid = "t1"\nprofile = "nonesuch.toml"\n'
+                                                 '[shoe]\nprotocol = "none"\n[broker]\nport = true\n'),
+                             "broker.port: expected int, got true")
+    assert any(line.startswith("table.profile: nonesuch.toml:") for line in out.splitlines()), out
+    assert "True" not in out + err, out
+
+
 def test_a_word_where_a_number_goes_is_a_type_error_not_a_crash(tmp_path):
     check_and_run(write(tmp_path, {"broker": 'reconnect_min_s = "fast"\n'}),
                   "broker.reconnect_min_s: expected int, got 'fast'")

@@ -144,3 +144,16 @@ def test_a_checksum_not_in_upper_case_hex_is_a_bad_frame_and_changes_nothing(fra
         assert events == [] and session.counts["bad_frames"] == 1 and session.counts["frames"] == 0
         session.data(frame, 0.1)
         assert session.counts["frames"] == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.integers(-1000, 1000).map(str), st.text(max_size=6)))
+def test_a_confidence_that_is_not_0_to_100_in_plain_digits_is_a_bad_frame(conf):
+    """The cold trial: `CARD,12,As,-98` (a valid CRC) was delivered as a low-confidence read; the
+    spec says a number the host cannot read makes a bad frame, and confidence is 0-100."""
+    assume("," not in conf and "*" not in conf and all(" " <= c <= "~" for c in conf))
+    f = sp.decode(framed(f"CARD,12,As,{conf}".encode()))
+    if conf.isdigit() and len(conf) <= 9 and int(conf) <= 100:
+        assert f == sp.Frame("CARD", ("12", "As", conf)), (conf, f)
+    else:
+        assert isinstance(f, sp.BadFrame) and "bad confidence" in f.reason, (conf, f)

@@ -645,6 +645,10 @@ def test_a_correction_must_name_the_rounds_published_result(tmp_path):
     reply, _ = correct("c3", 1, 10 ** 6)                     # nothing there
     assert reply["status"] == "rejected" and reply["code"] == "no_such_result"
     assert r.j.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0] == 3
+    # the cold trial: a sequence number given as text was "no_such_result", not malformed
+    reply, _ = correct("c5", 1, str(result["seq"]))
+    assert reply["status"] == "rejected" and reply["code"] == "malformed", reply
+    assert "correct_result.seq" in reply["reason"], reply
     reply, o = correct("c4", 1, result["seq"])
     assert reply["status"] == "accepted", reply
     assert [m["type"] for m in o] == ["result_corrected"] and o[0]["corrects"] == result["seq"]

@@ -1,0 +1,74 @@
+"""The station core's rules for the broker link (pure: no paho, no clock, no threads).
+
+The link (mqtt_link.py) only reports what paho saw, in paho's thread, as queue items; what is
+said about it, and when, is decided here, on the loop's thread:
+
+- a CONNECT the broker does not answer within `broker.connack_timeout_s` is said at once (a
+  server that is not a broker answers never, and paho alone says so only after keepalive_s):
+  the watch is a deadline of the station's timer, so no second thread touches link state;
+- the end of that unanswered CONNECT (paho's keepalive, a close) is then not said again;
+- a refusal is said once per cause, not on every retry: again only after a connection was
+  accepted or a disconnect was said in between.
+
+The status rule (Station.status_effects): a `Status` is made only while the broker is connected,
+and one on every connect carries the state then, so nothing stale or queued while away reaches
+the broker.
+"""
+
+
+class BrokerWatch:
+    def __init__(self, where="127.0.0.1:1883", connack_timeout_s=5.0):
+        self.where = where                  # host:port, for the operator's line
+        self.timeout = connack_timeout_s
+        self.said = None        # the last refusal said: said once per cause until accepted
+        self.deadline = None    # monotonic time a CONNACK is due by, for the CONNECT in flight
+        self.silent = False     # ... that CONNECT's silence has been said
+        self.answered = False   # this broker accepted a connection since start: not a wrong port
+
+    def configure(self, where, connack_timeout_s):
+        """A reload's new settings: an attempt under way keeps its deadline (another broker
+        has not answered yet)."""
+        if where != self.where:
+            self.answered = False
+        self.where, self.timeout = where, connack_timeout_s
+
+    def connecting(self, mono):
+        """CONNECT sent now."""
+        self.deadline, self.silent = mono + self.timeout, False
+
+    def wake_at(self):
+        """When the station must be woken for the watch, or None."""
+        return None if self.silent else self.deadline
+
+    def due(self, mono):
+        """The refusal to say now that the CONNECT in flight went unanswered, or None."""
+        if self.deadline is None or self.silent or mono < self.deadline:
+            return None
+        self.silent = True
+        if self.answered:       # it spoke MQTT before: a wrong port is not the likely cause
+            return (f"{self.where} did not answer CONNECT within {self.timeout:g} s (it accepted "
+                    f"this station before: the broker overloaded, paused or hung?)")
+        return (f"{self.where} did not answer CONNECT within {self.timeout:g} s: not an MQTT "
+                f"broker? (check broker.host and broker.port)")
+
+    def accepted(self):
+        self.deadline, self.silent, self.said, self.answered = None, False, None, True
+
+    def down(self, reason, refused, unanswered):
+        """The link went down: True when that is to be said (a refusal is said once per cause;
+        the end of a CONNECT whose silence was said already is not said again)."""
+        silent = self.silent
+        self.deadline, self.silent = None, False
+        if unanswered and silent:
+            return False
+        if not refused:
+            self.said = None        # said in a row: a CONNACK refusal's retries alternate
+            return True             # "refused" and "disconnected", and each is said
+        return self.refusal(reason)
+
+    def refusal(self, reason):
+        """A refusal the station found itself (the CONNACK watch): said once per cause."""
+        if reason == self.said:
+            return False
+        self.said = reason
+        return True
