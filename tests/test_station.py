@@ -563,6 +563,7 @@ def test_the_wheels_component_fault_pauses_the_spin_and_its_clearing_ends_it_wit
     r = Rig(str(tmp_path / "j.sqlite"), gp("roulette"))
     c = Clock(1e9, 0.0)
     r.recover(c)
+    r.step(BrokerUp(False), c)            # a status goes out only while connected
     r.step(DeviceState("wheel", "connected"), c)
     r.step(WheelState(4, "no_more_bets", 1, 0, 17.0, "clockwise"), c)     # betting closes
     assert r.st.table.round is not None
@@ -589,6 +590,7 @@ def test_a_ball_lost_mid_spin_voids_it_and_publishes_the_status_once_with_the_fa
     r = Rig(str(tmp_path / "j.sqlite"), gp("roulette"))
     c = Clock(1e9, 0.0)
     r.recover(c)
+    r.step(BrokerUp(False), c)            # a status goes out only while connected
     r.step(DeviceState("wheel", "connected"), c)
     r.step(WheelState(4, "no_more_bets", 1, 0, 17.0, "clockwise"), c)
     effects = r.step(WheelException("no_ball", 1, {}), c)
