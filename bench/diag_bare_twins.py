@@ -5,7 +5,9 @@ hunt_hands.py's scenes), per round blur of defocus.GRID: the read card's rank pa
 learned suit and its twin card's, all from the read's kept patch (nothing warped again). One JSON a
 line, with the card that lies there (its truth).
 
-Usage: nice -n 10 .venv/bin/python bench/diag_bare_twins.py --seeds 0:300 --decks cardsjs,svgcards,kennard,responsive,synth --out FILE --cpu 1"""
+Usage: nice -n 10 .venv/bin/python bench/diag_bare_twins.py --seeds 0:300 --decks cardsjs,svgcards,kennard,responsive,synth --out FILE --cpu 1
+       .venv/bin/python bench/diag_bare_twins.py --summary FILE    (per deck and truth: the least
+       margin over the blurs, twins.SUIT_BLURRED's measure, and how many pass it)"""
 import argparse
 import json
 import os
@@ -46,15 +48,39 @@ def features(rec, card, grays, quad):
     return out
 
 
+def summary(path):
+    """Per deck and truth ('right', or the card that lay there): the least margin over the blurs
+    (twins._suit_blurred_apart's measure), how many reach SUIT_BLURRED; and how much the same
+    card's margin moves from frame to frame."""
+    from drivers.camera.twins import SUIT_BLURRED
+    rows = [json.loads(line) for line in open(path)]
+    least, same = {}, {}
+    for r in rows:
+        if r["f"] is None:
+            continue
+        m = min(v[1] - v[2] for v in r["f"].values())
+        least.setdefault((r["deck"], "right" if r["there"] == r["read"] else f"wrong ({r['there']})"), []).append(m)
+        same.setdefault((r["seed"], r["read"]), []).append(m)
+    for (deck, truth), v in sorted(least.items()):
+        print(f"{deck:12} {truth:14} {len(v):4} reads: least margin {min(v):+.4f} to {max(v):+.4f}, "
+              f"{sum(x >= SUIT_BLURRED for x in v)} at {SUIT_BLURRED} or more")
+    sd = [float(np.std(v)) for v in same.values() if len(v) >= 3]
+    if sd:
+        print(f"the same card over frames: sd median {np.median(sd):.4f}, max {max(sd):.4f} ({len(sd)} cards)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", default="0:100")
     ap.add_argument("--frames", type=int, default=3)
     ap.add_argument("--decks", default="cardsjs,svgcards,kennard,responsive,synth")
     ap.add_argument("--all-thin", action="store_true", help="every thin covered read, bare strips or not")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--summary", help="a file --out wrote: its figures")
     ap.add_argument("--cpu", type=int, default=None)
     a = ap.parse_args()
+    if a.summary:
+        return summary(a.summary)
     if a.cpu is not None:
         os.sched_setaffinity(0, {a.cpu})
     cv2.setNumThreads(1)
