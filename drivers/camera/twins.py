@@ -5,8 +5,9 @@ corners by just over the reader's margin. The face then decides: a suit the inde
 must be the face's by FACE_SUIT, what a suit read from a blurred index must show."""
 import numpy as np
 
+from .defocus import GRID
 from .deckprint import CORNER_FACE, corner_face_score
-from .index import CH, CW, FACE_H, FACE_SUIT, FACE_W, INK, TWIN
+from .index import CH, CW, FACE_H, FACE_SUIT, FACE_W, INK, S, TWIN, _product, _windows
 
 # the read suit's index score over its twin's at the weaker corner under which the face must
 # also be the suit's: twice the reader's margin (the wrong reads found passed by 0.050-0.052;
@@ -29,10 +30,23 @@ COVERED_TWIN = -0.06
 # (index 0.054 over the club, strips the spade's by 0.075). Learned strips on all seven decks:
 # aces and the drawn deck 0.01-0.04, twos and threes 0.10-0.18, every other card 0.27 and more.
 STRIPS_BARE = 0.06
+# ... unless its index's suit glyph, compared with the read card's and its twin card's learned
+# suit glyphs blurred alike by each round blur of defocus.GRID (and unblurred), beats the twin's
+# by this at every blur: the suit parted under any blur the card may carry, the rank glyph's and
+# the twins' alike. The plain read compares a blurred glyph with sharp ones, and a blurred club
+# looks more like a sharp spade than a sharp club does: the held-out Tigullio's covered Ac read As
+# by 0.05-0.06 at the index, but at the blur its rank glyph fits (1.5-1.8 px) the two suits score
+# within 0.013 of each other and the As's least margin over the grid is -0.013 to +0.001 (scene
+# 683, all five frames). The five tuned decks' correct thin bare reads (bench/diag_bare_twins.py,
+# seeds 50000-50175, 3 frames, 147 reads): least margin 0.005-0.058 (the drawn deck's 100 reads
+# 0.028 and more, all passing; svg-cards 6 of 15, Kennard 9 of 20); a read of the twin scores the
+# negative of its true card's; the same card's margin moves by a standard deviation of 0.0014
+# (median) to 0.0045 from frame to frame (fresh noise): 0.02 is over four of the largest.
+SUIT_BLURRED = 0.02
 
 
 class Twins:
-    """Needs the recognizer's _by_colour, _groups, _face_over_twin and t (its templates)."""
+    """Needs the recognizer's _by_colour, _groups, _defocused, _face_over_twin and t (its templates)."""
 
     def _twins_apart(self, card, grays, corners, f):
         """Whether the card's suit stands clear of the other suit of its colour: at the index
@@ -57,8 +71,26 @@ class Twins:
             return True
         twin = card[0] + TWIN[card[1]]
         if self._strips_bare(card):
-            return False        # nothing in the strips but the index: no second opinion
+            # nothing in the strips but the index: its suit glyph again under matched blurs
+            return self._suit_blurred_apart(card, grays, quad)
         return mine - corner_face_score(f, self.t.faces[twin]) > COVERED_TWIN
+
+    def _suit_blurred_apart(self, card, grays, quad):
+        """Whether the index read at `quad` (its patch kept in `grays`) has `card`'s suit glyph
+        over its twin card's by SUIT_BLURRED at every blur of defocus.GRID and unblurred, both
+        templates blurred alike (the reader's own blurred banks). Only a covered card's thin
+        read with bare strips comes here: two template columns at seven blurs."""
+        colour = INK[card[1]]
+        kept = grays.get(np.float32(quad).tobytes())
+        if kept is None or kept[1] is not self._by_colour[colour][0]:
+            return False
+        cards = kept[1]
+        pair = [cards.index(card), cards.index(card[0] + TWIN[card[1]])]
+        s = self.t.cut + S
+        windows = _windows(kept[0][s - S:], self.t.part_shapes[1])
+        banks = [self._by_colour[colour][2]] + [self._defocused[g][colour][1] for g in GRID]
+        least = min(float(np.subtract(*_product(windows, m[:, pair]).max(axis=0))) for m in banks)
+        return least >= SUIT_BLURRED
 
     def _strips_bare(self, card):
         """Whether `card`'s learned face strips carry, outside the index box, under STRIPS_BARE of
