@@ -24,15 +24,26 @@ from bench.bench_camera import ZONES, noisy  # noqa: E402
 from drivers.camera import camera_model as cm  # noqa: E402
 
 
-def load_find(root, name):
-    """`root`'s drivers/camera/find.py as `name`.camera.find (its relative imports from `root`)."""
+def load_find(root, name, module="find"):
+    """`root`'s drivers/camera/find.py (or `module`) as `name`.camera.find (its relative imports
+    from `root`)."""
     for pkg, path in ((name, os.path.join(root, "drivers")), (f"{name}.camera", os.path.join(root, "drivers", "camera"))):
         spec = importlib.util.spec_from_file_location(pkg, os.path.join(path, "__init__.py"),
                                                       submodule_search_locations=[path])
         mod = importlib.util.module_from_spec(spec)
         sys.modules[pkg] = mod
         spec.loader.exec_module(mod)
-    return importlib.import_module(f"{name}.camera.find")
+    return importlib.import_module(f"{name}.camera.{module}")
+
+
+def pipeline(root, name, t):
+    """`root`'s visual driver as bench_camera.py's visual_speed runs it: every zone decoded every
+    frame; a callable of one frame."""
+    drv = load_find(root, name, "driver")
+    vis = importlib.import_module(f"{name}.camera.visual")
+    d = drv.CameraDriver(iter([]), drv.Zones(ZONES), "visual", recognizer=vis.VisualRecognizer(t))
+    d.tracker.settled = lambda zone: False
+    return lambda f: d.process(f, lambda e: None)
 
 
 def main():
@@ -43,6 +54,8 @@ def main():
     ap.add_argument("--versus", default=None, help="another checkout (e.g. /work/main), timed in turn")
     ap.add_argument("--frames", type=int, default=30)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--pipeline", action="store_true",
+                    help="the whole visual driver (bench_camera.py --speed-only's figure), not find_cards")
     ap.add_argument("--masks", action="store_true", help="each mask's own cost")
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
@@ -51,18 +64,22 @@ def main():
     rng = np.random.default_rng(0)
     cards = dict(zip(ZONES, ["As", "Td", "7h", "Qc", "2d", "9s", "Jh", "Kd"]))
     base, _ = cm.table_frame(args.deck, cards, ZONES, args.surface, args.condition, rng)
-    size = cm.reference_templates(args.deck, seed=cm.DECKS.index(args.deck)).card_size
+    t = cm.reference_templates(args.deck, seed=cm.DECKS.index(args.deck))
+    size = t.card_size
     seq = [noisy(base, rng) for _ in range(args.frames)]
-    finds = {"this": load_find(HERE, "this_drivers")}
-    if args.versus:
-        finds["versus"] = load_find(os.path.abspath(args.versus), "versus_drivers")
+    roots = {"this": HERE, "versus": os.path.abspath(args.versus) if args.versus else None}
+    finds = {k: load_find(r, f"{k}_drivers") for k, r in roots.items() if r}
+    calls = {k: (pipeline(r, f"{k}_drivers", t) if args.pipeline else
+                 lambda f, fd=finds[k]: fd.find_cards(f, size)) for k, r in roots.items() if r}
+    for k in calls:
+        calls[k](seq[0])                        # the driver's first frame (its zones, caches)
     times = {k: [] for k in finds}
     for _ in range(args.reps):
         run = {k: 0.0 for k in finds}
         for f in seq:
-            for k, fd in finds.items():          # in turn, frame by frame: the same load
+            for k, call in calls.items():        # in turn, frame by frame: the same load
                 c0 = time.process_time()
-                fd.find_cards(f, size)
+                call(f)
                 run[k] += time.process_time() - c0
         for k in finds:
             times[k].append(1000 * run[k] / len(seq))
@@ -71,7 +88,8 @@ def main():
     if args.versus:
         d = [a - b for a, b in zip(times["this"], times["versus"])]
         line += f"; this - versus per run: {' '.join(f'{x:+.1f}' for x in d)}"
-    print(f"find_cards on {args.surface} ({args.deck}, {args.condition}): {line}; load {os.getloadavg()[0]:.1f}",
+    what = "the visual driver, every zone decoded," if args.pipeline else "find_cards"
+    print(f"{what} on {args.surface} ({args.deck}, {args.condition}): {line}; load {os.getloadavg()[0]:.1f}",
           flush=True)
     find = finds["this"]
     if args.masks:
