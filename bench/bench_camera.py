@@ -106,14 +106,16 @@ def read_rates(make, coded, trials):
     return res, total_recognitions, wrong_total
 
 
-def visual_speed(t, deck, reps=5):
-    """The visual driver, every zone decoded every frame, on a published deck's frame: CPU ms per
+def visual_speed(t, deck, reps=5, surface="green_felt"):
+    """The visual driver, every zone decoded every frame, on a published deck's frame (green felt
+    unless `surface`: a white or light table takes masks, outlines and hands' hypotheses green
+    felt does not, docs/camera.md): CPU ms per
     frame (process_time, OpenCV and BLAS held to one thread: the figure a busy machine does not
     change much; 33.3 ms = 30 fps on one core) and wall-clock fps, min and median of `reps`
     runs of 60 frames."""
     rng = np.random.default_rng(0)
     cards = dict(zip(ZONES, ["As", "Td", "7h", "Qc", "2d", "9s", "Jh", "Kd"]))
-    base, _ = cm.table_frame(deck, cards, ZONES, "green_felt", "clean", rng)
+    base, _ = cm.table_frame(deck, cards, ZONES, surface, "clean", rng)
     d = CameraDriver(iter([]), Zones(ZONES), "visual", recognizer=VisualRecognizer(t))
     d.tracker.settled = lambda zone: False
     seq = [noisy(base, rng) for _ in range(60)]
@@ -227,6 +229,7 @@ def main():
                     help="scenes per deck, surface and condition (8 cards each)")
     ap.add_argument("--speed-runs", type=int, default=5, help="runs of 60 frames for the visual speed")
     ap.add_argument("--speed-only", action="store_true", help="the visual speed alone")
+    ap.add_argument("--speed-surface", default="green_felt", help="the visual speed's table surface")
     ap.add_argument("--conditions", default=",".join(cm.CONDITIONS),
                     help="the deck sweep's conditions (comma-separated; with --decks: the sweep alone)")
     ap.add_argument("--surfaces", default=",".join(cm.SURFACES),
@@ -239,8 +242,10 @@ def main():
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     cv2.setNumThreads(1)          # one core: OpenCV's own threads would not count in process_time
     if args.speed_only:
-        e = visual_speed(cm.reference_templates("cardsjs", seed=0), "cardsjs", args.speed_runs)
-        print(json.dumps({"bench": "camera", "visual_every_zone": e}))
+        if args.speed_surface not in cm.SURFACES:
+            ap.error(f"unknown surface {args.speed_surface}; known: {', '.join(cm.SURFACES)}")
+        e = visual_speed(cm.reference_templates("cardsjs", seed=0), "cardsjs", args.speed_runs, args.speed_surface)
+        print(json.dumps({"bench": "camera", "visual_every_zone": e, "surface": args.speed_surface}))
         return
     conditions = tuple(args.conditions.split(","))
     unknown = [c for c in conditions if c not in cm.CONDITIONS]

@@ -4,12 +4,15 @@ first frame:
 
 - cut: the card reaches beyond the frame (refused by design: part of a card)
 - not_found: no outline centred on the card (nor a blob holding it)
-- outline_off: an outline, but an index corner of it lies > 3 px from the card's
+- outline_off: an outline, but an index corner of it lies > 3 px from the card's (the detail
+  gives what that outline's read stopped at: svg-cards' outline lies on the inside of its printed
+  border, 1.8 px in at each side on every surface, 2.5-3.8 px at the corners)
 - colour: an index corner's ink colour undecided
 - index: an index corner scores under the threshold
 - margin: an index corner scores, but another rank or suit comes within the margin
 - face: both corners read the card, its face is under the deck's face threshold
-- deck: the face passes, the fingerprint (rounding, index shift) does not
+- deck: the face passes, the fingerprint (rounding, index shift) does not (the detail gives the
+  card's rounding against the learned window, and the index shift's tolerance)
 - other: the first frame's outline reads the card (missed in later frames)
 
 With the card's true outline the same steps are tried ("truth: ..."): what a perfect finder
@@ -33,6 +36,7 @@ from drivers.camera import camera_model as cm  # noqa: E402
 from drivers.camera import index as ix  # noqa: E402
 from drivers.camera.driver import CameraDriver, Zones  # noqa: E402
 from drivers.camera.deckprint import SMALL  # noqa: E402
+from drivers.camera.rounding import rounding  # noqa: E402
 from drivers.camera.find import find_cards  # noqa: E402
 from drivers.camera.hands import both_corners  # noqa: E402
 from drivers.camera.recognize import VisualRecognizer  # noqa: E402
@@ -73,6 +77,9 @@ def steps(rec, img, q, card):
     detail.append(f"face {fs:.3f}")
     if fs < face_min:
         return "face", " ".join(detail)
+    p = rec.t.print
+    detail.append(f"rounding {rounding(img, q, (ix.CW, ix.CH)):.2f} (learned {p.rounding:.2f} +- {p.rounding_tol:.2f}),"
+                  f" shift tolerance {p.shift_tol:.2f}")
     return "deck", " ".join(detail)
 
 
@@ -93,7 +100,8 @@ def classify(rec, img, tq, card, width):
     q = min(near, key=lambda q: _off(q, tq))
     off = _off(q, tq)
     if off > 3:
-        return "outline_off", truth, f"off {off:.1f}"
+        found, detail = steps(rec, img, q, card)
+        return "outline_off", truth, f"off {off:.1f} (on it: {found} {detail})"
     cause, detail = steps(rec, img, q, card)
     return cause, truth, f"off {off:.1f} " + detail
 

@@ -25,6 +25,12 @@ def table_level(small, card_size):
     return cv2.morphologyEx(bg, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
 
 
+def light_table(small, card_size, top):
+    """Whether the table's level somewhere comes within LIGHT of the cards' (`top`): a white or
+    light table, not felt, wood or grey."""
+    return float(table_level(small, card_size).max()) * LIGHT >= top
+
+
 def ratio_masks(w, small, card_size, top):
     """Masks of what is RATIO brighter than the table's level (`w` the whiteness, `small` it at
     an eighth, `top` its brightest pixels' level); none on a table far darker than card stock
