@@ -122,3 +122,26 @@ def test_a_covered_drawn_card_thin_at_the_index_is_read_by_its_blurred_suit():
     assert wrong == []
     # each read covered in at least three of the five frames (the tracker's agreement)
     assert all(covered.count(c) >= 3 for c in ("Kc", "Qs", "Ts")), sorted(covered)
+
+
+def test_a_covered_card_read_as_two_cards_at_its_two_corners_is_refused():
+    """bench/hunt_hands.py's turned-cards scene 6246 (the drawn deck, red felt, motion): one
+    covered Ad was read Ad at one index corner and 4d at the other (centres 2 px apart) in all
+    five frames, and the tracker reported the 4d. The two reads of one card conflict: neither
+    guess is taken. The covered 4h beside it is still read."""
+    rec = VisualRecognizer(cm.reference_templates("synth", seed=cm.DECKS.index("synth")))
+    deck, table, cond, truth, frames = hunted_turned(6246)
+    assert (deck, table, cond) == ("synth", "red_felt", "motion")
+    assert {"Ad", "4h"} <= {c for c, _ in truth}
+    wrong, covered = [], []
+    for f in frames:
+        got = rec.read_image(f)
+        for (card, q), kind in zip(got, rec.kinds):
+            c = np.float32(q).mean(axis=0)
+            near = min(truth, key=lambda t: np.linalg.norm(np.float32(t[1]).mean(axis=0) - c))
+            if near[0] != card or np.linalg.norm(np.float32(near[1]).mean(axis=0) - c) > 25:
+                wrong.append(card)
+            elif kind == "covered":
+                covered.append(card)
+    assert wrong == []
+    assert covered.count("4h") >= 3, covered
