@@ -198,6 +198,18 @@ def test_the_shoe_unplugged_mid_round_pauses_it_and_replugged_resumes_it(rig, tm
         d.close()
 
 
+def _burn_and_close_betting(d, shoe, outputs):
+    """The shoe met, loaded, its burn cards dealt and read, betting closed on seat 1: the next
+    card the shoe deals is the round's first."""
+    step_until(d, lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
+    d.process({"type": "shoe_loaded"}, "test")
+    while d.station.table.phase == "burn":
+        n = len(outputs())
+        shoe.deal()
+        step_until(d, lambda: len(outputs()) > n, "the burn card read")
+    d.process({"type": "betting_closed", "seats": [1]}, "test")
+
+
 def test_a_bouncing_door_mid_round_is_one_pause_and_one_resume(rig, tmp_path):
     """The cold trial: 200 door flaps published 128 events. Real driver, pty and daemon: a burst
     of 200 STAT reports ending open, then 200 ending closed, reach the engine as one
@@ -207,13 +219,7 @@ def test_a_bouncing_door_mid_round_is_one_pause_and_one_resume(rig, tmp_path):
     def kinds(*wanted):
         return [o["type"] for o in outputs() if o["type"] in wanted]
     try:
-        step_until(d, lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
-        d.process({"type": "shoe_loaded"}, "test")
-        while d.station.table.phase == "burn":
-            n = len(outputs())
-            shoe.deal()
-            step_until(d, lambda: len(outputs()) > n, "the burn card read")
-        d.process({"type": "betting_closed", "seats": [1]}, "test")
+        _burn_and_close_betting(d, shoe, outputs)
         for i in range(399):
             shoe.status(door="open" if i % 2 == 0 else "closed")   # ends open
         step_until(d, lambda: kinds("round_paused"), "the pause")
@@ -240,13 +246,7 @@ def test_a_restart_after_many_status_reports_resumes_after_them_with_no_misread(
     from dealer_station.daemon import Daemon
     d, shoe, path, outputs = _table_mid_shoe(rig, tmp_path, "e4")
     try:
-        step_until(d, lambda: d.devices["shoe"].get("model"), "the shoe's HELLO")
-        d.process({"type": "shoe_loaded"}, "test")
-        while d.station.table.phase == "burn":
-            n = len(outputs())
-            shoe.deal()
-            step_until(d, lambda: len(outputs()) > n, "the burn card read")
-        d.process({"type": "betting_closed", "seats": [1]}, "test")
+        _burn_and_close_betting(d, shoe, outputs)
         for _ in range(35):
             shoe.status(door="open")
             shoe.status()
@@ -289,14 +289,8 @@ def test_a_shoe_status_change_mid_round_publishes_the_retained_status_once(rig, 
     real = d.link.publish_status
     d.link.publish_status = lambda doc: (published.append(doc), real(doc))
     try:
-        step_until(d, lambda: d.devices["shoe"].get("model")
-                   and d.devices["broker"]["state"] == "connected", "the shoe's HELLO, the broker")
-        d.process({"type": "shoe_loaded"}, "test")
-        while d.station.table.phase == "burn":
-            n = len(outputs())
-            shoe.deal()
-            step_until(d, lambda: len(outputs()) > n, "the burn card read")
-        d.process({"type": "betting_closed", "seats": [1]}, "test")
+        step_until(d, lambda: d.devices["broker"]["state"] == "connected", "the broker")
+        _burn_and_close_betting(d, shoe, outputs)
         for door, state, output in (("open", "fault", "round_paused"),
                                     ("closed", "ok", "round_resumed")):
             mark = len(published)
