@@ -350,12 +350,12 @@ class ShoeSession:
             self.recent.popitem(last=False)
         k = f.kind
         if k == "CARD":
-            card, conf = f.fields[1], f.fields[2]
-            conf = int(conf) if conf.isascii() and conf.isdigit() and len(conf) <= 3 else -1
+            # decode() let through only a confidence of 0-100 in plain digits
+            card, conf = f.fields[1], int(f.fields[2])
             if card not in INDEX:
                 self.emit(CardUnreadable("shoe", {"seq": f.seq, "reason": f"not a card: {card!r}"},
                                          seq=f.seq))
-            elif not 0 <= conf <= 100 or conf < self.min_confidence:
+            elif conf < self.min_confidence:
                 self.counts["low_confidence"] += 1
                 self.emit(CardUnreadable("shoe", {"seq": f.seq, "reason": "low confidence",
                                                   "read": card, "confidence": conf}, seq=f.seq))
