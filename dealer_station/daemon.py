@@ -8,6 +8,7 @@ lights, timers, metrics and logs.
 """
 import functools
 import logging
+import os
 import queue
 import signal
 import sqlite3
@@ -24,9 +25,9 @@ from .mqtt_link import MqttLink
 from .notify import Notifier
 from .station import Settings, Station
 from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerConnecting, BrokerDown,
-                            BrokerUp, Clock, Command, Count, Log, Published, Record, Refresh,
-                            Refuse, Reply, SetMeta, Status, Stop, Timer, TimerDue, WheelCommand,
-                            Lights, MarkSent, Publish)
+                            BrokerUp, Clock, Command, Count, Log, Probe, ProbeRefused, Published,
+                            Record, Refresh, Refuse, Reply, SetMeta, Status, Stop, Timer, TimerDue,
+                            WheelCommand, Lights, MarkSent, Publish)
 
 log = logging.getLogger("dealer-station")
 STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
@@ -57,7 +58,9 @@ class Daemon:
         if cfg["integrity"]["signing_key"]:
             from .signing import Signer, load_private
             self.signer = Signer(load_private(cfg["integrity"]["signing_key"]))
-        self.station = Station(Settings.from_config(cfg, __version__, self.signer))
+        # the probes' nonces start from a random seed: no other client can make one in advance
+        self.station = Station(Settings.from_config(cfg, __version__, self.signer),
+                               probe_seed=os.urandom(8).hex())
         j = self.journal
         self.from_n, restore_logs = self.station.restore(
             j.checkpoints(), j.last_input()[0] + 1, j.next_seq, j.get_meta("shoe_base"),
@@ -65,6 +68,7 @@ class Daemon:
         self.timer_at = None               # monotonic deadline of the station's timer (its
         #                                    decision or insurance timer, the CONNACK watch)
         self.mids = {}                     # paho mid -> outbox seq
+        self.probe_mids = set()            # paho mids of the commands probes (station_probe.py)
         self.sent = []                     # seqs acknowledged by the broker, marked in a batch
         self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
                              {"state": "offline", "table": self.table_id, "reason": "connection lost"})
@@ -397,8 +401,16 @@ class Daemon:
             payload, rt, cd, mid, qos, user = args
             return Command(payload, rt, cd, mid, qos, user)
         if what == "puback":
+            self.probe_mids.discard(args[0])
             seq = self.mids.pop(args[0], None)
             return Published(seq) if seq is not None else None
+        if what == "publish_refused":
+            # the mid was recorded when the loop published it, before this item was taken
+            if args[0] in self.probe_mids:
+                self.probe_mids.discard(args[0])
+                return ProbeRefused(args[1])
+            self.mids.pop(args[0], None)
+            return BrokerDown(args[2], refused=True)
         if what == "connect_sent":
             return BrokerConnecting()
         if what == "connected":
@@ -454,6 +466,8 @@ class Daemon:
             getattr(log, e.level)(e.text)
         elif t is Timer:
             self.timer_at = e.deadline
+        elif t is Probe:
+            self.probe_mids.add(self.link.publish_probe(e.payload))
         elif t is Status:
             self.link.publish_status(e.doc)     # made only while connected (the station's rule)
         elif t is Refresh:

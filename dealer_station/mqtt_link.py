@@ -8,6 +8,7 @@ Callbacks run in paho's network thread and only enqueue (never touch the journal
                                   network), a publish or subscription refused: every time, the
                                   station says each cause once; `unanswered`: it ended a CONNECT
                                   that got no answer at all
+    ("mqtt", "publish_refused", mid, reason, why)  a v5 PUBACK with an error (the ACL)
     ("mqtt", "puback", mid)                   ("mqtt", "command", payload, response_topic,
                                                 correlation_data, mid, qos, user)
 The link keeps no timer and no thread of its own: its state is paho's thread's alone.
@@ -67,6 +68,10 @@ CONFIG = Section("broker", {
     # a CONNACK not come this long after CONNECT is said at once (paho itself waits keepalive_s):
     # the station core's watch (station_broker.py)
     "connack_timeout_s": Key(int, 5, lo=1, hi=60),
+    # the loopback probe of the commands path (station_probe.py): a broker whose ACL lets the
+    # table subscribe to `commands` but not read it drops every command and says nothing
+    "probe_timeout_s": Key(int, 5, lo=1, hi=60),
+    "probe_interval_s": Key(int, 60, lo=10, hi=3600),
 }, _check_config)
 
 
@@ -221,9 +226,11 @@ class MqttLink:
         if getattr(reason_code, "is_failure", False):
             # The broker took the message and threw it away (a v5 PUBACK with an error, e.g.
             # "Not authorized" from the ACL): not sent. Said once per cause, not per message.
-            self._refused(f"the broker refused a publish: {reason_code} (does the broker's ACL "
+            # The loop tells the station's own commands probe (its mid) from an event.
+            self.enqueue(("mqtt", "publish_refused", mid, str(reason_code),
+                          f"the broker refused a publish: {reason_code} (does the broker's ACL "
                           f"let user {self.cfg.get('username') or '(none)'!r} write this table's "
-                          f"topics, {self.topics.events.rsplit('/', 1)[0]}/...?)")
+                          f"topics, {self.topics.events.rsplit('/', 1)[0]}/...?)"))
             return
         self.enqueue(("mqtt", "puback", mid))
 
@@ -266,6 +273,13 @@ class MqttLink:
     def publish_event(self, payload):
         """QoS 1 on the events topic. Returns the mid whose PUBACK marks it sent."""
         return self.client.publish(self.topics.events, payload, qos=1, properties=self._props()).mid
+
+    def publish_probe(self, payload):
+        """The station's loopback probe on its own `commands` (QoS 1, not retained), expiring
+        with its deadline: a probe is never delivered to a later session. Returns its mid."""
+        p = self._props(expiry=False)
+        p.MessageExpiryInterval = self.cfg["probe_timeout_s"]
+        return self.client.publish(self.topics.commands, payload, qos=1, properties=p).mid
 
     def publish_status(self, status):
         self.client.publish(self.topics.status, json.dumps(status), qos=1, retain=True,

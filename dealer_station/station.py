@@ -18,7 +18,9 @@ and carries out the effects in order. The rules here:
 - a round interrupted longer than `void_after_outage_s` is voided at recovery;
 - where the shoe resumes after a restart; the wheel's automatic start; device health in the status;
 - the broker link (station_broker.py): a status only while the broker is connected, a CONNECT
-  left unanswered said after `broker.connack_timeout_s`, a refusal said once per cause.
+  left unanswered said after `broker.connack_timeout_s`, a refusal said once per cause;
+- the commands path (station_probe.py): a loopback probe on `commands` at every connect and
+  every `broker.probe_interval_s`; no echo by its deadline says the table is deaf.
 """
 import datetime
 import json
@@ -31,12 +33,13 @@ from drivers.panel import panel_view
 
 from . import signing
 from .station_broker import BrokerWatch
+from .station_probe import ProbeWatch
 from .station_commands import StationCommands
 from .station_devices import StationDevices
 from .station_settings import CONFIG, Settings  # noqa: F401 - the station's [timers] and settings
 from .station_types import (Archive, Audit, BrokerConnecting, BrokerDown, BrokerUp, Command, Count,
-                            LocalInput, Log, Publish, Published, Record, Refresh, Status, Stop,
-                            Timer, TimerDue, Lights, MarkSent)
+                            LocalInput, Log, Probe, ProbeRefused, Publish, Published, Record, Refresh, Status,
+                            Stop, Timer, TimerDue, Lights, MarkSent, AckCommand)
 
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
 STATUS_CHANGES = {"shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
@@ -58,9 +61,11 @@ class Station(StationCommands, StationDevices):
     broker link's in station_broker.py; the journal, the outbox, timers, recovery, the audit
     chain and the status here."""
 
-    def __init__(self, settings):
+    def __init__(self, settings, probe_seed="0"):
         self._s = None
         self.broker = BrokerWatch()
+        # the seed of the probes' nonces: random per process, the shell's (the core has none)
+        self.probe = ProbeWatch(probe_seed)
         self.s = settings
         self.table = new_table(settings.profile)
         self.next_n = 1            # the journal's next input number
@@ -70,7 +75,7 @@ class Station(StationCommands, StationDevices):
         self.pending = deque()     # (seq, message) journaled, not yet handed to the broker
         self.inflight = set()      # seqs handed to the broker, not yet acknowledged
         self.timer = None          # (monotonic deadline, expectation, input)
-        self.devices = {"broker": {"state": "connecting"}}
+        self.devices = {"broker": {"state": "connecting"}, "commands": self.probe.device()}
         # device -> {cause: reason} of what holds a device down now ({} = up; absent = not heard
         # from yet). Causes: "link" (disconnected), "fault" (the driver's fault state: a stalled
         # line, a scanner node refused), "report" (the shoe's own status: jam, door, sensor,
@@ -99,6 +104,8 @@ class Station(StationCommands, StationDevices):
         """The settings (a reload replaces them): the broker watch takes its share."""
         self._s = settings
         self.broker.configure(settings.broker, settings.connack_timeout_s)
+        self.probe.configure(settings.probe_timeout_s, settings.probe_interval_s,
+                             settings.commands_topic)
 
     # -- recovery -------------------------------------------------------------------------------
 
@@ -190,9 +197,14 @@ class Station(StationCommands, StationDevices):
 
     def _step(self, event, clock, reads):
         if isinstance(event, Command):
+            if event.user is None and self.probe.echo(event.payload, clock.mono):
+                return self._probe_said() + [AckCommand(event.mid, event.qos), self._wake()]
             return self._command(event, clock, reads)
         if isinstance(event, Published):
             return self._published(event)
+        if isinstance(event, ProbeRefused):
+            self.probe.refused(event.reason)
+            return self._probe_said()
         if isinstance(event, TimerDue):
             return self._timer_due(clock)
         if isinstance(event, LocalInput):
@@ -340,9 +352,9 @@ class Station(StationCommands, StationDevices):
 
     def _wake(self):
         """The one deadline the loop keeps: the earliest of the decision or insurance timer and
-        the broker's CONNACK watch."""
-        due = [d for d in (self.timer[0] if self.timer else None, self.broker.wake_at())
-               if d is not None]
+        the broker's CONNACK watch and the commands probe."""
+        due = [d for d in (self.timer[0] if self.timer else None, self.broker.wake_at(),
+                           self.probe.wake_at()) if d is not None]
         return Timer(min(due) if due else None)
 
     def _timer_due(self, clock):
@@ -352,6 +364,10 @@ class Station(StationCommands, StationDevices):
         silence = self.broker.due(clock.mono)
         if silence is not None and self.broker.refusal(silence):
             effects += self._broker_said(silence, refused=True)
+        probe = self.probe.due(clock.mono)
+        effects += self._probe_said()
+        if probe is not None:
+            effects.append(Probe(probe))
         if self.timer is not None and clock.mono >= self.timer[0]:
             _, e, body = self.timer
             self.timer = None
@@ -368,12 +384,24 @@ class Station(StationCommands, StationDevices):
         if isinstance(event, BrokerUp):
             self.broker.accepted()
             self.devices["broker"] = {"state": "connected", "session_present": event.session_present}
+            probe = self.probe.up(clock.mono)
             # the birth: the state now, whatever changed while the broker was away
             return [Log("info", f"broker connected (session present: {event.session_present})"),
-                    *self.status_effects(), self._wake()]
+                    *self.status_effects(), Probe(probe), self._wake()]
+        self.probe.down()
         if not self.broker.down(event.reason, event.refused, event.unanswered):
             return [self._wake()]
         return self._broker_said(event.reason, event.refused) + [self._wake()]
+
+    def _probe_said(self):
+        """The probe's verdict, said when it changes (the status and a log line)."""
+        now = self.probe.device()
+        if now == self.devices.get("commands"):
+            return []
+        self.devices["commands"] = now
+        line = (Log("info", "commands path checked: the broker delivers this table's commands")
+                if now["state"] == "ok" else Log("error", now.get("reason", "commands unknown")))
+        return [line, *self.status_effects()]
 
     def _broker_said(self, reason, refused):
         self.devices["broker"] = {"state": "disconnected", "reason": reason}

@@ -10,8 +10,12 @@ class Settings:
                  void_after_outage_s=0.0, inflight=100, wheel_auto_start=False, shoe_acks=False,
                  panel=False, archive=False, archive_rounds=1000,
                  replies_topic="dealer-station/v1/t1/replies", signer=None, staff=None,
-                 broker="127.0.0.1:1883", connack_timeout_s=5.0):
+                 broker="127.0.0.1:1883", connack_timeout_s=5.0, probe_timeout_s=5.0,
+                 probe_interval_s=60.0):
         self.table_id = table_id
+        self.probe_timeout_s = probe_timeout_s      # the commands probe (station_probe.py)
+        self.probe_interval_s = probe_interval_s
+        self.commands_topic = replies_topic.rsplit("/", 1)[0] + "/commands"
         self.broker = broker                  # host:port, named in what is said about the link
         self.connack_timeout_s = connack_timeout_s
         self.signer = signer                  # signing.Signer, or None: events unsigned
@@ -40,7 +44,7 @@ class Settings:
                    cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"],
                    f"{b['topic_prefix']}/{cfg['table']['id']}/replies", signer,
                    Staff.from_config(cfg.get("staff")), f"{b['host']}:{b['port']}",
-                   b["connack_timeout_s"])
+                   b["connack_timeout_s"], b["probe_timeout_s"], b["probe_interval_s"])
 
 
 # the timers the station arms: a decision's, insurance's, and the void of a round that waited

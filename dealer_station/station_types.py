@@ -48,6 +48,11 @@ class BrokerDown(NamedTuple):
     unanswered: bool = False
 
 
+class ProbeRefused(NamedTuple):
+    """The broker refused the publish of the station's commands probe (its PUBACK's reason)."""
+    reason: str
+
+
 class TimerDue(NamedTuple):
     """The deadline of the last `Timer` effect has passed."""
 
@@ -114,6 +119,11 @@ class Publish(NamedTuple):
 
 class MarkSent(NamedTuple):
     seq: int
+
+
+class Probe(NamedTuple):
+    """Publish this loopback probe on the table's own `commands` topic (station_probe.py)."""
+    payload: bytes
 
 
 class Timer(NamedTuple):

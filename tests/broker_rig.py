@@ -38,9 +38,10 @@ def make_pki(d):
 
 class ShippedBroker:
     """docs/mosquitto/mosquitto.conf and docs/mosquitto/acl (plus `acl_extra`, for a test's
-    observer) with the test's users, certificates, ports and data directory."""
+    observer; less the lines `acl_without`) with the test's users, certificates, ports and data
+    directory."""
 
-    def __init__(self, workdir, users, pki, require_certificate=False, acl_extra=""):
+    def __init__(self, workdir, users, pki, require_certificate=False, acl_extra="", acl_without=()):
         self.dir = os.path.join(workdir, "mosquitto")
         os.makedirs(self.dir, exist_ok=True)
         self.tls_port, self.port = free_port(), free_port()
@@ -50,8 +51,12 @@ class ShippedBroker:
             subprocess.run([shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd",
                             "-b", pw, user, password], check=True, capture_output=True)
         acl = os.path.join(self.dir, "acl")
+        shipped = open(os.path.join(SHIPPED, "acl")).read()
+        for line in acl_without:         # a test's broken ACL: each line must be there to drop
+            assert line + "\n" in shipped, f"the shipped acl has no {line!r}"
+            shipped = shipped.replace(line + "\n", "")
         with open(acl, "w") as f:
-            f.write(open(os.path.join(SHIPPED, "acl")).read() + "\n" + acl_extra)
+            f.write(shipped + "\n" + acl_extra)
         text = open(os.path.join(SHIPPED, "mosquitto.conf")).read()
         self.log = os.path.join(self.dir, "mosquitto.log")
         for old, new in (

@@ -18,8 +18,8 @@ GROUPS = {
              "test_service", "test_settlement", "test_shoe_driver", "test_shoe_protocol", "test_shoe_status",
              "test_table"),
     # issue #15's own: the station core, one Game interface
-    "station": ("test_station", "test_station_broker", "test_station_shoe_position",
-                "test_station_resend", "test_layering"),
+    "station": ("test_station", "test_station_broker", "test_station_probe",
+                "test_station_shoe_position", "test_station_resend", "test_layering"),
     # the hostile world (#14): poison commands, hostile shoe, one daemon per journal, broker ACL
     "hardening": ("test_archive", "test_checkpoint", "test_guard", "test_hostile_commands",
                   "test_shoe_hostile", "test_daemon_shoe", "test_journal_storage",

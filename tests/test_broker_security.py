@@ -3,6 +3,8 @@ daemon's MQTT over TLS (server certificate checked, a wrong CA refused and said 
 certificates) against a real Mosquitto with certificates made by the test."""
 import json
 import re
+import subprocess
+import sys
 import time
 import urllib.request
 
@@ -13,7 +15,7 @@ from paho.mqtt.properties import Properties
 
 from broker_rig import ShippedBroker, make_pki
 from drivers.virtual_shoe import VirtualShoe
-from mqtt_rig import Client, DaemonProc, wait_for, workdir
+from mqtt_rig import ROOT, Client, DaemonProc, wait_for, workdir
 
 USERS = {"t1": "pw-t1", "betting-system": "pw-bs", "monitor": "pw-mon", "s-carol": "pw-sc",
          "d-anna": "pw-da"}
@@ -235,3 +237,83 @@ def test_staff_identity_is_the_login_the_broker_vouches_for(studio):
             c.disconnect()
             c.loop_stop()
         bs.close()
+
+
+READ_COMMANDS = ("pattern read dealer-station/v1/%u/commands",
+                 "pattern read dealer-station/v1/%u/commands/+")
+PROBE = "probe_timeout_s = 1\n"      # the probe's deadline, short for the test
+
+
+def status_cli(config):
+    """`dealer-station status --json` on the table's configuration: (exit code, document)."""
+    r = subprocess.run([sys.executable, "-m", "dealer_station.cli", "status", "--config", config,
+                        "--json"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    return r.returncode, json.loads(r.stdout)
+
+
+def test_a_table_its_acl_does_not_let_read_its_commands_says_it_is_deaf(studio):
+    """Mosquitto 2.0 grants the SUBSCRIBE to a topic the ACL does not let the table read, then
+    drops every command silently: the table looked healthy. Its probe does not come back: the
+    status, the health and the log say so, and name the ACL."""
+    broker, daemon, pki, shoe = studio
+    b = broker(acl_without=READ_COMMANDS)
+    d = daemon(b.port, PROBE)
+    mon = monitor(b.port)
+    try:
+        mon.wait_online(timeout=20)
+        wait_for(lambda: "commands not delivered: broker ACL?" in d.logtext(), 15, "the alarm")
+        wait_for(lambda: mon.statuses()[-1]["devices"].get("commands", {}).get("state") == "fault",
+                 10, "the status saying the commands path is down")
+        reason = mon.statuses()[-1]["devices"]["commands"]["reason"]
+        assert "dealer-station/v1/t1/commands" in reason and "docs/install.md" in reason
+        wait_for(lambda: status_cli(d.config)[0] == 1, 10, "`dealer-station status` unhealthy")
+        code, doc = status_cli(d.config)
+        assert code == 1 and doc["healthy"] is False, doc
+        assert doc["health"].startswith("unhealthy: commands fault: commands not delivered: broker ACL?"), doc
+    finally:
+        mon.close()
+
+
+def test_a_table_its_acl_lets_read_its_commands_raises_no_alarm(studio):
+    """The shipped ACL: the probe comes back, the commands path is `ok`, nothing said about it."""
+    broker, daemon, pki, shoe = studio
+    b = broker()
+    d = daemon(b.port, PROBE)
+    mon = monitor(b.port)
+    bs = Client(b.port, user=("betting-system", "pw-bs"))
+    try:
+        mon.wait_online(timeout=20)
+        wait_for(lambda: "commands path checked" in d.logtext(), 15, "the probe's echo")
+        wait_for(lambda: mon.statuses()[-1]["devices"].get("commands") == {"state": "ok"}, 10,
+                 "the status saying the commands path is ok")
+        # ... and stays so past several probe deadlines (1 s each, probed at every connect):
+        # the table still answers, its probes were not taken as commands
+        assert bs.command({"type": "shoe_loaded"})["status"] == "accepted"
+        # the metrics endpoint's copy is the loop's of up to 0.5 s ago
+        wait_for(lambda: status_cli(d.config)[1]["devices"]["commands"] == {"state": "ok"}, 10,
+                 "`dealer-station status` saying the commands path is ok")
+        assert "commands not delivered" not in d.logtext()
+        assert "refused" not in d.logtext()
+    finally:
+        bs.close()
+        mon.close()
+
+
+def test_a_table_its_acl_does_not_let_write_its_commands_says_which_line(studio):
+    """An ACL from before the probe (no `pattern write .../commands`): the broker refuses the
+    probe's publish (a v5 PUBACK Not authorized); the alarm says the broker refused it, and the
+    broker link is not taken for down."""
+    broker, daemon, pki, shoe = studio
+    b = broker(acl_without=("pattern write dealer-station/v1/%u/commands",))
+    d = daemon(b.port, PROBE)
+    mon = monitor(b.port)
+    try:
+        mon.wait_online(timeout=20)
+        wait_for(lambda: mon.statuses()[-1]["devices"].get("commands", {}).get("state") == "fault",
+                 15, "the status saying the commands path is not checked")
+        devices = mon.statuses()[-1]["devices"]
+        assert "the broker refused the table's probe" in devices["commands"]["reason"], devices
+        assert "Not authorized" in devices["commands"]["reason"], devices
+        assert devices["broker"]["state"] == "connected", devices
+    finally:
+        mon.close()

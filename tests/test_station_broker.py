@@ -209,7 +209,9 @@ def test_the_watch_and_a_decision_timer_share_the_loops_one_deadline():
     assert s.step(TimerDue(), Clock(1e9, 102.0))[-1] == Timer(105.0)
     s.step(BrokerConnecting(), Clock(1e9, 104.0))
     assert s.step(TimerDue(), Clock(1e9, 105.0))[-1] == Timer(106.0)
-    assert s.step(BrokerUp(False), Clock(1e9, 105.5))[-1] == Timer(None)
+    # connected: the watch has nothing left to wait for; the commands probe sent on connect
+    # (station_probe.py) is the one deadline left, its timeout (5 s) after the connect
+    assert s.step(BrokerUp(False), Clock(1e9, 105.5))[-1] == Timer(105.5 + 5.0 + 1e-3)
 
 
 def test_a_connack_refusal_on_every_retry_is_said_with_its_disconnect_each_time():
