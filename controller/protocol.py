@@ -35,10 +35,17 @@ def _source(v):
     raise ValueError(f"must be one of {', '.join(SOURCES)}, got {v!r}")
 
 
-def _index(v):
+def _seat(v):
+    # a table has at most 7 seats (profiles.py), numbered from 1 (zones seat_1..seat_7)
+    if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 7:
+        return v
+    raise ValueError(f"expected a seat number 1-7 (an integer), got {v!r}")
+
+
+def _hand(v):
     if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 99:
         return v
-    raise ValueError(f"expected an integer 0-99, got {v!r}")
+    raise ValueError(f"expected a hand index 0-99 (an integer, 0: the seat's first hand), got {v!r}")
 
 
 def _action(v):
@@ -141,10 +148,10 @@ SCHEMAS = {
     "card_unreadable": {"source": (_source, False, "shoe"), "detail": (_detail, False, None)},
     "cut_card": {},
     "betting_closed": {"seats": (_seats, False, None)},
-    "decision": {"seat": (_index, True, None), "hand": (_index, True, None),
+    "decision": {"seat": (_seat, True, None), "hand": (_hand, True, None),
                  "action": (_action, True, None)},
     "insurance_closed": {},
-    "decision_timeout": {"seat": (_index, True, None), "hand": (_index, True, None)},
+    "decision_timeout": {"seat": (_seat, True, None), "hand": (_hand, True, None)},
     "pause": {"reason": (_text, True, None)},
     "resume": {},
     "void_round": {"reason": (_text, True, None)},

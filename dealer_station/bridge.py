@@ -116,7 +116,9 @@ def bridge_conf(cfg, src="the table's configuration"):
     """The conf.d text for the table's Mosquitto. cfg: a validated configuration."""
     b = cfg["bridge"]
     if not b["enabled"]:
-        raise ConfigError(["bridge.enabled: false: this table has no bridge to write"])
+        raise ConfigError(["bridge.enabled: false: this table has no bridge to write (set [bridge] "
+                           "enabled = true, with its central, password_file and ca_file: "
+                           "docs/scale.md)"])
     table = cfg["table"]["id"]
     base = f"{cfg['broker']['topic_prefix']}/{table}"
     addresses = []

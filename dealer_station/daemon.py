@@ -236,7 +236,8 @@ class Daemon:
             log.error("software integrity failed, the table is not opened: %s: %s", file, why)
             self.link.start()
             self.link.close({"state": "integrity_failed", "table": self.table_id,
-                             "version": __version__, "file": file, "reason": why})
+                             "version": __version__, "file": file, "reason": why},
+                            just_started=True)
             self.journal.close()
             raise IntegrityFailed(f"{file}: {why}") from None
         self.manifest_checked = f"{path}: {n} files"

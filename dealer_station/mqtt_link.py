@@ -153,6 +153,7 @@ class MqttLink:
         c.on_disconnect = self._on_disconnect
         c.on_connect_fail = self._on_connect_fail
         self._accepted = False          # this connection got its CONNACK
+        self.last_status = None         # what close() did with its last status
         self._waiting = False           # CONNECT sent, nothing back yet
         self._errors = SocketErrors()
         c.enable_logger(self._errors)
@@ -293,13 +294,22 @@ class MqttLink:
         if qos:
             self.client.ack(mid, qos)
 
-    def close(self, status=None):
-        if status is not None:
+    def close(self, status=None, just_started=False):
+        """Disconnect, with a last retained `status` (waited for up to 2 s) only on a connection
+        the broker accepted: with none (never connected, or lost: the broker's will said
+        offline already) there is nothing to wait for, and a stop waited 2 s for nothing.
+        `just_started`: the link was started for this status alone (integrity_failed): it is
+        sent and waited for while the first connection comes. `self.last_status` says what
+        became of it: "acknowledged", "unacknowledged" or "not sent: not connected"."""
+        if status is not None and (just_started or self.client.is_connected()):
             info = self.client.publish(self.topics.status, json.dumps(status), qos=1, retain=True,
                                        properties=self._props(expiry=False))
             try:
                 info.wait_for_publish(timeout=2)
+                self.last_status = "acknowledged" if info.is_published() else "unacknowledged"
             except (RuntimeError, ValueError):
-                pass
+                self.last_status = "unacknowledged"
+        elif status is not None:
+            self.last_status = "not sent: not connected"
         self.client.disconnect()
         self.client.loop_stop()

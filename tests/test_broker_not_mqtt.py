@@ -159,3 +159,33 @@ def test_a_broker_that_stops_answering_is_one_disconnect_not_two(daemon):
     assert said == ["broker connected", "broker disconnected", "broker refused"], lines()
     # it spoke MQTT to this station before: not "not an MQTT broker?" (the cold trial)
     assert "not an MQTT broker" not in lines()[-1] and "accepted this station before" in lines()[-1]
+
+
+@pytest.mark.parametrize("mode", ["silent", "none"])
+def test_close_of_a_daemon_the_broker_never_accepted_does_not_wait_for_offline(tmp_path, mode):
+    """The cold trial: `Daemon.close()` waited 2 s for its "offline" status when the broker had
+    never accepted it (a server that never answers CONNECT, or nothing listening): no broker had
+    its status, and none would acknowledge the last one. Asserted by what the link did (its
+    record of the status, the publishes it made), not by a clock."""
+    server = Server("silent")
+    port = server.port
+    if mode == "none":
+        server.close()                      # nothing listens there now
+    cfg, errors = check_config({
+        "table": {"id": "bj-01", "profile": "luxury21"}, "shoe": {"protocol": "none"},
+        "broker": {"port": port, "connack_timeout_s": 1, "keepalive_s": 60, "reconnect_max_s": 1},
+        "paths": {"journal": str(tmp_path / "j.sqlite")}, "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.start()
+    published = []
+    real = d.link.client.publish
+    d.link.client.publish = lambda *a, **k: published.append(a[0]) or real(*a, **k)
+    try:
+        # the link has tried (CONNECT sent, or the connection refused) and said so
+        step_until(d, lambda: d.devices["broker"]["state"] == "disconnected", 5, "the refusal")
+    finally:
+        d.close()
+        server.close()
+    assert d.link.last_status == "not sent: not connected"
+    assert published == []                  # no "offline" queued behind a connection never made

@@ -210,6 +210,28 @@ def test_malformed_inputs_are_rejected_and_change_nothing(bad):
     assert r.table is before
 
 
+@pytest.mark.parametrize("field, value, says", [
+    ("seat", "3", "decision.seat: expected a seat number 1-7 (an integer), got '3'"),
+    ("seat", 0, "decision.seat: expected a seat number 1-7 (an integer), got 0"),
+    ("seat", 8, "decision.seat: expected a seat number 1-7 (an integer), got 8"),
+    ("seat", True, "decision.seat: expected a seat number 1-7 (an integer), got True"),
+    ("hand", "0", "decision.hand: expected a hand index 0-99 (an integer, 0: the seat's first "
+                  "hand), got '0'"),
+])
+def test_a_decisions_seat_or_hand_refused_names_its_own_range(field, value, says):
+    """The cold trial: a seat given as text was refused "expected an integer 0-99" while seats
+    are 1-7 (as the zones seat_1..seat_7 and a profile's at most 7 seats)."""
+    r = ready("luxury21")
+    r.close(3)
+    before = r.table
+    body = {"type": "decision", "seat": 3, "hand": 0, "action": "stand", field: value}
+    out = r.feed(body)
+    assert out == [{"type": "rejected", "input": "decision", "code": "malformed", "reason": says}]
+    assert r.table is before
+    out = r.feed({"type": "decision_timeout", "seat": 3, "hand": 0, field: value})
+    assert out[0]["reason"] == says.replace("decision.", "decision_timeout.")
+
+
 def test_ts_is_copied_to_what_an_input_causes_and_id_to_its_rejection():
     r = ready("luxury21")
     out = r.feed({"type": "betting_closed", "seats": [2], "ts": 1700000000.5})
