@@ -227,12 +227,17 @@ def test_acl_keeps_each_side_to_its_own_topics(tmp_path):
         watcher.c.publish(f"{pre}/t2/commands", json.dumps({"type": "resume", "id": "x"}), qos=1)
         watcher.c.publish(f"{pre}/t1/commands", json.dumps({"type": "resume", "id": "y"}), qos=1)
         watcher.c.publish(f"{pre}/t2/events", json.dumps({"seq": 9, "type": "card_dealt", "card": "Kd"}), qos=1)
+        # a table writes its own commands (its loopback probe), never another table's
+        t1.c.publish(f"{pre}/t2/commands", json.dumps({"type": "probe", "nonce": "t1-1"}), qos=1)
+        t1.c.publish(f"{pre}/t1/commands", json.dumps({"type": "probe", "nonce": "t1-2"}), qos=1)
         time.sleep(1.0)
         topics = [t for t, _ in watcher.all]
         assert topics == [f"{pre}/t1/events"]           # only t1's event on its own tree
         assert [t for t, _ in t2_side.all] == [f"{pre}/t2/commands"]
         # a table reads only its own commands (Mosquitto grants the subscription, delivers nothing)
-        assert [t for t, _ in t1.all] == [f"{pre}/t1/commands"]
+        assert [t for t, _ in t1.all] == [f"{pre}/t1/commands"] * 2
+        assert sorted(json.loads(p).get("nonce") or json.loads(p)["id"] for _, p in t1.all) \
+            == ["t1-2", "y"]
         for c in (watcher, t2_side, t1):
             c.close()
     finally:

@@ -51,7 +51,8 @@ DS.header = (v) => {
   flag.hidden = !flag.textContent;
   const dev = document.getElementById("devices");
   dev.replaceChildren();
-  for (const name of ["shoe", "camera", "wheel", "panel", "broker"]) {
+  // commands: the table's probe of its commands path (a broker ACL that drops them)
+  for (const name of ["shoe", "camera", "wheel", "panel", "broker", "commands"]) {
     const d = (v.devices || {})[name];
     if (!d) continue;
     const ok = d.state === "connected" || d.state === "ok";
