@@ -45,7 +45,8 @@ def _seat(v):
 def _hand(v):
     if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 99:
         return v
-    raise ValueError(f"expected a hand index 0-99 (an integer, 0: the seat's first hand), got {v!r}")
+    raise ValueError(f"expected a hand index 0-99 (an integer, 0: the seat's first hand), "
+                     f"got {v!r}")
 
 
 def _action(v):

@@ -37,9 +37,10 @@ from .station_probe import ProbeWatch
 from .station_commands import StationCommands
 from .station_devices import StationDevices
 from .station_settings import CONFIG, Settings  # noqa: F401 - the station's [timers] and settings
-from .station_types import (Archive, Audit, BrokerConnecting, BrokerDown, BrokerUp, Command, Count,
-                            LocalInput, Log, Probe, ProbeRefused, Publish, Published, Record, Refresh, Status,
-                            Stop, Timer, TimerDue, Lights, MarkSent, AckCommand)
+from .station_types import (AckCommand, Archive, Audit, BrokerConnecting, BrokerDown, BrokerUp,
+                            Command, Count, LocalInput, Log, Probe, ProbeRefused, Publish,
+                            Published, Record, Refresh, Status, Stop, Timer, TimerDue, Lights,
+                            MarkSent)
 
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
 STATUS_CHANGES = {"shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",

@@ -41,7 +41,8 @@ class ShippedBroker:
     observer; less the lines `acl_without`) with the test's users, certificates, ports and data
     directory."""
 
-    def __init__(self, workdir, users, pki, require_certificate=False, acl_extra="", acl_without=()):
+    def __init__(self, workdir, users, pki, require_certificate=False, acl_extra="",
+                 acl_without=()):
         self.dir = os.path.join(workdir, "mosquitto")
         os.makedirs(self.dir, exist_ok=True)
         self.tls_port, self.port = free_port(), free_port()

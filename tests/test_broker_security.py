@@ -269,7 +269,8 @@ def test_a_table_its_acl_does_not_let_read_its_commands_says_it_is_deaf(studio):
         wait_for(lambda: status_cli(d.config)[0] == 1, 10, "`dealer-station status` unhealthy")
         code, doc = status_cli(d.config)
         assert code == 1 and doc["healthy"] is False, doc
-        assert doc["health"].startswith("unhealthy: commands fault: commands not delivered: broker ACL?"), doc
+        assert doc["health"].startswith(
+            "unhealthy: commands fault: commands not delivered: broker ACL?"), doc
     finally:
         mon.close()
 

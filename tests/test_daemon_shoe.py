@@ -305,7 +305,8 @@ def test_a_shoe_status_change_mid_round_publishes_the_retained_status_once(rig, 
         d.close()
 
 
-def test_a_burst_of_status_reports_is_kept_in_one_write_and_acknowledged_only_after_it(rig, tmp_path):
+def test_a_burst_of_status_reports_is_kept_in_one_write_and_acknowledged_only_after_it(rig,
+                                                                                       tmp_path):
     """A door chattering: every STAT frame's position was one journal write (an fsync, 2-8 ms
     measured here: a third of the loop's time at 100 frames a second). The frames queued in one
     burst are kept in one write of the newest position; every frame is still acknowledged, in
