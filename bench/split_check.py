@@ -3,7 +3,8 @@ module (read from git at REV) is found in the new modules with an equal `ast.dum
 name it reads is bound to the same object where it now lives as where it lived, each method is
 what the new class resolves its name to (no other part shadows it), and every top-level name of
 the old module is still importable from it (re-exported where it moved); and the modules of
-dealer_station/sim/ import one another without a cycle (top-level imports).
+dealer_station/sim/ import one another without a cycle (top-level imports; controller/'s cycles
+are tests/test_layering.py's). A class's own statements (its __slots__) are compared too.
 
     .venv/bin/python bench/split_check.py [REV]          (REV: main, by default)
 
@@ -27,6 +28,8 @@ SPLITS = {
     "dealer_station.sim.studio": ("dealer_station.sim.studio", "dealer_station.sim.studio_edges",
                                   "dealer_station.sim.studio_faults",
                                   "dealer_station.sim.studio_report"),
+    "controller.blackjack": ("controller.blackjack", "controller.blackjack_state",
+                             "controller.blackjack_end"),
 }
 
 
@@ -101,6 +104,32 @@ def global_reads(src, filename):
     return out
 
 
+def class_bodies(old_src, new_names):
+    """Each old class's statements other than its defs (its __slots__, say) and its bases: equal
+    in the new class of that name (a class moved whole is then equal whole, with its defs)."""
+    def parts(node):
+        body = [ast.dump(b) for b in node.body if not isinstance(b, ast.FunctionDef)
+                and not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+        return body, node.decorator_list
+    new = {}
+    for name in new_names:
+        for n in ast.parse(open(f"{ROOT}/{path_of(name)}").read()).body:
+            if isinstance(n, ast.ClassDef):
+                new[n.name] = n
+    problems = []
+    for n in ast.parse(old_src).body:
+        if isinstance(n, ast.ClassDef):
+            if n.name not in new:
+                problems.append(f"class {n.name}: not in the new modules")
+                continue
+            (body, deco), (body2, deco2) = parts(n), parts(new[n.name])
+            if body != body2 or [ast.dump(d) for d in deco] != [ast.dump(d) for d in deco2]:
+                problems.append(f"class {n.name}: its statements other than defs differ")
+            if n.bases and [ast.dump(b) for b in n.bases] != [ast.dump(b) for b in new[n.name].bases]:
+                problems.append(f"class {n.name}: its bases differ")
+    return problems
+
+
 def check(old_name, new_names, rev):
     problems, moved = [], 0
     old, old_src = old_module(old_name, rev)
@@ -114,6 +143,7 @@ def check(old_name, new_names, rev):
         for key, node in functions(src).items():
             new.setdefault(key[1], []).append((mod, key[0], node, reads[key]))
     top = importlib.import_module(new_names[0])
+    problems += class_bodies(old_src, new_names)
     for (cls, fn), node in old_defs.items():
         where = f"{old_name}.{cls + '.' if cls else ''}{fn}"
         same = [c for c in new.get(fn, []) if ast.dump(c[2]) == ast.dump(node)]
