@@ -1,8 +1,10 @@
 """A module split moved code and changed none of it: every function and method of the old
 module (read from git at REV) is found in the new modules with an equal `ast.dump`, each global
 name it reads is bound to the same object where it now lives as where it lived, each method is
-what the new class resolves its name to (no other part shadows it), and every top-level name of
-the old module is still importable from it (re-exported where it moved); and the modules of
+what the new class resolves its name to (no other part shadows it), and every public top-level name
+of the old module, and every name the repository's code imports from it (a test may import a
+private one), is still importable from it (re-exported where it moved), and no def reading a
+name a test patches on the old module moved out of it; and the modules of
 dealer_station/sim/ import one another without a cycle (top-level imports; controller/'s cycles
 are tests/test_layering.py's). A class's own statements (its __slots__) are compared too.
 
@@ -10,8 +12,10 @@ are tests/test_layering.py's). A class's own statements (its __slots__) are comp
 
 Exit 0 when all of it holds; otherwise each difference on its own line and exit 1."""
 import ast
+import builtins
 import importlib
 import os
+import pathlib
 import subprocess
 import symtable
 import sys
@@ -28,6 +32,7 @@ SPLITS = {
     "dealer_station.sim.studio": ("dealer_station.sim.studio", "dealer_station.sim.studio_edges",
                                   "dealer_station.sim.studio_faults",
                                   "dealer_station.sim.studio_report"),
+    "dealer_station.sim_cli": ("dealer_station.sim_cli", "dealer_station.sim_devices_cli"),
     "controller.blackjack": ("controller.blackjack", "controller.blackjack_state",
                              "controller.blackjack_end"),
 }
@@ -130,6 +135,40 @@ def class_bodies(old_src, new_names):
     return problems
 
 
+def imported_names(module):
+    """The names the repository's code takes from `module`: `from module import x` (absolute or
+    relative), and `m.x` where a file bound m to the module (`from package import module`,
+    `import module as m`); private ones too (a test may import one). And the names patched
+    on it with `setattr(m, "x", ...)`."""
+    names, patched = set(), set()      # patched: monkeypatch.setattr(m, "x", ...)
+    pkg, _, leaf = module.rpartition(".")
+    for folder in ("controller", "drivers", "calibration", "dealer_station", "tests", "bench"):
+        for path in sorted(pathlib.Path(ROOT, folder).rglob("*.py")):
+            here = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+            tree = ast.parse(path.read_text())
+            aliases = set()             # names this file binds to the module itself
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Import):
+                    aliases |= {a.asname for a in n.names if a.name == module and a.asname}
+                if not isinstance(n, ast.ImportFrom):
+                    continue
+                base = n.module or ""
+                if n.level:
+                    up = here.split(".")[:len(here.split(".")) - (n.level - 1)]
+                    base = ".".join(up + ([base] if base else []))
+                if base == module:
+                    names |= {a.name for a in n.names}
+                elif base == pkg:           # from package import module: its attributes below
+                    aliases |= {a.asname or a.name for a in n.names if a.name == leaf}
+            names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                      and isinstance(n.value, ast.Name) and n.value.id in aliases}
+            patched |= {n.args[1].value for n in ast.walk(tree) if isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Attribute) and n.func.attr == "setattr"
+                        and len(n.args) >= 2 and isinstance(n.args[0], ast.Name)
+                        and n.args[0].id in aliases and isinstance(n.args[1], ast.Constant)}
+    return names | patched, patched
+
+
 def check(old_name, new_names, rev):
     problems, moved = [], 0
     old, old_src = old_module(old_name, rev)
@@ -144,6 +183,7 @@ def check(old_name, new_names, rev):
             new.setdefault(key[1], []).append((mod, key[0], node, reads[key]))
     top = importlib.import_module(new_names[0])
     problems += class_bodies(old_src, new_names)
+    taken, patched = imported_names(old_name)
     for (cls, fn), node in old_defs.items():
         where = f"{old_name}.{cls + '.' if cls else ''}{fn}"
         same = [c for c in new.get(fn, []) if ast.dump(c[2]) == ast.dump(node)]
@@ -155,16 +195,21 @@ def check(old_name, new_names, rev):
         moved += 1
         for g in sorted(old_globals[(cls, fn)] | reads):
             was, now = old.__dict__.get(g, KeyError), mod.__dict__.get(g, KeyError)
-            if was is KeyError and now is KeyError and hasattr(__builtins__, g):
+            if was is KeyError and now is KeyError and hasattr(builtins, g):
                 continue
             if not same_binding(was, now, g in own):
                 problems.append(f"{where}: global {g}: {was!r} then, {now!r} in {mod.__name__}")
+            if g in patched and mod is not top:
+                # a test patches it on the old module: a def that moved away reads its own copy
+                problems.append(f"{where}: reads {g}, which a test patches on {old_name}, "
+                                f"from {mod.__name__}")
         if cls is not None:
             # the old class's name still resolves each method to the moved one
             resolved = getattr(getattr(top, cls), fn)
             if resolved is not getattr(getattr(mod, new_cls), fn):
                 problems.append(f"{where}: {cls}.{fn} resolves to {resolved.__qualname__}")
-    for g in sorted(n for n in own if not n.startswith("_")):       # its public names
+    wanted = {n for n in own if not n.startswith("_")} | (taken & set(vars(old)))
+    for g in sorted(wanted):                # its public names, and any name code imports from it
         if not hasattr(top, g):
             problems.append(f"{old_name}.{g}: no longer importable from {new_names[0]}")
         elif not same_binding(getattr(old, g), getattr(top, g), True):
