@@ -32,6 +32,7 @@ SPLITS = {
     "dealer_station.sim.studio": ("dealer_station.sim.studio", "dealer_station.sim.studio_edges",
                                   "dealer_station.sim.studio_faults",
                                   "dealer_station.sim.studio_report"),
+    "dealer_station.sim.bettor": ("dealer_station.sim.bettor", "dealer_station.sim.bettor_game"),
     "dealer_station.sim_cli": ("dealer_station.sim_cli", "dealer_station.sim_devices_cli"),
     "controller.blackjack": ("controller.blackjack", "controller.blackjack_state",
                              "controller.blackjack_end"),
