@@ -38,6 +38,13 @@ SPLITS = {
                              "controller.blackjack_end"),
 }
 
+# defs changed on purpose after the split, each in its own commit with its test: reported as
+# such, not as a problem (anything else in them is still compared: globals, resolution)
+CHANGED = {
+    "dealer_station.sim.studio.parse_faults":
+        "at_s NaN or Infinity refused (a bug fix after the split; tests/test_studio.py)",
+}
+
 
 def path_of(module):
     return module.replace(".", "/") + ".py"
@@ -188,16 +195,20 @@ def check(old_name, new_names, rev):
     for (cls, fn), node in old_defs.items():
         where = f"{old_name}.{cls + '.' if cls else ''}{fn}"
         same = [c for c in new.get(fn, []) if ast.dump(c[2]) == ast.dump(node)]
+        changed = not same and where in CHANGED and len(new.get(fn, [])) == 1
+        if changed:
+            same = new[fn]
+            print(f"  {where}: changed on purpose: {CHANGED[where]}")
         if len(same) != 1:
             problems.append(f"{where}: {len(same)} equal defs in the new modules "
                             f"({len(new.get(fn, []))} of that name)")
             continue
         mod, new_cls, _, reads = same[0]
-        moved += 1
+        moved += not changed
         for g in sorted(old_globals[(cls, fn)] | reads):
             was, now = old.__dict__.get(g, KeyError), mod.__dict__.get(g, KeyError)
-            if was is KeyError and now is KeyError and hasattr(builtins, g):
-                continue
+            if was is KeyError and (now is KeyError and hasattr(builtins, g) or changed):
+                continue                    # a builtin; or a name the changed def reads anew
             if not same_binding(was, now, g in own):
                 problems.append(f"{where}: global {g}: {was!r} then, {now!r} in {mod.__name__}")
             if g in patched and mod is not top:

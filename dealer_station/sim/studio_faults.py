@@ -1,6 +1,7 @@
 """The studio's faults (a part of `Studio`, studio.py): their validation (`parse_faults`), and
 each started and its end scheduled on the studio's main loop: `central_node_kill`, `uplink_cut`,
 `central_down`."""
+import math
 import threading
 import time
 
@@ -35,7 +36,8 @@ def parse_faults(faults, tables, nodes=3):
         if f["fault"] != "central_node_kill" and not seconds:
             raise ValueError(f"{where}: seconds: how long the {f['fault']} lasts is needed")
         at_s = f.get("at_s")
-        if at_s is not None and (not isinstance(at_s, (int, float)) or at_s < 0):
+        # not NaN nor Infinity (JSON as json.loads reads it): a time the run never reaches
+        if at_s is not None and (not isinstance(at_s, (int, float)) or not 0 <= at_s < math.inf):
             raise ValueError(f"{where}: at_s: seconds into the run, >= 0, got {at_s!r}")
         out.append({"fault": f["fault"], "at": at, "seconds": seconds, "node": node, "table": table,
                     **({"at_s": at_s} if at_s is not None else {})})
