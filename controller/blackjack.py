@@ -2,114 +2,17 @@
 
 Pure and immutable: every function takes a round and returns a new round plus the outputs it
 causes. What the round waits for next is derived from its data by `expect`, never stored twice.
+The round's state is in blackjack_state.py, its end (the reveal, the dealer's drawing rule, the
+result) in blackjack_end.py; their names are importable from here as before.
 """
-from .cards import BJ_VALUE, RED, hand_total
+from .blackjack_end import (_dealer_draws, _finish, _reveal, expose_hole,  # noqa: F401
+                            lucky7_count, pairs_pattern)
+from .blackjack_state import Hand, Round, Seat
+from .cards import BJ_VALUE, hand_total
 from .expectation import Expect, describe
 from .protocol import Rejected
 
 DEALER = -1
-
-
-class Hand:
-    __slots__ = ("cards", "total", "soft", "split", "split_aces", "doubled", "surrendered",
-                 "stood", "auto", "want")
-
-    def __init__(self, cards=(), split=False, split_aces=False, doubled=False,
-                 surrendered=False, stood=False, auto=False, want=False):
-        self.cards = cards
-        self.total, self.soft = hand_total(cards)
-        self.split = split                # made by a split: never a blackjack
-        self.split_aces = split_aces      # one card each, no decision
-        self.doubled = doubled
-        self.surrendered = surrendered
-        self.stood = stood
-        self.auto = auto                  # decision timed out: auto-play (hit to 12)
-        self.want = want                  # a hit or double asked for, its card not yet here
-
-    def but(self, **kw):
-        # Explicit copies: several times faster than a loop over __slots__ (hot path).
-        h = Hand.__new__(Hand)
-        h.cards = self.cards
-        h.total = self.total
-        h.soft = self.soft
-        h.split = self.split
-        h.split_aces = self.split_aces
-        h.doubled = self.doubled
-        h.surrendered = self.surrendered
-        h.stood = self.stood
-        h.auto = self.auto
-        h.want = self.want
-        for k, v in kw.items():
-            setattr(h, k, v)
-        return h
-
-    def add(self, card):
-        cards = self.cards + (card,)
-        h = self.but(cards=cards, want=False)
-        h.total, h.soft = hand_total(cards)
-        return h
-
-    @property
-    def natural(self):
-        return len(self.cards) == 2 and self.total == 21 and not self.split
-
-    @property
-    def needs_card(self):
-        return len(self.cards) < 2 or self.want
-
-    @property
-    def done(self):
-        return (self.surrendered or self.stood or self.total >= 21
-                or (self.doubled and not self.want) or (self.split_aces and len(self.cards) >= 2))
-
-    def public(self):
-        return {"cards": list(self.cards), "total": self.total, "soft": self.soft}
-
-
-class Seat:
-    __slots__ = ("seat", "hands", "dealt")
-
-    def __init__(self, seat, hands, dealt):
-        self.seat = seat      # seat number on the table, 1-7
-        self.hands = hands    # tuple of Hand, in playing order
-        self.dealt = dealt    # every card dealt to this seat, in dealing order
-
-
-class Round:
-    __slots__ = ("number", "profile", "seats", "dealer", "order", "deal_i", "phase", "cur_s",
-                 "cur_h", "revealed", "pre")
-
-    def but(self, **kw):
-        r = Round.__new__(Round)
-        r.number = self.number
-        r.profile = self.profile
-        r.seats = self.seats
-        r.dealer = self.dealer
-        r.order = self.order
-        r.deal_i = self.deal_i
-        r.phase = self.phase
-        r.cur_s = self.cur_s
-        r.cur_h = self.cur_h
-        r.revealed = self.revealed
-        r.pre = self.pre
-        for k, v in kw.items():
-            setattr(r, k, v)
-        return r
-
-    @property
-    def hole_index(self):
-        return 1 if self.profile.dealer_order == "up_hole" else 0
-
-    @property
-    def up_card(self):
-        i = 1 - self.hole_index
-        return self.dealer[i] if len(self.dealer) > i else None
-
-    def seat_pos(self, seat):
-        for i, s in enumerate(self.seats):
-            if s.seat == seat:
-                return i
-        return None
 
 
 # -- outputs ------------------------------------------------------------------------------------
@@ -383,85 +286,3 @@ def _advance(rnd, out):
         rnd = rnd.but(phase="dealer")
         return rnd, out + announce(rnd)
     return _finish(rnd, out)
-
-
-def expose_hole(rnd):
-    """The hole card exposed by mistake and kept in play (the supervisor's "continue")."""
-    out = []
-    return _reveal(rnd, out), out
-
-
-def _reveal(rnd, out):
-    if rnd.revealed:        # exposed earlier (a dealer error kept in play): said once
-        return rnd
-    out.append({"type": "hole_card_revealed", "round": rnd.number,
-                "card": rnd.dealer[rnd.hole_index]})
-    return rnd.but(revealed=True)
-
-
-def _dealer_draws(rnd):
-    total, soft = hand_total(rnd.dealer)
-    if len(rnd.dealer) == 2 and total == 21:
-        return False
-    if not (total < 17 or (total == 17 and soft and rnd.profile.dealer_hits_soft_17)):
-        return False
-    # House rules: no card that cannot change the result.
-    return any(not (h.surrendered or h.total > 21 or h.natural)
-               for s in rnd.seats for h in s.hands)
-
-
-def pairs_pattern(a, b, up):
-    """The Pairs side bet's highest pattern for a seat's first two cards and the dealer's up card."""
-    if a[0] != b[0]:
-        return "none"
-    if a == b:
-        return "suited_trips" if up == a else "perfect"
-    return "coloured" if (a in RED) == (b in RED) else "mixed"
-
-
-def lucky7_count(dealt):
-    n = 0
-    for c in dealt[:3]:
-        if c[0] != "7":
-            break
-        n += 1
-    return n
-
-
-def _finish(rnd, out):
-    rnd = rnd.but(phase="over")
-    d_total, _ = hand_total(rnd.dealer)
-    d_bj = len(rnd.dealer) == 2 and d_total == 21
-    d_bust = d_total > 21
-    p = rnd.profile
-    seats = []
-    for s in rnd.seats:
-        hands = []
-        for h in s.hands:
-            if h.surrendered:
-                res = "surrender"
-            elif h.total > 21:
-                res = "lose"
-            elif h.natural:
-                res = "push" if d_bj else "blackjack"
-            elif d_bj:
-                res = "lose"
-            elif d_bust or h.total > d_total:
-                res = "win"
-            else:
-                res = "push" if h.total == d_total else "lose"
-            hands.append({"cards": list(h.cards), "total": h.total, "soft": h.soft,
-                          "outcome": res, "doubled": h.doubled, "split": h.split})
-        entry = {"seat": s.seat}
-        if p.pairs:
-            entry["pairs"] = pairs_pattern(s.dealt[0], s.dealt[1], rnd.up_card)
-        if p.lucky7:
-            entry["lucky7"] = lucky7_count(s.dealt)
-        entry["hands"] = hands
-        seats.append(entry)
-    out.append({"type": "round_result", "round": rnd.number, "game": "blackjack",
-                "profile": p.name,
-                "dealer": {"cards": list(rnd.dealer), "total": d_total, "blackjack": d_bj,
-                           "bust": d_bust},
-                "seats": seats})
-    return rnd, out

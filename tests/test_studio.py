@@ -438,6 +438,10 @@ def test_a_renewed_session_is_a_new_one_subscribed_anew(tmp_path):
     ({"fault": "central_down", "at": 1, "seconds": True}, "seconds: a number, got True"),
     ({"fault": "uplink_cut", "at": 1, "seconds": 5, "table": 6}, "table: 1-5, got 6"),
     ({"fault": "central_node_kill", "at_s": -1}, "at_s: seconds into the run"),
+    # JSON's NaN and Infinity (json.loads takes them): a time never reached, the fault never
+    # fired and the report said ok with faults []
+    ({"fault": "central_node_kill", "at_s": float("nan")}, "at_s: seconds into the run, >= 0, got nan"),
+    ({"fault": "uplink_cut", "at_s": float("inf"), "seconds": 5}, "at_s: seconds into the run, >= 0, got inf"),
 ])
 def test_a_studio_fault_that_cannot_run_is_refused(fault, error):
     from dealer_station.sim.studio import parse_faults

@@ -1,0 +1,276 @@
+"""A module split moved code and changed none of it: every function and method of the old
+module (read from git at REV) is found in the new modules with an equal `ast.dump`, each global
+name it reads is bound to the same object where it now lives as where it lived, each method is
+what the new class resolves its name to (no other part shadows it), and every public top-level name
+of the old module, and every name the repository's code imports from it (a test may import a
+private one), is still importable from it (re-exported where it moved), and no def reading a
+name a test patches on the old module moved out of it; and the modules of
+dealer_station/sim/ import one another without a cycle (top-level imports; controller/'s cycles
+are tests/test_layering.py's). A class's own statements (its __slots__) are compared too.
+
+    .venv/bin/python bench/split_check.py [REV]          (REV: main, by default)
+
+Exit 0 when all of it holds; otherwise each difference on its own line and exit 1."""
+import ast
+import builtins
+import importlib
+import os
+import pathlib
+import subprocess
+import symtable
+import sys
+import types
+
+ROOT = __file__.rsplit("/bench/", 1)[0]
+sys.path.insert(0, ROOT)
+
+# the old module -> the modules its code went to (the old module's own path first)
+SPLITS = {
+    "dealer_station.sim.harness": ("dealer_station.sim.harness", "dealer_station.sim.bringup",
+                                   "dealer_station.sim.faults", "dealer_station.sim.tracking",
+                                   "dealer_station.sim.staff", "dealer_station.sim.diagnostics"),
+    "dealer_station.sim.studio": ("dealer_station.sim.studio", "dealer_station.sim.studio_edges",
+                                  "dealer_station.sim.studio_faults",
+                                  "dealer_station.sim.studio_report"),
+    "dealer_station.sim.bettor": ("dealer_station.sim.bettor", "dealer_station.sim.bettor_game"),
+    "dealer_station.sim_cli": ("dealer_station.sim_cli", "dealer_station.sim_devices_cli"),
+    "controller.blackjack": ("controller.blackjack", "controller.blackjack_state",
+                             "controller.blackjack_end"),
+}
+
+# defs changed on purpose after the split, each in its own commit with its test: reported as
+# such, not as a problem (anything else in them is still compared: globals, resolution)
+CHANGED = {
+    "dealer_station.sim.studio.parse_faults":
+        "at_s NaN or Infinity refused (a bug fix after the split; tests/test_studio.py)",
+}
+
+
+def path_of(module):
+    return module.replace(".", "/") + ".py"
+
+
+def old_module(name, rev):
+    """The module as it was at `rev`, imported beside today's package (its relative imports
+    resolve to today's sibling modules, which the split did not touch)."""
+    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{path_of(name)}"], check=True,
+                         capture_output=True, text=True).stdout
+    mod = types.ModuleType(name + "_at_" + rev.replace("/", "_"))
+    mod.__package__ = name.rpartition(".")[0]
+    mod.__file__ = f"{rev}:{path_of(name)}"
+    exec(compile(src, mod.__file__, "exec"), mod.__dict__)
+    return mod, src
+
+
+def functions(src):
+    """(class or None, name) -> the def's ast node, for top-level functions and methods."""
+    out = {}
+    for n in ast.parse(src).body:
+        if isinstance(n, ast.FunctionDef):
+            out[(None, n.name)] = n
+        elif isinstance(n, ast.ClassDef):
+            for m in n.body:
+                if isinstance(m, ast.FunctionDef):
+                    out[(n.name, m.name)] = m
+    return out
+
+
+def own_names(src):
+    """The names the module itself binds at its top level (defs, classes, assignments)."""
+    out = set()
+    for n in ast.parse(src).body:
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                out |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
+    return out
+
+
+def same_binding(was, now, own):
+    """A global read binds the same thing: the very object, or for a name the old module bound
+    itself, the same value (a constant moved) or the def of that name (moved, compared apart)."""
+    if was is now:
+        return True
+    if not own:
+        return False
+    if isinstance(was, (types.FunctionType, type)):
+        return type(was) is type(now) and was.__qualname__ == now.__qualname__
+    return type(was) is type(now) and was == now
+
+
+def global_reads(src, filename):
+    """(class or None, name) -> the global names the def (and what it nests) reads."""
+    def names(table):
+        found = {s.get_name() for s in table.get_symbols() if s.is_global() and s.is_referenced()}
+        for child in table.get_children():
+            found |= names(child)
+        return found
+    out = {}
+    for t in symtable.symtable(src, filename, "exec").get_children():
+        if t.get_type() == "function":
+            out[(None, t.get_name())] = names(t)
+        elif t.get_type() == "class":
+            for m in t.get_children():
+                if m.get_type() == "function":
+                    out[(t.get_name(), m.get_name())] = names(m)
+    return out
+
+
+def class_bodies(old_src, new_names):
+    """Each old class's statements other than its defs (its __slots__, say) and its bases: equal
+    in the new class of that name (a class moved whole is then equal whole, with its defs)."""
+    def parts(node):
+        body = [ast.dump(b) for b in node.body if not isinstance(b, ast.FunctionDef)
+                and not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+        return body, node.decorator_list
+    new = {}
+    for name in new_names:
+        for n in ast.parse(open(f"{ROOT}/{path_of(name)}").read()).body:
+            if isinstance(n, ast.ClassDef):
+                new[n.name] = n
+    problems = []
+    for n in ast.parse(old_src).body:
+        if isinstance(n, ast.ClassDef):
+            if n.name not in new:
+                problems.append(f"class {n.name}: not in the new modules")
+                continue
+            (body, deco), (body2, deco2) = parts(n), parts(new[n.name])
+            if body != body2 or [ast.dump(d) for d in deco] != [ast.dump(d) for d in deco2]:
+                problems.append(f"class {n.name}: its statements other than defs differ")
+            if n.bases and [ast.dump(b) for b in n.bases] != [ast.dump(b) for b in new[n.name].bases]:
+                problems.append(f"class {n.name}: its bases differ")
+    return problems
+
+
+def imported_names(module):
+    """The names the repository's code takes from `module`: `from module import x` (absolute or
+    relative), and `m.x` where a file bound m to the module (`from package import module`,
+    `import module as m`); private ones too (a test may import one). And the names patched
+    on it with `setattr(m, "x", ...)`."""
+    names, patched = set(), set()      # patched: monkeypatch.setattr(m, "x", ...)
+    pkg, _, leaf = module.rpartition(".")
+    for folder in ("controller", "drivers", "calibration", "dealer_station", "tests", "bench"):
+        for path in sorted(pathlib.Path(ROOT, folder).rglob("*.py")):
+            here = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+            tree = ast.parse(path.read_text())
+            aliases = set()             # names this file binds to the module itself
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Import):
+                    aliases |= {a.asname for a in n.names if a.name == module and a.asname}
+                if not isinstance(n, ast.ImportFrom):
+                    continue
+                base = n.module or ""
+                if n.level:
+                    up = here.split(".")[:len(here.split(".")) - (n.level - 1)]
+                    base = ".".join(up + ([base] if base else []))
+                if base == module:
+                    names |= {a.name for a in n.names}
+                elif base == pkg:           # from package import module: its attributes below
+                    aliases |= {a.asname or a.name for a in n.names if a.name == leaf}
+            names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                      and isinstance(n.value, ast.Name) and n.value.id in aliases}
+            patched |= {n.args[1].value for n in ast.walk(tree) if isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Attribute) and n.func.attr == "setattr"
+                        and len(n.args) >= 2 and isinstance(n.args[0], ast.Name)
+                        and n.args[0].id in aliases and isinstance(n.args[1], ast.Constant)}
+    return names | patched, patched
+
+
+def check(old_name, new_names, rev):
+    problems, moved = [], 0
+    old, old_src = old_module(old_name, rev)
+    old_defs, old_globals = functions(old_src), global_reads(old_src, old_name)
+    own = own_names(old_src)
+    new = {}                                    # (class or None, name) -> (module, node, reads)
+    for name in new_names:
+        mod = importlib.import_module(name)
+        src = open(f"{ROOT}/{path_of(name)}").read()
+        reads = global_reads(src, name)
+        for key, node in functions(src).items():
+            new.setdefault(key[1], []).append((mod, key[0], node, reads[key]))
+    top = importlib.import_module(new_names[0])
+    problems += class_bodies(old_src, new_names)
+    taken, patched = imported_names(old_name)
+    for (cls, fn), node in old_defs.items():
+        where = f"{old_name}.{cls + '.' if cls else ''}{fn}"
+        same = [c for c in new.get(fn, []) if ast.dump(c[2]) == ast.dump(node)]
+        changed = not same and where in CHANGED and len(new.get(fn, [])) == 1
+        if changed:
+            same = new[fn]
+            print(f"  {where}: changed on purpose: {CHANGED[where]}")
+        if len(same) != 1:
+            problems.append(f"{where}: {len(same)} equal defs in the new modules "
+                            f"({len(new.get(fn, []))} of that name)")
+            continue
+        mod, new_cls, _, reads = same[0]
+        moved += not changed
+        for g in sorted(old_globals[(cls, fn)] | reads):
+            was, now = old.__dict__.get(g, KeyError), mod.__dict__.get(g, KeyError)
+            if was is KeyError and (now is KeyError and hasattr(builtins, g) or changed):
+                continue                    # a builtin; or a name the changed def reads anew
+            if not same_binding(was, now, g in own):
+                problems.append(f"{where}: global {g}: {was!r} then, {now!r} in {mod.__name__}")
+            if g in patched and mod is not top:
+                # a test patches it on the old module: a def that moved away reads its own copy
+                problems.append(f"{where}: reads {g}, which a test patches on {old_name}, "
+                                f"from {mod.__name__}")
+        if cls is not None:
+            # the old class's name still resolves each method to the moved one
+            resolved = getattr(getattr(top, cls), fn)
+            if resolved is not getattr(getattr(mod, new_cls), fn):
+                problems.append(f"{where}: {cls}.{fn} resolves to {resolved.__qualname__}")
+    wanted = {n for n in own if not n.startswith("_")} | (taken & set(vars(old)))
+    for g in sorted(wanted):                # its public names, and any name code imports from it
+        if not hasattr(top, g):
+            problems.append(f"{old_name}.{g}: no longer importable from {new_names[0]}")
+        elif not same_binding(getattr(old, g), getattr(top, g), True):
+            problems.append(f"{old_name}.{g}: {getattr(old, g)!r} then, {getattr(top, g)!r} now")
+    return moved, problems
+
+
+def import_cycles(package="dealer_station.sim"):
+    """Cycles among the package's modules through their imports at the top level."""
+    folder = f"{ROOT}/{package.replace('.', '/')}"
+    mods = {f[:-3] for f in os.listdir(folder) if f.endswith(".py")}
+    graph = {}
+    for m in mods:
+        deps = set()
+        for n in ast.parse(open(f"{folder}/{m}.py").read()).body:
+            if isinstance(n, ast.ImportFrom) and n.level == 1:
+                deps |= {n.module} if n.module else {a.name for a in n.names}
+            elif isinstance(n, ast.ImportFrom) and n.module and n.module.startswith(package + "."):
+                deps.add(n.module[len(package) + 1:].split(".")[0])
+        graph[m] = deps & mods
+    cycles, state = [], {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for d in sorted(graph[m]):
+            if state.get(d) == "open":
+                cycles.append(" -> ".join(path[path.index(d):] + [d]))
+            elif d not in state:
+                visit(d, path + [d])
+        state[m] = "done"
+    for m in sorted(mods):
+        if m not in state:
+            visit(m, [m])
+    return cycles
+
+
+def main(rev="main"):
+    problems = []
+    for old_name, new_names in SPLITS.items():
+        moved, found = check(old_name, new_names, rev)
+        problems += found
+        print(f"{old_name}: {moved} defs equal (ast.dump, globals, method resolution), "
+              f"{len(found)} problems")
+    cycles = import_cycles()
+    print(f"dealer_station/sim/: {len(cycles)} import cycles")
+    for p in problems + [f"import cycle: {c}" for c in cycles]:
+        print("  " + p)
+    return 1 if problems or cycles else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
