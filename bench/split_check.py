@@ -8,7 +8,7 @@ name a test patches on the old module moved out of it; and the modules of
 dealer_station/sim/ import one another without a cycle (top-level imports; controller/'s cycles
 are tests/test_layering.py's). A class's own statements (its __slots__) are compared too.
 
-    .venv/bin/python bench/split_check.py [REV]          (REV: main, by default)
+    .venv/bin/python bench/split_check.py [REV]          (REV: 0495b29, the last commit before the split, by default)
 
 Exit 0 when all of it holds; otherwise each difference on its own line and exit 1."""
 import ast
@@ -258,7 +258,7 @@ def import_cycles(package="dealer_station.sim"):
     return cycles
 
 
-def main(rev="main"):
+def main(rev="0495b29"):
     problems = []
     for old_name, new_names in SPLITS.items():
         moved, found = check(old_name, new_names, rev)
