@@ -371,6 +371,37 @@ def test_ports_lists_usb_keyboards_and_names_the_scanner(tmp_path, monkeypatch, 
     assert main(["ports"]) == 1
 
 
+def _wait_reader(node, timeout=30.0):
+    """Until a second descriptor of this process has the FIFO `node` open (the virtual scanner
+    holds the first): the tool under test has opened the scanner."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fds = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                fds.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                pass
+        if fds.count(node) >= 2:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"nothing opened {node} in {timeout} s")
+
+
+def _wait_drained(fd, timeout=30.0):
+    """Until the scanner's FIFO holds nothing unread: the code without its suffix is then reported
+    after its 0.1 s code timeout, which the 0.4 s before the unplug leaves room for (counted from
+    the write, under load the read itself came after the unplug: "unplugged in the middle")."""
+    import fcntl
+    import termios
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] == 0:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the FIFO was not read in {timeout} s")
+
+
 def test_monitor_and_verify_deck_read_a_keyboard_scanner(tmp_path, capsys):
     import threading
     from calibration.cli import main
@@ -380,8 +411,11 @@ def test_monitor_and_verify_deck_read_a_keyboard_scanner(tmp_path, capsys):
     cal.write_text("[codebook]\n" + "".join(f'"{p}" = "{c}"\n' for p, c in v.codebook().items()))
     try:
         first = []
-        t = threading.Timer(0.4, lambda: (first.append(v.deal()), v.partial_next(), v.deal(),
-                                          time.sleep(0.4), v.unplug()))
+        # the cards once monitor has the scanner open: a fixed delay raced its start under load
+        # (the unplug came before the open: "no such port")
+        t = threading.Thread(target=lambda: (_wait_reader(v.node), first.append(v.deal()),
+                                             v.partial_next(), v.deal(), _wait_drained(v.master),
+                                             time.sleep(0.4), v.unplug()))
         t.start()
         assert main(["monitor", "--device", "scanner", "--protocol", "hid", "--layout", "de",
                      "--port", path, "--codebook", str(cal)]) == 0
@@ -390,7 +424,7 @@ def test_monitor_and_verify_deck_read_a_keyboard_scanner(tmp_path, capsys):
         assert f"event=CardRead card={first[0]}" in out and "without its suffix key" in out
         v.replug()
         v.reload(9)
-        t = threading.Timer(0.4, lambda: [v.deal() for _ in range(52)])
+        t = threading.Thread(target=lambda: (_wait_reader(v.node), [v.deal() for _ in range(52)]))
         t.start()
         assert main(["verify-deck", "--port", path, "--protocol", "hid", "--layout", "de",
                      "--calibration", str(cal), "--operator", "t", "--idle", "1",
