@@ -210,13 +210,23 @@ class ShoeSession:
                 self._ask_hello(now)
                 return
         self.claim = None
-        self.emit(ShoeHello(model, fw, serial_no, boot, last))
+        # a new boot's frames count from 1: the baseline is 0, not the HELLO's number (below)
+        self.emit(ShoeHello(model, fw, serial_no, boot, 0 if restarted else last))
         if restarted:
             # The shoe restarted: frames we still waited for are gone for good.
             self._give_up(self._missing(), "the shoe restarted", previous_boot=True)
-            self.last = self.top = last
             self.held = {}
             self.recent.clear()
+            # Frames of the new boot sent before we heard of it (the daemon down while the shoe
+            # rebooted and cards were drawn) are still in the shoe, unacknowledged: asked for
+            # from 1 like any gap. Taking the HELLO's number as the start skipped them: two
+            # cards drawn then were never reported, not even as misreads (cold trial).
+            self.last = self.top = 0
+            if self._ahead(last) > self.max_gap:
+                self._jump(last)        # more than the shoe must keep: one reported span
+            elif last != 0:
+                self._note_top(last)
+                self._ask_resend(now)
         elif self.last is None:
             self.last = self.top = last
         elif self._ahead(last) > self.max_gap:
