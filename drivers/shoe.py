@@ -230,12 +230,14 @@ class ShoeSession:
             # rebooted and cards were drawn) are still in the shoe, unacknowledged: asked for
             # from 1 like any gap. Taking the HELLO's number as the start skipped them: two
             # cards drawn then were never reported, not even as misreads (cold trial).
+            # What it no longer holds is one reported span (a shoe swapped in with a past).
             self.last = self.top = 0
-            if self._ahead(last) > self.max_gap:
-                self._jump(last)        # more than the shoe must keep: one reported span
-            elif last != 0:
+            if sp.seq_after(0, last):
+                self.catching = True
                 self._note_top(last)
                 self._ask_resend(now)
+            elif last != 0:
+                self._jump(last)        # half the numbers or more: nothing to ask for
         elif self.last is None:
             self.last = self.top = last
         elif self._ahead(last) > self.max_gap:

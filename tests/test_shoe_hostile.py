@@ -193,3 +193,22 @@ def test_what_the_shoe_no_longer_holds_of_a_long_run_is_one_reported_span(rig):
 
 def reads_of(r):
     return [e for e in r.events if isinstance(e, CardRead)]
+
+
+def test_a_rebooted_shoe_whose_new_events_were_acknowledged_elsewhere_is_one_reported_span(rig):
+    """A new boot's events sent before this host heard of it are asked for from 1 (cards drawn
+    while the daemon was down); those the shoe no longer holds (another host acknowledged them: a
+    shoe swapped in with a past) are one reported span, not one misread each, nor nothing."""
+    r = rig()
+    with r.shoe._lock:                   # power cycle, 40 events, acknowledged by another host
+        r.shoe.boot += 1
+        r.shoe.seq = 40
+        r.shoe.sent.clear()
+        r.shoe._send_raw(sp.encode("HELLO", 40, r.shoe.model, r.shoe.firmware,
+                                   r.shoe.serial_no, r.shoe.boot))
+    e = r.wait(lambda e: isinstance(e, CardUnreadable))
+    assert e.seq == 40 and "frames 1-40" in e.detail["reason"], e
+    card = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead) and e.card == card and e.seq == 41)
+    r.settle(0.3)
+    assert len(unreadable(r)) == 1
