@@ -39,8 +39,8 @@ from .station_devices import StationDevices
 from .station_settings import CONFIG, Settings  # noqa: F401 - the station's [timers] and settings
 from .station_types import (AckCommand, Archive, Audit, BrokerConnecting, BrokerDown, BrokerUp,
                             Command, Count, LocalInput, Log, Probe, ProbeRefused, Publish,
-                            Published, Record, Refresh, Status, Stop, Timer, TimerDue, Lights,
-                            MarkSent)
+                            Published, Record, Refresh, SetMeta, Status, Stop, Timer, TimerDue,
+                            Lights, MarkSent)
 
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
 STATUS_CHANGES = {"shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
@@ -111,11 +111,12 @@ class Station(StationCommands, StationDevices):
     # -- recovery -------------------------------------------------------------------------------
 
     def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None),
-                last_message=None, audit_head=None, shoe_pos=None):
+                last_message=None, audit_head=None, shoe_pos=None, broker_answered=None):
         """Pick the newest checkpoint this version reads. Returns (input n to replay after,
         [effects]) (a Log for each checkpoint passed over). `last_message`: the journal's newest
         outbox text (the event chain goes on from its hash); `audit_head`: the newest audit hash;
-        `shoe_pos`: the meta "boot:seq:n" of the last STAT frame acknowledged."""
+        `shoe_pos`: the meta "boot:seq:n" of the last STAT frame acknowledged; `broker_answered`:
+        the meta "host:port" of the broker that last accepted this station (BrokerWatch)."""
         self.next_n, self.next_seq = next_n, next_seq
         self.prev = signing.digest(last_message) if last_message else signing.GENESIS
         if audit_head:
@@ -126,6 +127,8 @@ class Station(StationCommands, StationDevices):
             self.shoe_base = (boot, seq, at_n)
         if shoe_pos:
             self.shoe_pos = tuple(int(x) for x in shoe_pos.split(":"))
+        if broker_answered:
+            self.broker.remember(broker_answered)
         effects = []
         for n, doc in checkpoints:
             try:
@@ -383,11 +386,12 @@ class Station(StationCommands, StationDevices):
             self.broker.connecting(clock.mono)
             return [self._wake()]
         if isinstance(event, BrokerUp):
-            self.broker.accepted()
+            keep = self.broker.accepted()
             self.devices["broker"] = {"state": "connected", "session_present": event.session_present}
             probe = self.probe.up(clock.mono)
             # the birth: the state now, whatever changed while the broker was away
-            return [Log("info", f"broker connected (session present: {event.session_present})"),
+            return [*([SetMeta("broker_answered", self.broker.where)] if keep else []),
+                    Log("info", f"broker connected (session present: {event.session_present})"),
                     *self.status_effects(), Probe(probe), self._wake()]
         self.probe.down()
         if not self.broker.down(event.reason, event.refused, event.unanswered):

@@ -23,7 +23,8 @@ class BrokerWatch:
         self.said = None        # the last refusal said: said once per cause until accepted
         self.deadline = None    # monotonic time a CONNACK is due by, for the CONNECT in flight
         self.silent = False     # ... that CONNECT's silence has been said
-        self.answered = False   # this broker accepted a connection since start: not a wrong port
+        self.answered = False   # this broker accepted this station: not a wrong port
+        self.kept = None        # the broker the journal says accepted it (meta broker_answered)
 
     def configure(self, where, connack_timeout_s):
         """A reload's new settings: an attempt under way keeps its deadline (another broker
@@ -35,6 +36,15 @@ class BrokerWatch:
     def connecting(self, mono):
         """CONNECT sent now."""
         self.deadline, self.silent = mono + self.timeout, False
+
+    def remember(self, where):
+        """The journal's word (a previous run) on which broker accepted this station: a daemon
+        restarted while that broker hangs must not say "not an MQTT broker? (check broker.host
+        and broker.port)" of the broker it has used all along (cold trial: kill -STOP Mosquitto,
+        restart the daemon)."""
+        self.kept = where
+        if where == self.where:
+            self.answered = True
 
     def wake_at(self):
         """When the station must be woken for the watch, or None."""
@@ -52,7 +62,13 @@ class BrokerWatch:
                 f"broker? (check broker.host and broker.port)")
 
     def accepted(self):
+        """A CONNACK accepted: True when the journal is to keep this broker's address (the first
+        time, or another broker than the one it names)."""
         self.deadline, self.silent, self.said, self.answered = None, False, None, True
+        if self.kept == self.where:
+            return False
+        self.kept = self.where
+        return True
 
     def down(self, reason, refused, unanswered):
         """The link went down: True when that is to be said (a refusal is said once per cause;

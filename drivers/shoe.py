@@ -64,6 +64,11 @@ class ShoeSession:
         self.gap_deadline = None
         self.gap_tries = 0
         self.gap_checked = False    # asked for a HELLO before giving a gap up
+        self.gap_from = None        # self.last when the RSND in force was sent (progress check)
+        # A confirmed jump past max_gap being asked for (RSND): the shoe may keep more than it
+        # must, e.g. a run of STAT frames sent while the daemon restarted. What it no longer has
+        # is reported as one span, as before (rule 3).
+        self.catching = False
         self.asked = False          # an ID sent and its HELLO not yet come
         self.last_ask = None        # when we last sent ID
         self.ask_pending = False    # an ID is due once the rate limit allows
@@ -114,7 +119,11 @@ class ShoeSession:
         if self.ask_pending and now - self.last_ask >= self.resend_timeout:
             self._ask_hello(now)
         if self.gap_deadline is not None and now >= self.gap_deadline:
-            if self.gap_tries < self.resend_tries:
+            if self.catching and self.last != self.gap_from:
+                # a long catch-up still coming (a few hundred frames take a second at 115200
+                # baud): wait on, without asking for the whole rest again
+                self.gap_from, self.gap_deadline = self.last, now + self.resend_timeout
+            elif self.gap_tries < self.resend_tries:
                 self._ask_resend(now)
             elif not self.gap_checked:
                 # No resend came: before calling the frames lost, ask the shoe where it stands;
@@ -210,17 +219,36 @@ class ShoeSession:
                 self._ask_hello(now)
                 return
         self.claim = None
-        self.emit(ShoeHello(model, fw, serial_no, boot, last))
+        # a new boot's frames count from 1: the baseline is 0, not the HELLO's number (below)
+        self.emit(ShoeHello(model, fw, serial_no, boot, 0 if restarted else last))
         if restarted:
             # The shoe restarted: frames we still waited for are gone for good.
             self._give_up(self._missing(), "the shoe restarted", previous_boot=True)
-            self.last = self.top = last
             self.held = {}
             self.recent.clear()
+            # Frames of the new boot sent before we heard of it (the daemon down while the shoe
+            # rebooted and cards were drawn) are still in the shoe, unacknowledged: asked for
+            # from 1 like any gap. Taking the HELLO's number as the start skipped them: two
+            # cards drawn then were never reported, not even as misreads (cold trial).
+            # What it no longer holds is one reported span (a shoe swapped in with a past).
+            self.last = self.top = 0
+            if sp.seq_after(0, last):
+                self.catching = True
+                self._note_top(last)
+                self._ask_resend(now)
+            elif last != 0:
+                self._jump(last)        # half the numbers or more: nothing to ask for
         elif self.last is None:
             self.last = self.top = last
         elif self._ahead(last) > self.max_gap:
-            self._jump(last)     # the shoe confirms, in answer to our question
+            # The shoe confirms, in answer to our question: asked for like any gap before any is
+            # called lost. A restart after 80 door reports sent while the daemon was down was a
+            # false "sequence jumped" misread that paused the table (cold trial); what the shoe
+            # answers GONE for, or never sends, is still reported (one span: _give_up).
+            self.catching = True
+            self._note_top(last)
+            if self.gap_deadline is None:
+                self._ask_resend(now)
         else:
             self._lower_top(last)
             self._note_top(last)
@@ -306,7 +334,20 @@ class ShoeSession:
             return []
         return [s for s in sp.seq_range(self.last, self.top) if s not in self.held]
 
+    def _any_missing(self):
+        """`bool(self._missing())` without listing a long gap (a catch-up's thousands) after
+        every frame delivered."""
+        if self.last is None or self.top is None or not sp.seq_after(self.last, self.top):
+            return False
+        n = self.last
+        while n != self.top:
+            n = (n + 1) % sp.SEQ_MOD
+            if n not in self.held:
+                return True
+        return False
+
     def _ask_resend(self, now):
+        self.gap_from = self.last
         self.gap_tries += 1
         self.counts["resend_requests"] += 1
         self.gap_deadline = now + self.resend_timeout
@@ -323,9 +364,19 @@ class ShoeSession:
         self.gap_deadline = None
         self.gap_tries = 0
         self.gap_checked = False
-        for s in seqs:
-            self.emit(CardUnreadable("shoe", {"seq": s, "reason": f"frame lost: {why}"},
-                                     seq=None if previous_boot else s))
+        if seqs and (self.catching or len(seqs) > self.max_gap):
+            # of a long jump asked for (or more than a shoe must keep): one span, as rule 3
+            self.counts["jumps"] += 1
+            what = "shoe sequence jumped: " if self.catching else ""
+            log.error("%s: %sframes %d-%d are not accounted for (%s)", self.name, what, seqs[0],
+                      seqs[-1], why)
+            self.emit(CardUnreadable("shoe", {"seq": seqs[-1], "reason": f"{what}frames "
+                                              f"{seqs[0]}-{seqs[-1]} not accounted for ({why})"},
+                                     seq=None if previous_boot else seqs[-1]))
+        else:
+            for s in seqs:
+                self.emit(CardUnreadable("shoe", {"seq": s, "reason": f"frame lost: {why}"},
+                                         seq=None if previous_boot else s))
         self._drain()
 
     def _drain(self):
@@ -338,10 +389,11 @@ class ShoeSession:
                 self.last = nxt
             else:
                 self._deliver(f)
-        if not self._missing():
+        if not self._any_missing():
             self.gap_deadline = None
             self.gap_tries = 0
             self.gap_checked = False
+            self.catching = False
 
     def _deliver(self, f):
         self.last = f.seq

@@ -189,3 +189,41 @@ def test_close_of_a_daemon_the_broker_never_accepted_does_not_wait_for_offline(t
         server.close()
     assert d.link.last_status == "not sent: not connected"
     assert published == []                  # no "offline" queued behind a connection never made
+
+
+def test_a_restart_while_the_broker_hangs_does_not_call_it_not_a_broker(tmp_path, caplog):
+    """The cold trial: Mosquitto paused (kill -STOP) after the table had used it, the daemon
+    restarted meanwhile: the new process said "not an MQTT broker? (check broker.host and
+    broker.port)" of the broker it had used all along (only a CONNACK seen by this process
+    counted). The journal keeps the broker that accepted the station (meta broker_answered)."""
+    caplog.set_level(logging.INFO, logger="dealer-station")
+    server = Server("hang")              # answers the first CONNECT only, then nothing
+    cfg, errors = check_config({
+        "table": {"id": "bj-01", "profile": "luxury21"}, "shoe": {"protocol": "none"},
+        "broker": {"port": server.port, "connack_timeout_s": 1, "keepalive_s": 60,
+                   "reconnect_max_s": 1},
+        "paths": {"journal": str(tmp_path / "j.sqlite")}, "metrics": {"enabled": False}})
+    assert not errors, errors
+
+    def lines():
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("broker ")]
+    try:
+        d = Daemon(cfg)
+        d.start()
+        try:
+            step_until(d, lambda: d.devices["broker"]["state"] == "connected", 10, "the CONNACK")
+        finally:
+            d.close()
+        caplog.clear()
+        d = Daemon(cfg)                  # the same journal, the broker now hung
+        d.start()
+        try:
+            step_until(d, lines, 4, "a word on the link")
+        finally:
+            d.close()
+        said = lines()
+        assert said[0].startswith(f"broker refused: 127.0.0.1:{server.port} did not answer "
+                                  f"CONNECT within 1 s"), said
+        assert "not an MQTT broker" not in said[0] and "accepted this station before" in said[0]
+    finally:
+        server.close()

@@ -264,3 +264,16 @@ def test_any_value_of_any_type_anywhere_gives_errors_never_an_exception(data):
         assert "\n" not in e, e
         head = e.split(":", 1)[0]
         assert head.split(".")[0] in SCHEMA or head.startswith(("junk", "'junk")), e
+
+
+def test_a_key_in_error_is_not_the_ground_of_another_error():
+    """The cold trial: shoe.protocol "v2" (in error, so it took its default, "v1") also gave
+    "shoe.url: required when shoe.protocol is 'v1'", a value the file never wrote; and a bad
+    keepalive_s had connack_timeout_s judged against the default. Only the key in error is named."""
+    _, errors = check_config({"table": {"id": "t1", "profile": "luxury21"},
+                              "shoe": {"protocol": "v2"}})
+    assert errors == ["shoe.protocol: must be one of v1, line, hid, none, got 'v2'"], errors
+    _, errors = check_config({"table": {"id": "t1", "profile": "luxury21"},
+                              "shoe": {"protocol": "none"},
+                              "broker": {"keepalive_s": "x", "connack_timeout_s": 30}})
+    assert errors == ["broker.keepalive_s: expected int, got 'x'"], errors

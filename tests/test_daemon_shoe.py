@@ -348,3 +348,79 @@ def test_a_burst_of_status_reports_is_kept_in_one_write_and_acknowledged_only_af
     finally:
         j.close()
     assert int(pos.split(":")[1]) == shoe.seq
+
+
+def test_cards_drawn_while_the_daemon_was_down_and_the_shoe_rebooted_are_all_reported(rig, tmp_path):
+    """The cold trial: the daemon killed, the shoe power-cycled (a new boot, its numbers from 1),
+    two cards drawn, the daemon back: the driver took the new boot's HELLO ("last 2") as its
+    starting point and the two cards were never reported, not even as misreads. Frames of a
+    new boot sent before the host heard of it are still in the shoe: asked for from 1."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    d, shoe, path, outputs = _table_mid_shoe(rig, tmp_path, "e6")
+    try:
+        _burn_and_close_betting(d, shoe, outputs)
+        first = shoe.deal()
+        step_until(d, lambda: any(b.get("card") == first for b, _ in shoe_inputs(path)),
+                   "the first card journaled")
+        step_until(d, lambda: not shoe.sent, "every frame acknowledged to the shoe")
+    finally:
+        d.close()
+    shoe.restart()                               # power cycle: boot + 1, numbers from 1
+    drawn = [shoe.deal(), shoe.deal()]           # nobody listening
+    cfg, errors = check_config({
+        "table": {"id": "e6", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": d.cfg["broker"]["port"]}, "paths": {"journal": path},
+        "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    try:
+        before = len(shoe_inputs(path))
+        d.start()
+        step_until(d, lambda: len([b for b, _ in shoe_inputs(path)[before:]
+                                   if b["type"] in ("card", "card_unreadable")]) >= 2,
+                   "the two cards drawn while the daemon was down")
+        step_until(d, lambda: not shoe.sent and d.q.empty(), "every frame acknowledged")
+        got = [(b["type"], b.get("card"), s) for b, s in shoe_inputs(path)[before:]]
+        assert got == [("card", drawn[0], 1), ("card", drawn[1], 2)], got
+        nxt = shoe.deal()                       # and on from there
+        step_until(d, lambda: any(b.get("card") == nxt for b, _ in shoe_inputs(path)),
+                   "the next card")
+        assert [b.get("card") for b, _ in shoe_inputs(path)[before:]] == [*drawn, nxt]
+    finally:
+        d.close()
+
+
+def test_door_reports_sent_while_the_daemon_was_down_are_no_misread_after_its_restart(rig, tmp_path):
+    """The cold trial: the daemon killed, 80 door reports (more than MAX_GAP) sent meanwhile, the
+    daemon back: "the shoe's sequence jumped", a false misread that paused the round, though the
+    shoe still held every report. Now asked for and delivered; the next card is dealt."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    d, shoe, path, outputs = _table_mid_shoe(rig, tmp_path, "e7")
+    try:
+        _burn_and_close_betting(d, shoe, outputs)
+        step_until(d, lambda: not shoe.sent and d.q.empty(), "every frame acknowledged")
+    finally:
+        d.close()
+    for _ in range(40):                          # nobody listening
+        shoe.status(door="open")
+        shoe.status()
+    cfg, errors = check_config({
+        "table": {"id": "e7", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": d.cfg["broker"]["port"]}, "paths": {"journal": path},
+        "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    try:
+        before = len(shoe_inputs(path))
+        d.start()
+        step_until(d, lambda: not shoe.sent and d.q.empty(), "every report acknowledged")
+        card = shoe.deal()
+        step_until(d, lambda: any(b.get("card") == card for b, _ in shoe_inputs(path)),
+                   "the next card journaled")
+        assert [(b["type"], b.get("card")) for b, _ in shoe_inputs(path)[before:]] == [
+            ("card", card)]
+        assert d.shoe.session.counts["jumps"] == 0 and not d.station.table.paused
+    finally:
+        d.close()

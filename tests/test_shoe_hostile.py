@@ -146,3 +146,69 @@ def test_no_card_of_a_bad_or_conflicting_frame_reaches_the_log(caplog):
     assert "bad frame dropped (garbage between frames)" in text
     assert "CARD 1 conflicts with what was delivered" in text
     assert "Kd" not in text and "Qh" not in text
+
+
+def _unseen(r, n, cards=()):
+    """The shoe sent `n` events the host never saw (door reports, then `cards`), keeping the
+    last 256 unacknowledged to resend, as the virtual shoe does."""
+    with r.shoe._lock:
+        for i in range(n):
+            r.shoe.seq += 1
+            tail = i - (n - len(cards))
+            frame = (sp.encode("CARD", r.shoe.seq, cards[tail], 97) if tail >= 0 else
+                     sp.encode("STAT", r.shoe.seq, "open" if i % 2 else "closed", 0, "ok", "ok",
+                               "unlocked"))
+            r.shoe.sent[r.shoe.seq] = frame
+            while len(r.shoe.sent) > 256:
+                r.shoe.sent.popitem(last=False)
+
+
+def test_a_long_run_of_frames_the_shoe_still_holds_is_asked_for_not_called_lost(rig):
+    """The cold trial: 80 door reports sent while the daemon was down (killed, restarting) were
+    past MAX_GAP, and the confirmed HELLO was reported at once as "sequence jumped", a false
+    misread that paused the table; the shoe still held every one of them. A confirmed jump is
+    asked for like any gap: nothing unreadable, every frame delivered in order."""
+    r = rig()
+    _unseen(r, 80, cards=("Kd", "7h"))
+    r.wait(lambda e: isinstance(e, CardRead) and e.card == "7h")
+    r.settle(0.3)
+    assert unreadable(r) == [] and r.driver.session.counts["jumps"] == 0
+    assert [(e.card, e.seq) for e in reads_of(r)] == [("Kd", r.base + 79), ("7h", r.base + 80)]
+
+
+def test_what_the_shoe_no_longer_holds_of_a_long_run_is_one_reported_span(rig):
+    """A real loss is still caught: of 300 events unseen the shoe holds the last 256; the first
+    44 are one reported span (the round pauses), the rest delivered after it."""
+    r = rig()
+    _unseen(r, 300, cards=("Qs",))
+    r.wait(lambda e: isinstance(e, CardRead) and e.card == "Qs")
+    r.settle(0.3)
+    lost = unreadable(r)
+    assert len(lost) == 1 and lost[0].seq == r.base + 44, lost
+    assert f"frames {r.base + 1}-{r.base + 44}" in lost[0].detail["reason"]
+    assert "jumped" in lost[0].detail["reason"]
+    assert [(e.card, e.seq) for e in reads_of(r)] == [("Qs", r.base + 300)]
+    assert r.events.index(lost[0]) < r.events.index(reads_of(r)[0])
+
+
+def reads_of(r):
+    return [e for e in r.events if isinstance(e, CardRead)]
+
+
+def test_a_rebooted_shoe_whose_new_events_were_acknowledged_elsewhere_is_one_reported_span(rig):
+    """A new boot's events sent before this host heard of it are asked for from 1 (cards drawn
+    while the daemon was down); those the shoe no longer holds (another host acknowledged them: a
+    shoe swapped in with a past) are one reported span, not one misread each, nor nothing."""
+    r = rig()
+    with r.shoe._lock:                   # power cycle, 40 events, acknowledged by another host
+        r.shoe.boot += 1
+        r.shoe.seq = 40
+        r.shoe.sent.clear()
+        r.shoe._send_raw(sp.encode("HELLO", 40, r.shoe.model, r.shoe.firmware,
+                                   r.shoe.serial_no, r.shoe.boot))
+    e = r.wait(lambda e: isinstance(e, CardUnreadable))
+    assert e.seq == 40 and "frames 1-40" in e.detail["reason"], e
+    card = r.shoe.deal()
+    r.wait(lambda e: isinstance(e, CardRead) and e.card == card and e.seq == 41)
+    r.settle(0.3)
+    assert len(unreadable(r)) == 1
