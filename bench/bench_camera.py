@@ -224,10 +224,11 @@ def hands(tmpl, deck, trials):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--trials", type=int, default=40, help="scenes per condition (8 cards each)")
-    ap.add_argument("--deck-trials", type=int, default=2,
+    from cli_args import parse, positive       # bench/: strict by hand; scripts/bench passes all the same
+    ap.add_argument("--trials", type=positive, default=40, help="scenes per condition (8 cards each)")
+    ap.add_argument("--deck-trials", type=positive, default=2,
                     help="scenes per deck, surface and condition (8 cards each)")
-    ap.add_argument("--speed-runs", type=int, default=5, help="runs of 60 frames for the visual speed")
+    ap.add_argument("--speed-runs", type=positive, default=5, help="runs of 60 frames for the visual speed")
     ap.add_argument("--speed-only", action="store_true", help="the visual speed alone")
     ap.add_argument("--speed-surface", default="green_felt", help="the visual speed's table surface")
     ap.add_argument("--conditions", default=",".join(cm.CONDITIONS),
@@ -237,7 +238,7 @@ def main():
     ap.add_argument("--decks", default=None,
                     help="the deck sweep alone, on these decks (comma-separated), no barcode, speed or hands")
     ap.add_argument("--json", action="store_true")
-    args, _ = ap.parse_known_args()
+    args = parse(ap)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     cv2.setNumThreads(1)          # one core: OpenCV's own threads would not count in process_time

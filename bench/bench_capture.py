@@ -149,7 +149,8 @@ def main():
     ap.add_argument("--decks", default=",".join(cm.DECKS))
     ap.add_argument("--surfaces", default=",".join(cm.SURFACES))
     ap.add_argument("--json", action="store_true")
-    a, _ = ap.parse_known_args()      # scripts/bench passes every bench the same arguments
+    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
+    a = parse(ap)
     decks, tables = a.decks.split(","), a.surfaces.split(",")
     tmp = tempfile.mkdtemp(prefix="capture-")
     rows = []

@@ -115,7 +115,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cards", type=int, default=400)
     ap.add_argument("--json", action="store_true")
-    args, _ = ap.parse_known_args()
+    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
+    args = parse(ap)
     r = {"bench": "daemon", "latency": latency(args.cards), "recovery": recovery()}
     if args.json:
         print(json.dumps(r))

@@ -228,7 +228,8 @@ def foreign(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cards", type=int, default=300,
+    from cli_args import parse, positive       # bench/: strict by hand; scripts/bench passes all the same
+    ap.add_argument("--cards", type=positive, default=300,
                     help="hand cards and rotated cards per deck (the issue's figure: 10000, hours on one core)")
     ap.add_argument("--decks", default="cardsjs,svgcards,kennard,responsive")
     ap.add_argument("--width", type=int, default=125, help="card width in pixels at 1280 x 720")
@@ -244,7 +245,9 @@ def main(argv=None):
                     help="every deck's scenes read with every other deck's templates (all reads wrong)")
     ap.add_argument("--pairs", help="with --foreign, only these SCENES:TEMPLATES decks (comma separated)")
     ap.add_argument("--json", action="store_true")
-    args, _ = ap.parse_known_args(argv)     # ./scripts/bench passes every bench the same options
+    args = parse(ap, argv)
+    if args.dealt and (args.hands_only or args.rotation_only or args.foreign):
+        ap.error("--dealt is a measure of its own: not with --hands-only, --rotation-only or --foreign")
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0)) if args.cpu is None else args.cpu})
     report = {"card_width_px": args.width, "frame": "1280x720", "decks": {}}
@@ -255,7 +258,10 @@ def main(argv=None):
         if args.json:
             print(json.dumps(report))
         return
-    if not args.json:
+    if not args.json and args.dealt:
+        print(f"hands dealt card by card, 1280 x 720, cards {args.width} px wide, one core, whole deals "
+              f"of 6-12 cards until at least {args.cards} per deck")
+    elif not args.json:
         print(f"hands and rotation, 1280 x 720, cards {args.width} px wide, one core, {args.cards} of each per deck")
     for i, deck in enumerate(args.decks.split(",")):
         if args.only and deck not in args.only.split(","):

@@ -118,7 +118,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--json", action="store_true")
-    args, _ = ap.parse_known_args()
+    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
+    args = parse(ap)
     work = tempfile.mkdtemp(prefix="ds-bench-rec-")
     aged, rows, inputs, aged_start = build(work, True, args.rows)
     fresh, _, _, fresh_start = build(work, False, 0)

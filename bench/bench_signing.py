@@ -80,7 +80,8 @@ def main():
                     "(the daemon's own work without the disk's flushes)")
     ap.add_argument("--runs", type=int, default=3, help="daemon runs each way (the best counts)")
     ap.add_argument("--json", action="store_true")
-    args, _ = ap.parse_known_args()      # scripts/bench passes its arguments to every bench
+    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
+    args = parse(ap)
     work = tempfile.mkdtemp(prefix="ds-bench-key-")
     key = os.path.join(work, "events.key")
     signing.generate(key)

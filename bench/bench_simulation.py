@@ -19,7 +19,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=6000)
     ap.add_argument("--json", action="store_true")
-    args, _ = ap.parse_known_args()
+    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
+    args = parse(ap)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     report = {}

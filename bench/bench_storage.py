@@ -129,7 +129,8 @@ def main():
     ap.add_argument("--no-strace", dest="strace", action="store_false",
                     help="do not count fsync calls (counted with strace, where the machine has it)")
     ap.add_argument("--json", action="store_true")
-    a, _ = ap.parse_known_args()
+    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
+    a = parse(ap)
     import shutil
     a.strace = a.strace and shutil.which("strace") is not None
     rows = []

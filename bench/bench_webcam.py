@@ -63,7 +63,8 @@ def main():
     ap.add_argument("--foreign", type=int, default=0,
                     help="another deck's photos read with each deck's templates (0: all of them)")
     ap.add_argument("--json", action="store_true")
-    a, _ = ap.parse_known_args()      # scripts/bench passes every bench the same arguments
+    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
+    a = parse(ap)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     decks, conds = a.decks.split(","), a.conditions.split(",")

@@ -31,7 +31,7 @@ GROUPS = {
                   "test_software_integrity"),                               # #16
     "procedures": (),                                                       # #18: marked per test
     "operators": ("test_calibration_ports", "test_calibration_trial", "test_operations",
-                  "test_sim_operations", "test_docs_commands"),              # #19
+                  "test_sim_operations", "test_docs_commands", "test_bench_args"),  # #19
     "console": ("test_console_security",),                                  # #20
     "browser": ("test_console_browser",),                                   # #20, in Chromium
     "studio": ("test_studio",),                                             # #21
