@@ -225,8 +225,13 @@ def find_cards(bgr, card_size=None, with_blobs=False):
             elif card_size and area > (1.3 if kind == "edges" else 0.8) * card_size[0] * card_size[1]:
                 # the edges too: on a white or light table no threshold outlines a whole hand
                 # (at least 1.3 cards: one card with its shadow's edge is not a hand, and cost
-                # 9 ms a frame in hypotheses)
-                if i < cuts:
+                # 9 ms a frame in hypotheses). Not the top-hat's: its opening (a square larger
+                # than a card) takes the cards' dark ink for the table, so the table between two
+                # cards a few pixels apart stands above it, joined to the cards' paper: on grey,
+                # light grey and white tables every such blob was searched as a hand (half a
+                # white frame's time), and no hand was read from one (the levels, the edges and
+                # the ratio masks outline hands: bench_hands identical, docs/camera.md)
+                if i < cuts and kind != "tophat":
                     blobs.append(raw)
     quads = []
     # the best score first: the least eroded outline (a card with a printed border on a white
