@@ -55,3 +55,23 @@ def test_a_hand_on_a_light_table_is_still_searched(rec, surface):
     covered = [c for c, k in zip((c for c, _ in got), rec.kinds) if k == "covered"]
     assert covered
     assert len(got) >= len(truth) - 2
+
+
+@pytest.mark.parametrize("table,cond", [("white", "defocus"), ("light_grey", "clean")])
+def test_the_deck_checks_blur_from_the_kept_corners_is_the_blur_measured_afresh(rec, table, cond):
+    """defocus.estimate on the reader's kept corner patches (read_corner's `keep`, as the deck
+    check passes them on a light table) gives the blur it measures warping them again, to the
+    bit (bench_camera's sweep frame of that table and condition, its seed)."""
+    from controller.cards import CARDS as ALL
+    from drivers.camera.hands import both_corners
+    rng = np.random.default_rng(1000 * cm.SURFACES.index(table) + cm.CONDITIONS.index(cond))
+    cards = {z: ALL[int(rng.integers(52))] for z in ZONES}
+    frame, _ = cm.table_frame("cardsjs", cards, ZONES, table, cond, rng)
+    quads = find_cards(frame, rec.t.card_size)
+    assert len(quads) >= 6
+    for q in quads:
+        grays = {}
+        for c in both_corners(q):
+            rec.read_corner(frame, c, keep=grays)
+        assert grays
+        assert rec.defocus_of(frame, q, grays) == rec.defocus_of(frame, q)
