@@ -33,19 +33,23 @@ def bank(templates, small):
                 for colour, m in small.items()} for s in GRID}
 
 
-def estimate(bgr, corners, templates, blurred):
+def estimate(bgr, corners, templates, blurred, known=None):
     """The blur (sigma, image pixels) of the card whose index corners are `corners` (quads with
     the index at tl): the grid's blur whose learned indexes (`blurred`, bank()) both corners
     match best, refined by a parabola through it and its neighbours; None when no corner's ink
-    colour is clear."""
+    colour is clear. `known`: {a corner's np.float32 bytes: (its compared patch, its ink's
+    colour)} the reader made of the same corners (read_corner's `keep`): the same pixels, not
+    warped and divided again (the deck check asks every card's blur on a light table)."""
     total, n = np.zeros(len(GRID)), 0
     s = templates.cut + S
     for q in corners:
-        patch = corner(bgr, q, templates.box, SEARCH)
-        colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]
-        if colour is None:
-            continue
-        gray = _match_gray(patch)
+        gray, colour = known.get(np.float32(q).tobytes(), (None, None)) if known else (None, None)
+        if gray is None:
+            patch = corner(bgr, q, templates.box, SEARCH)
+            colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]
+            if colour is None:
+                continue
+            gray = _match_gray(patch)
         parts = (_windows(gray[:s + S], templates.part_shapes[0]),
                  _windows(gray[s - S:], templates.part_shapes[1]))
         # every learned index at FLOOR, then at the other blurs only the few best there (the

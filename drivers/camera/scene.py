@@ -83,7 +83,7 @@ class SceneReader:
         if kind == "whole" and not self.t.print.card_matches(
                 bgr, quad, (CW, CH),
                 [placed_shift(self.t, bgr, c, card, grays.get(np.float32(c).tobytes())) for c in corners],
-                blur=self._blur_for_cut(bgr, quad)):
+                blur=self._blur_for_cut(bgr, quad, grays)):
             return None, None, None
         return card, q, kind
 

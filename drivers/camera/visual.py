@@ -256,18 +256,23 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
             card = self._suit_by_face(f, *moving, FACE_SUIT_MOTION)
         return card
 
-    def defocus_of(self, bgr, quad):
+    def defocus_of(self, bgr, quad, grays=None):
         """The card's round blur beyond the learned indexes' (sigma, image pixels; defocus.py),
-        or None (no index ink of a clear colour)."""
-        return defocus.estimate(bgr, both_corners(quad), self.t, self._defocused)
+        or None (no index ink of a clear colour). `grays`: read_corner's `keep` of its corners
+        (their compared patches, not made again)."""
+        known = None
+        if grays:
+            colour = {id(v[0]): c for c, v in self._by_colour.items()}     # a kept read's cards: its colour's
+            known = {k: (v[0], colour[id(v[1])]) for k, v in grays.items() if id(v[1]) in colour}
+        return defocus.estimate(bgr, both_corners(quad), self.t, self._defocused, known)
 
-    def _blur_for_cut(self, bgr, quad):
+    def _blur_for_cut(self, bgr, quad, grays=None):
         """The card's blur for the deck check's cut (deckprint.nearer_other_cut), at the table's
         scale only: it was measured there (bench/probe_foreign_frames.py); the photo scale keeps
         its fixed window, measured on bench_webcam.py's photos, until it is measured too."""
         if self.t.card_size[0] >= SMALL:
             return None
-        return lambda: self.defocus_of(bgr, quad)
+        return lambda: self.defocus_of(bgr, quad, grays)
 
     def _streak_for_cut(self, bgr, quad):
         """The card's streak (image pixels) for the deck check's rounding (deckprint._moving),
@@ -298,7 +303,7 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
         return self.t.print.card_matches(bgr, quad, (CW, CH),
                                          [placed_shift(self.t, bgr, q, card, grays.get(np.float32(q).tobytes()))
                                           for q in corners or both_corners(quad)],
-                                         blur=self._blur_for_cut(bgr, quad),
+                                         blur=self._blur_for_cut(bgr, quad, grays),
                                          streak=self._streak_for_cut(bgr, quad))
 
     def _face_over_twin(self, f, card, margin):
