@@ -120,3 +120,18 @@ def test_a_covered_card_read_as_two_cards_at_its_two_corners_is_refused():
     wrong, covered = _judged(rec, frames, truth)
     assert wrong == []
     assert covered.count("4h") >= 3, covered
+
+
+def test_a_card_judged_again_under_its_neighbour_keeps_the_twin_suit_guard(tigullio):
+    """bench/hunt_hands.py's turned-cards scene 8667 (green felt, defocus): a defocused Ac, read As
+    at both index corners (0.053 over the club) and refused whole for its twin (its face the
+    spade's by 0.005), was judged again where a neighbour lies over it (scene._read_occluded) on
+    its face alone, and the main code took it as As in frame 0. That path now asks the twin-suit
+    guard too, on the face where it shows (twins._shown_twins_apart). The other cards still read."""
+    deck, table, cond, truth, frames = hunted_turned(8667)
+    assert (deck, table, cond) == ("tigullio", "green_felt", "defocus")
+    assert "Ac" in [c for c, _ in truth] and "As" not in [c for c, _ in truth]
+    wrong, _ = _judged(tigullio, frames, truth)
+    assert wrong == []
+    read = {c for f in frames[:1] for c, _ in tigullio.read_image(f)}
+    assert {"2c", "2s", "4h", "4s", "Kc", "Ks"} <= read, read

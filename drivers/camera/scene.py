@@ -78,7 +78,12 @@ class SceneReader:
         else:
             return None, None, None
         face_min = FACE_MIN if self.t.card_size[0] >= SMALL else FACE_MIN_SMALL
-        if masked_face_score(face(bgr, quad), self.t.faces[card], vis) < face_min:
+        f = face(bgr, quad)
+        if masked_face_score(f, self.t.faces[card], vis) < face_min:
+            return None, None, None
+        # its suit clear of its twin, as every other path asks (twins.py), on what shows
+        if not self._shown_twins_apart(card, grays, corners if kind == "whole" else [q],
+                                       lambda learned: masked_face_score(f, learned, vis)):
             return None, None, None
         if kind == "whole" and not self.t.print.card_matches(
                 bgr, quad, (CW, CH),

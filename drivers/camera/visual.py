@@ -295,6 +295,9 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
             shows = _shows(quad, hidden)
             if shows.mean() < VISIBLE or visible_face_score(f, self.t.faces[card], shows) < face_min:
                 return False
+            if not self._shown_twins_apart(card, grays, corners or both_corners(quad),
+                                           lambda learned: visible_face_score(f, learned, shows)):
+                return False        # its twin suit, on what shows (twins.py)
         elif face_score(f, self.t.faces[card]) < face_min:
             return False        # another deck whose index font is like this deck's
         elif not self._twins_apart(card, grays, corners or both_corners(quad), f):
