@@ -46,14 +46,14 @@ SUIT_BLURRED = 0.02
 # ... asked only at the blurs the card may carry: the blur (of the plain templates and GRID's)
 # whose rank glyph fits the index best, and its neighbours one step either side. Asked at every
 # blur, a sharp card's suit was compared with templates blurred far past it (2.1 px), where every
-# two suits run together: the tuned decks' sharp covered aces, read rightly at 0.97-0.99, have
-# their suit over the twin's by 0.036-0.055 at the blur their rank fits (unblurred) and its
+# two suits run together: the tuned decks' sharp covered aces, read rightly at 0.96-0.99, have
+# their suit over the twin's by 0.025-0.047 at the blur their rank fits (unblurred) and its
 # neighbour, but 0.000-0.017 at 2.1, and were refused in every frame (bench_hands' scenes:
 # svg-cards' As and Ac, Responsive's As; bench/diag_covered.py). The rank glyph tells the blur
 # whatever the suit (the two twins share their rank), and it is as sharp a measure as the grid:
-# the held-out Tigullio's covered Ac read As (scene 683) fits best at 1.5-1.8, where its margin is
-# -0.013 to +0.001 (all ten reads): refused as before. The tuned decks' 147 correct thin bare reads of the
-# threshold's measure all keep or gain margin (a subset of the blurs).
+# the held-out Tigullio's covered Ac read As (scene 683) fits best at 1.5-1.8, where its least
+# margin is -0.013 to +0.001 (all ten reads): refused as before (measured, not tuned on). The
+# tuned decks' 147 correct thin bare reads above all keep or gain margin (a subset of the blurs).
 FIT_STEPS = 1
 
 
