@@ -136,13 +136,17 @@ def main():
     ap.add_argument("--scenes", type=int, default=20)
     ap.add_argument("--width", type=int, default=125)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--place", type=int, default=None,
+                    help="the deck's place in bench_hands' --decks: its templates' seed there (seed + place); "
+                         "the scenes keep --seed (bench_hands --only D reads D's scenes so)")
     ap.add_argument("--bench", action="store_true", help="bench_hands' scenes, read within five frames")
     ap.add_argument("--only", type=lambda v: {int(x) for x in v.split(",")},
                     help="read only these scenes (comma separated numbers), the others only drawn")
     ap.add_argument("--save", help="a folder: each missed card's first frame and truth (.npz)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
-    rec = VisualRecognizer(cm.reference_templates(a.deck, seed=a.seed, width=a.width))
+    tseed = a.seed + (a.place or 0)
+    rec = VisualRecognizer(cm.reference_templates(a.deck, seed=tseed, width=a.width))
     causes = collections.Counter()
     true_causes = collections.Counter()
     by_surface = collections.Counter()

@@ -94,3 +94,21 @@ def hunted_turned(seed, n=5):
         cm.lay(frame, faces[c], q)
         truth.append((c, q))
     return deck, table, cond, truth, _noisy(cm.camera(frame, rng, cond), rng, n)
+
+
+def bench_hand_scene(deck, k, n=5):
+    """bench/bench_hands.py's hands scene `k` (0, 1, ...) of `deck` at its default seed (7): the
+    earlier scenes drawn too, their frames' noise with them, so that the random draws match the
+    bench's. (surface, [(card, quad)], `n` frames); the bench reads each deck with the templates
+    of seed `cm.DECKS.index(deck)` when run with --decks in DECKS' order."""
+    rng = np.random.default_rng(7)
+    for j in range(k + 1):
+        table = cm.SURFACES[j % len(cm.SURFACES)]
+        frame = cm.surface(table, 1280, 720, rng)
+        deal, truth = [CARDS[int(i)] for i in rng.choice(52, 12, replace=False)], []
+        for x in (250, 640, 1030):          # bench_hands._hand_places at 125 pixels
+            m = int(rng.integers(2, 5))
+            cs, deal = deal[:m], deal[m:]
+            truth += list(zip(cs, cm.hand(frame, deck, cs, (x, 360), 125, rng.uniform(0, 360), rng)))
+        frames = _noisy(cm.camera(frame, rng), rng, 5)
+    return table, truth, frames[:n]

@@ -43,6 +43,18 @@ STRIPS_BARE = 0.06
 # negative of its true card's; the same card's margin moves by a standard deviation of 0.0014
 # (median) to 0.0045 from frame to frame (fresh noise): 0.02 is over four of the largest.
 SUIT_BLURRED = 0.02
+# ... asked only at the blurs the card may carry: the blur (of the plain templates and GRID's)
+# whose rank glyph fits the index best, and its neighbours one step either side. Asked at every
+# blur, a sharp card's suit was compared with templates blurred far past it (2.1 px), where every
+# two suits run together: the tuned decks' sharp covered aces, read rightly at 0.96-0.99, have
+# their suit over the twin's by 0.025-0.047 at the blur their rank fits (unblurred) and its
+# neighbour, but 0.000-0.017 at 2.1, and were refused in every frame (bench_hands' scenes:
+# svg-cards' As and Ac, Responsive's As; bench/diag_covered.py). The rank glyph tells the blur
+# whatever the suit (the two twins share their rank), and it is as sharp a measure as the grid:
+# the held-out Tigullio's covered Ac read As (scene 683) fits best at 1.5-1.8, where its least
+# margin is -0.013 to +0.001 (all ten reads): refused as before (measured, not tuned on). The
+# tuned decks' 147 correct thin bare reads above all keep or gain margin (a subset of the blurs).
+FIT_STEPS = 1
 
 
 class Twins:
@@ -92,9 +104,10 @@ class Twins:
 
     def _suit_blurred_apart(self, card, grays, quad):
         """Whether the index read at `quad` (its patch kept in `grays`) has `card`'s suit glyph
-        over its twin card's by SUIT_BLURRED at every blur of defocus.GRID and unblurred, both
-        templates blurred alike (the reader's own blurred banks). Only a covered card's thin
-        read with bare strips comes here: two template columns at seven blurs."""
+        over its twin card's by SUIT_BLURRED at the blurs it may carry (FIT_STEPS around the one
+        its rank glyph fits best, of the plain templates and defocus.GRID's), both templates
+        blurred alike (the reader's own blurred banks). Only a covered card's thin read with bare
+        strips comes here: two template columns at seven blurs, rank and suit."""
         colour = INK[card[1]]
         kept = grays.get(np.float32(quad).tobytes())
         if kept is None or kept[1] is not self._by_colour[colour][0]:
@@ -102,9 +115,13 @@ class Twins:
         cards = kept[1]
         pair = [cards.index(card), cards.index(card[0] + TWIN[card[1]])]
         s = self.t.cut + S
+        ranks = _windows(kept[0][:s + S], self.t.part_shapes[0])
         windows = _windows(kept[0][s - S:], self.t.part_shapes[1])
-        banks = [self._by_colour[colour][2]] + [self._defocused[g][colour][1] for g in GRID]
-        least = min(float(np.subtract(*_product(windows, m[:, pair]).max(axis=0))) for m in banks)
+        banks = [self._by_colour[colour][1:3]] + [self._defocused[g][colour] for g in GRID]
+        # the blur the rank glyph fits best (the plain templates, then GRID's), one step either side
+        fit = int(np.argmax([float(_product(ranks, r[:, pair]).max()) for r, _ in banks]))
+        near = banks[max(0, fit - FIT_STEPS):fit + FIT_STEPS + 1]
+        least = min(float(np.subtract(*_product(windows, m[:, pair]).max(axis=0))) for _, m in near)
         return least >= SUIT_BLURRED
 
     def _strips_bare(self, card):
