@@ -112,3 +112,19 @@ def bench_hand_scene(deck, k, n=5):
             truth += list(zip(cs, cm.hand(frame, deck, cs, (x, 360), 125, rng.uniform(0, 360), rng)))
         frames = _noisy(cm.camera(frame, rng), rng, 5)
     return table, truth, frames[:n]
+
+
+def judged_reads(rec, frames, truth):
+    """`rec`'s reads of `frames`: (the wrong ones [card]: no card of `truth` [(card, quad)] of
+    that name within 25 pixels of where it was read; the right ones [(card, kind)])."""
+    wrong, right = [], []
+    for f in frames:
+        got = rec.read_image(f)
+        for (card, q), kind in zip(got, rec.kinds):
+            c = np.float32(q).mean(axis=0)
+            near = min(truth, key=lambda t: np.linalg.norm(np.float32(t[1]).mean(axis=0) - c))
+            if near[0] != card or np.linalg.norm(np.float32(near[1]).mean(axis=0) - c) > 25:
+                wrong.append(card)
+            else:
+                right.append((card, kind))
+    return wrong, right

@@ -7,12 +7,11 @@ in every frame: svg-cards' As (scene 3, grey; and its Ac of scene 5 and As of sc
 Responsive's As (scenes 3 and 8), each read rightly at 0.96-0.99 at its index. Now the margin is
 asked at the blur the ace's rank glyph fits and one step either side (twins.FIT_STEPS): read. The
 held-out Tigullio's blurred Ac read As (scene 683) stays refused (test_camera_twin_suit.py)."""
-import numpy as np
 import pytest
 
 from drivers.camera import camera_model as cm
 from drivers.camera.visual import VisualRecognizer
-from hunt_scenes import bench_hand_scene
+from hunt_scenes import bench_hand_scene, judged_reads
 
 pytestmark = pytest.mark.camera_decks      # issue 17's group (tests/conftest.py), by marker
 
@@ -23,16 +22,8 @@ def test_a_sharp_covered_ace_is_read(deck):
     table, truth, frames = bench_hand_scene(deck, 3)
     assert table == "grey"
     assert [c for c, _ in truth].count("As") == 1
-    reads, wrong = [], 0
-    for f in frames:
-        got = rec.read_image(f)
-        for (card, q), kind in zip(got, rec.kinds):
-            c = np.float32(q).mean(axis=0)
-            near = min(truth, key=lambda t: np.linalg.norm(np.float32(t[1]).mean(axis=0) - c))
-            if near[0] != card or np.linalg.norm(np.float32(near[1]).mean(axis=0) - c) > 25:
-                wrong += 1
-            elif card == "As":
-                reads.append(kind)
-    assert wrong == 0
+    wrong, right = judged_reads(rec, frames, truth)
+    reads = [kind for card, kind in right if card == "As"]
+    assert wrong == []
     # read covered in all five frames (the tracker needs three agreeing): in none on main
     assert reads == ["covered"] * 5, reads

@@ -9,7 +9,7 @@ import pytest
 
 from drivers.camera import camera_model as cm
 from drivers.camera.visual import VisualRecognizer
-from hunt_scenes import hunted, hunted_hands, hunted_turned, tigullio as _tigullio
+from hunt_scenes import hunted, hunted_hands, hunted_turned, judged_reads, tigullio as _tigullio
 
 pytestmark = pytest.mark.camera_decks      # issue 17's group (tests/conftest.py), by marker
 
@@ -20,19 +20,9 @@ def tigullio():
 
 
 def _judged(rec, frames, truth):
-    """`rec`'s reads of `frames`: the wrong ones (no card of `truth` [(card, quad)] of that name
-    within 25 pixels of where it was read) and the right ones read covered."""
-    wrong, covered = [], []
-    for f in frames:
-        got = rec.read_image(f)
-        for (card, q), kind in zip(got, rec.kinds):
-            c = np.float32(q).mean(axis=0)
-            near = min(truth, key=lambda t: np.linalg.norm(np.float32(t[1]).mean(axis=0) - c))
-            if near[0] != card or np.linalg.norm(np.float32(near[1]).mean(axis=0) - c) > 25:
-                wrong.append(card)
-            elif kind == "covered":
-                covered.append(card)
-    return wrong, covered
+    """`rec`'s reads of `frames`: the wrong ones and the right ones read covered."""
+    wrong, right = judged_reads(rec, frames, truth)
+    return wrong, [c for c, kind in right if kind == "covered"]
 
 
 def test_a_defocused_club_is_not_read_as_a_spade(tigullio):
@@ -149,11 +139,6 @@ def test_a_whole_card_under_its_neighbour_thin_at_the_index_is_not_read_as_its_t
     deck, table, cond, truth, frames = hunted_turned(9276)
     assert (deck, table, cond) == ("tigullio", "wood", "defocus")
     assert "6c" in [c for c, _ in truth] and "6s" not in [c for c, _ in truth]
-    read = []
-    for f in frames:
-        for (card, q), kind in zip(tigullio.read_image(f), tigullio.kinds):
-            c = np.float32(q).mean(axis=0)
-            near = min(truth, key=lambda t: np.linalg.norm(np.float32(t[1]).mean(axis=0) - c))
-            read.append((card, kind, near[0] == card and np.linalg.norm(np.float32(near[1]).mean(axis=0) - c) <= 25))
-    assert [(c, k) for c, k, right in read if not right] == []
-    assert sum(c == "9s" for c, _, _ in read) >= 3
+    wrong, right = judged_reads(tigullio, frames, truth)
+    assert wrong == []
+    assert sum(c == "9s" for c, _ in right) >= 3

@@ -163,6 +163,18 @@ def _table_mid_shoe(rig, tmp_path, table_id):
     return d, shoe, path, outputs
 
 
+def _daemon_again(d, shoe, path, table_id):
+    """A new daemon (not started) on the closed daemon `d`'s journal, broker and shoe: a restart."""
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    cfg, errors = check_config({
+        "table": {"id": table_id, "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": d.cfg["broker"]["port"]}, "paths": {"journal": path},
+        "metrics": {"enabled": False}})
+    assert not errors, errors
+    return Daemon(cfg)
+
+
 def test_the_shoe_unplugged_mid_round_pauses_it_and_replugged_resumes_it(rig, tmp_path):
     """End to end (issue #18): the real driver's disconnect reaches the engine as a journaled
     device_fault, which pauses the round; the shoe's return resumes it where it stopped."""
@@ -242,8 +254,6 @@ def test_a_restart_after_many_status_reports_resumes_after_them_with_no_misread(
     the last card, met a HELLO more than MAX_GAP ahead and reported "shoe sequence jumped", a
     false misread that paused the table. Every STAT frame delivered is acknowledged and its
     position kept, so the restarted daemon resumes after the last one and nothing is lost."""
-    from dealer_station.config import check_config
-    from dealer_station.daemon import Daemon
     d, shoe, path, outputs = _table_mid_shoe(rig, tmp_path, "e4")
     try:
         _burn_and_close_betting(d, shoe, outputs)
@@ -256,12 +266,7 @@ def test_a_restart_after_many_status_reports_resumes_after_them_with_no_misread(
         step_until(d, lambda: not shoe.sent, "every frame acknowledged to the shoe")
     finally:
         d.close()
-    cfg, errors = check_config({
-        "table": {"id": "e4", "profile": "luxury21"}, "shoe": {"url": shoe.path},
-        "broker": {"port": d.cfg["broker"]["port"]}, "paths": {"journal": path},
-        "metrics": {"enabled": False}})
-    assert not errors, errors
-    d = Daemon(cfg)
+    d = _daemon_again(d, shoe, path, "e4")
     try:
         assert d.station.shoe_resume() == (shoe.boot, shoe.seq)     # after the last report
         d.start()
@@ -355,8 +360,6 @@ def test_cards_drawn_while_the_daemon_was_down_and_the_shoe_rebooted_are_all_rep
     two cards drawn, the daemon back: the driver took the new boot's HELLO ("last 2") as its
     starting point and the two cards were never reported, not even as misreads. Frames of a
     new boot sent before the host heard of it are still in the shoe: asked for from 1."""
-    from dealer_station.config import check_config
-    from dealer_station.daemon import Daemon
     d, shoe, path, outputs = _table_mid_shoe(rig, tmp_path, "e6")
     try:
         _burn_and_close_betting(d, shoe, outputs)
@@ -368,12 +371,7 @@ def test_cards_drawn_while_the_daemon_was_down_and_the_shoe_rebooted_are_all_rep
         d.close()
     shoe.restart()                               # power cycle: boot + 1, numbers from 1
     drawn = [shoe.deal(), shoe.deal()]           # nobody listening
-    cfg, errors = check_config({
-        "table": {"id": "e6", "profile": "luxury21"}, "shoe": {"url": shoe.path},
-        "broker": {"port": d.cfg["broker"]["port"]}, "paths": {"journal": path},
-        "metrics": {"enabled": False}})
-    assert not errors, errors
-    d = Daemon(cfg)
+    d = _daemon_again(d, shoe, path, "e6")
     try:
         before = len(shoe_inputs(path))
         d.start()
@@ -395,8 +393,6 @@ def test_door_reports_sent_while_the_daemon_was_down_are_no_misread_after_its_re
     """The cold trial: the daemon killed, 80 door reports (more than MAX_GAP) sent meanwhile, the
     daemon back: "the shoe's sequence jumped", a false misread that paused the round, though the
     shoe still held every report. Now asked for and delivered; the next card is dealt."""
-    from dealer_station.config import check_config
-    from dealer_station.daemon import Daemon
     d, shoe, path, outputs = _table_mid_shoe(rig, tmp_path, "e7")
     try:
         _burn_and_close_betting(d, shoe, outputs)
@@ -406,12 +402,7 @@ def test_door_reports_sent_while_the_daemon_was_down_are_no_misread_after_its_re
     for _ in range(40):                          # nobody listening
         shoe.status(door="open")
         shoe.status()
-    cfg, errors = check_config({
-        "table": {"id": "e7", "profile": "luxury21"}, "shoe": {"url": shoe.path},
-        "broker": {"port": d.cfg["broker"]["port"]}, "paths": {"journal": path},
-        "metrics": {"enabled": False}})
-    assert not errors, errors
-    d = Daemon(cfg)
+    d = _daemon_again(d, shoe, path, "e7")
     try:
         before = len(shoe_inputs(path))
         d.start()
