@@ -102,8 +102,38 @@ def _check_text(v):
             _check_text(x)
 
 
+def _salvaged_id(text):
+    """The id of a command refused as not well formed, where the id itself is plain: given once
+    at the top level, a string of 1-64 characters of UTF-8 text (the rest may hold a key given
+    twice, NaN, a huge integer, a lone surrogate). A client retrying by id sees its answer; an id
+    that is itself in doubt (given twice, not text) stays null: nothing guessed."""
+    try:
+        top = json.loads(text, object_pairs_hook=lambda pairs: pairs)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(top, list) or not all(isinstance(p, tuple) for p in top):
+        return None
+    ids = [v for k, v in top if k == "id"]
+    if len(ids) != 1 or not isinstance(ids[0], str) or not 0 < len(ids[0]) <= 64:
+        return None
+    try:
+        ids[0].encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return ids[0]
+
+
 def parse(payload):
     """bytes -> (command dict). Raises CommandError(malformed) and nothing else."""
+    try:
+        return _parse(payload)
+    except CommandError as e:
+        if e.id is None and isinstance(e.__dict__.get("text"), str):
+            e.id = _salvaged_id(e.text)
+        raise
+
+
+def _parse(payload):
     if len(payload) > MAX_PAYLOAD:
         raise CommandError("malformed", f"a command is at most {MAX_PAYLOAD} bytes")
     try:
@@ -117,9 +147,14 @@ def parse(payload):
                          object_pairs_hook=_object)
     except (ValueError, RecursionError) as e:
         if isinstance(e, CommandError):
+            e.text = text               # its id may still be read (_salvaged_id)
             raise
         raise CommandError("malformed", f"not JSON: {e}") from None
-    _check_text(cmd)
+    try:
+        _check_text(cmd)
+    except CommandError as e:
+        e.text = text
+        raise
     if not isinstance(cmd, dict):
         raise CommandError("malformed", "a command is a JSON object")
     cid = cmd.get("id")

@@ -32,6 +32,41 @@ def test_parse_refuses_poison_with_a_command_error_only(payload):
     assert e.value.code == "malformed" and e.value.reason
 
 
+@pytest.mark.parametrize("payload, cid", [
+    (json.dumps({"id": "big", "type": "resend", "from": 2 ** 70}).encode(), "big"),
+    (b'{"id": "sur", "type": "pause", "reason": "\\ud800"}', "sur"),
+    (b'{"id": "nan", "type": "decision", "seat": NaN, "hand": 0, "action": "hit"}', "nan"),
+    (b'{"id": "inf", "type": "resend", "from": 1e999}', "inf"),
+    (b'{"type": "resend", "id": "a", "from": 1, "from": 2}', "a"),
+    (b'{"id": "\\udfff", "type": "pause", "reason": "x"}', None),     # the id itself not text
+    (b'{"id": "dup", "id": "dup2", "type": "resume"}', None),          # which one? not guessed
+    (b'{"id": "x" "type": "resume"}', None),                            # not JSON at all
+    (b'[{"id": "in-a-list"}]', None),
+])
+def test_a_refused_command_is_answered_with_its_id_when_the_id_itself_is_plain(payload, cid):
+    """The cold trial: a key given twice, NaN, a lone surrogate or a huge integer elsewhere in the
+    command was answered with "id": null, so a client retrying by id never saw its answer. The id
+    is read back when it is given once at the top level and is plain text; otherwise null."""
+    with pytest.raises(commands.CommandError) as e:
+        commands.parse(payload)
+    assert e.value.code == "malformed" and e.value.id == cid
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=64),
+       st.sampled_from(['"from": NaN', '"from": 1, "from": 2', '"from": 1e999',
+                        '"from": 123456789012345678901', '"reason": "\\ud800"']))
+def test_any_plain_id_is_echoed_whatever_else_is_wrong(cid, defect):
+    try:
+        cid.encode("utf-8")
+    except UnicodeEncodeError:
+        return                                   # not text: not a plain id
+    payload = '{"type": "resend", "id": %s, %s}' % (json.dumps(cid), defect)
+    with pytest.raises(commands.CommandError) as e:
+        commands.parse(payload.encode())
+    assert e.value.id == cid
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.binary(max_size=600))
 def test_parse_is_total_on_bytes(payload):
