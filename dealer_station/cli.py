@@ -2,8 +2,6 @@
 import argparse
 import sys
 
-from controller.profiles import ProfileError
-
 from . import __version__
 
 
@@ -147,6 +145,14 @@ def _check_config(args):
     return 0
 
 
+def _manifest_parser(sub):
+    mf = sub.add_parser("manifest", help="record the installed files' hashes (scripts/install; "
+                                         "checked at start with integrity.manifest)")
+    mf.add_argument("--out", required=True)
+    mf.add_argument("--check", action="store_true", help="check the files against --out instead")
+    mf.set_defaults(func=_manifest)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="dealer-station", description="Live card table controller.")
     p.add_argument("--version", action="version", version=f"dealer-station {__version__}")
@@ -178,11 +184,7 @@ def parser():
                                        "(FILE, owner-only, and FILE.pub)")
     kg.add_argument("--out", required=True, help="the private key file (never overwritten)")
     kg.set_defaults(func=_keygen)
-    mf = sub.add_parser("manifest", help="record the installed files' hashes (scripts/install; "
-                                         "checked at start with integrity.manifest)")
-    mf.add_argument("--out", required=True)
-    mf.add_argument("--check", action="store_true", help="check the files against --out instead")
-    mf.set_defaults(func=_manifest)
+    _manifest_parser(sub)
     chk = sub.add_parser("check-config", help="validate a configuration, printing every error")
     chk.add_argument("config")
     chk.set_defaults(func=_check_config)
@@ -204,16 +206,41 @@ def _console_password(args):
     return 0
 
 
+def _unloadable(e):
+    """The installed code does not load (a byte changed, a file cut short): no traceback, the
+    integrity failure's exit status (systemd does not restart into it)."""
+    print(f"dealer-station: software integrity failed: the code does not load ({e.filename}, "
+          f"line {e.lineno}: {e.msg}); `dealer-station manifest --check` names what changed "
+          f"(reinstall: scripts/install)", file=sys.stderr)
+    return 3
+
+
 def main(argv=None):
-    args = parser().parse_args(argv)
+    try:
+        p = parser()
+    except SyntaxError as e:
+        # the installed code does not load (the parser takes subcommands from its modules):
+        # only `manifest` runs, to name what changed
+        if (sys.argv[1:] if argv is None else list(argv))[:1] != ["manifest"]:
+            return _unloadable(e)
+        p = argparse.ArgumentParser(prog="dealer-station")
+        _manifest_parser(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(argv)
     try:
         return args.func(args)
-    except ProfileError as e:
+    except SyntaxError as e:
+        return _unloadable(e)
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        # the game's code is not imported at the top: `manifest --check` must name a changed
+        # file even when the change leaves that code unable to load
+        from controller.profiles import ProfileError
+        if not isinstance(e, ProfileError):
+            raise
         for x in e.errors:
             print(f"dealer-station: {x}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -266,7 +266,10 @@ def test_a_table_its_acl_does_not_let_read_its_commands_says_it_is_deaf(studio):
                  10, "the status saying the commands path is down")
         reason = mon.statuses()[-1]["devices"]["commands"]["reason"]
         assert "dealer-station/v1/t1/commands" in reason and "docs/install.md" in reason
-        wait_for(lambda: status_cli(d.config)[0] == 1, 10, "`dealer-station status` unhealthy")
+        # `status` reads what the daemon last reported: unhealthy ("commands connecting") before
+        # the verdict too, so wait for the verdict itself
+        wait_for(lambda: status_cli(d.config)[1].get("health", "").startswith(
+            "unhealthy: commands fault"), 10, "`dealer-station status` naming the fault")
         code, doc = status_cli(d.config)
         assert code == 1 and doc["healthy"] is False, doc
         assert doc["health"].startswith(

@@ -57,7 +57,7 @@ def test_the_daemon_refuses_to_open_the_table_when_a_byte_changed(tmp_path):
     r = run("manifest", "--out", manifest)
     assert r.returncode == 0, r.stderr
     assert run("manifest", "--check", "--out", manifest).returncode == 0
-    flip(src / "controller" / "blackjack.py")
+    flip(src / "controller" / "blackjack.py", at=5)      # in its docstring: the code still loads
     r = run("manifest", "--check", "--out", manifest)
     assert r.returncode == 1 and "controller/blackjack.py: changed" in r.stderr
     d = workdir()
@@ -81,3 +81,28 @@ def test_the_daemon_refuses_to_open_the_table_when_a_byte_changed(tmp_path):
         watcher.close()
         b.stop()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_change_that_leaves_the_code_unable_to_load_is_named_not_a_traceback(tmp_path):
+    """A byte flipped near blackjack.py's end turned its last `)` into `(`: the command imported
+    the game's code before it checked anything, so `manifest --check` and `run` died with a
+    SyntaxError traceback instead of naming the changed file."""
+    src = tmp_path / "site"
+    copy_tree(src)
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "dealer_station.cli", *a],  # noqa: E731
+                                    cwd=src, env=env, capture_output=True, text=True, timeout=60)
+    manifest = str(tmp_path / "manifest.sha256")
+    assert run("manifest", "--out", manifest).returncode == 0
+    path = src / "controller" / "blackjack.py"
+    path.write_text(path.read_text().rstrip("\n") + "(\n")
+    r = run("manifest", "--check", "--out", manifest)
+    assert r.returncode == 1 and "controller/blackjack.py: changed" in r.stderr, r.stderr
+    cfg = tmp_path / "table.toml"
+    cfg.write_text(f'[table]\nid = "t1"\nprofile = "luxury21"\n[shoe]\nprotocol = "none"\n'
+                   f'[paths]\njournal = "{tmp_path}/journal.sqlite"\n[metrics]\nenabled = false\n'
+                   f'[integrity]\nmanifest = "{manifest}"\n')
+    r = run("run", "--config", str(cfg))
+    assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
+    assert "software integrity failed: the code does not load" in r.stderr
+    assert "blackjack.py" in r.stderr and "manifest --check" in r.stderr
