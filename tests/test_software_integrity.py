@@ -45,14 +45,19 @@ def test_check_names_the_first_changed_missing_or_added_file(tmp_path):
         integrity.check(m, tmp_path)
 
 
-def test_the_daemon_refuses_to_open_the_table_when_a_byte_changed(tmp_path):
-    """The daemon runs from a copy of the packages (as from an installed site-packages): one
-    byte of one file changed after the manifest was written."""
+def _site(tmp_path):
+    """A copy of the packages (as an installed site-packages) and a runner of the command on it."""
     src = tmp_path / "site"
     copy_tree(src)
     env = {**os.environ, "PYTHONPATH": str(src)}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "dealer_station.cli", *a],  # noqa: E731
-                                    cwd=src, env=env, capture_output=True, text=True, timeout=60)
+    return src, lambda *a: subprocess.run([sys.executable, "-m", "dealer_station.cli", *a], cwd=src,
+                                          env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_the_daemon_refuses_to_open_the_table_when_a_byte_changed(tmp_path):
+    """The daemon runs from a copy of the packages (as from an installed site-packages): one
+    byte of one file changed after the manifest was written."""
+    src, run = _site(tmp_path)
     manifest = str(tmp_path / "manifest.sha256")
     r = run("manifest", "--out", manifest)
     assert r.returncode == 0, r.stderr
@@ -87,11 +92,7 @@ def test_a_change_that_leaves_the_code_unable_to_load_is_named_not_a_traceback(t
     """A byte flipped near blackjack.py's end turned its last `)` into `(`: the command imported
     the game's code before it checked anything, so `manifest --check` and `run` died with a
     SyntaxError traceback instead of naming the changed file."""
-    src = tmp_path / "site"
-    copy_tree(src)
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "dealer_station.cli", *a],  # noqa: E731
-                                    cwd=src, env=env, capture_output=True, text=True, timeout=60)
+    src, run = _site(tmp_path)
     manifest = str(tmp_path / "manifest.sha256")
     assert run("manifest", "--out", manifest).returncode == 0
     path = src / "controller" / "blackjack.py"
