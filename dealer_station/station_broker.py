@@ -84,7 +84,17 @@ class BrokerWatch:
 
     def refusal(self, reason):
         """A refusal the station found itself (the CONNACK watch): said once per cause."""
-        if reason == self.said:
+        if _cause(reason) == self.said:
             return False
-        self.said = reason
+        self.said = _cause(reason)
         return True
+
+
+def _cause(reason):
+    """A refusal's cause: a TLS connection dropped before its CONNACK is one cause whatever the
+    TLS layer said of it (the broker's "certificate required" alert, or an "EOF occurred in
+    violation of protocol" when the drop is read before the alert: they alternate on retries)."""
+    head, sep, rest = reason.partition(" before accepting it: ")
+    if sep and rest.endswith("does the broker require a client certificate?)"):
+        return head + sep + "(TLS)"
+    return reason
