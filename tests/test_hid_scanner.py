@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from drivers import evdev_link
 from drivers.events import CardRead, CardUnreadable, CutCard, DeviceState
+from mqtt_rig import wait_for
 from drivers.hid_scanner import HidScannerDriver, HidScannerSession
 from drivers.keymap import EV_KEY, KEY_ENTER, KEY_LEFTSHIFT, KEY_TAB, LAYOUTS
 from drivers.virtual_hid_scanner import VirtualHidScanner
@@ -371,35 +372,26 @@ def test_ports_lists_usb_keyboards_and_names_the_scanner(tmp_path, monkeypatch, 
     assert main(["ports"]) == 1
 
 
-def _wait_reader(node, timeout=30.0):
-    """Until a second descriptor of this process has the FIFO `node` open (the virtual scanner
+def _opened_twice(node):
+    """Whether a second descriptor of this process has the FIFO `node` open (the virtual scanner
     holds the first): the tool under test has opened the scanner."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        fds = []
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                fds.append(os.readlink(f"/proc/self/fd/{fd}"))
-            except OSError:
-                pass
-        if fds.count(node) >= 2:
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"nothing opened {node} in {timeout} s")
+    fds = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            fds.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return fds.count(node) >= 2
 
 
-def _wait_drained(fd, timeout=30.0):
-    """Until the scanner's FIFO holds nothing unread: the code without its suffix is then reported
-    after its 0.1 s code timeout, which the 0.4 s before the unplug leaves room for (counted from
-    the write, under load the read itself came after the unplug: "unplugged in the middle")."""
+def _drained(fd):
+    """Whether the scanner's FIFO holds nothing unread: the code without its suffix is then
+    reported after its 0.1 s code timeout, which the 0.4 s before the unplug leaves room for
+    (counted from the write, under load the read itself came after the unplug: "unplugged in the
+    middle")."""
     import fcntl
     import termios
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] == 0:
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"the FIFO was not read in {timeout} s")
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] == 0
 
 
 def test_monitor_and_verify_deck_read_a_keyboard_scanner(tmp_path, capsys):
@@ -413,8 +405,10 @@ def test_monitor_and_verify_deck_read_a_keyboard_scanner(tmp_path, capsys):
         first = []
         # the cards once monitor has the scanner open: a fixed delay raced its start under load
         # (the unplug came before the open: "no such port")
-        t = threading.Thread(target=lambda: (_wait_reader(v.node), first.append(v.deal()),
-                                             v.partial_next(), v.deal(), _wait_drained(v.master),
+        t = threading.Thread(target=lambda: (wait_for(lambda: _opened_twice(v.node), 30, "the open"),
+                                             first.append(v.deal()),
+                                             v.partial_next(), v.deal(),
+                                             wait_for(lambda: _drained(v.master), 30, "the FIFO read"),
                                              time.sleep(0.4), v.unplug()))
         t.start()
         assert main(["monitor", "--device", "scanner", "--protocol", "hid", "--layout", "de",
@@ -424,7 +418,8 @@ def test_monitor_and_verify_deck_read_a_keyboard_scanner(tmp_path, capsys):
         assert f"event=CardRead card={first[0]}" in out and "without its suffix key" in out
         v.replug()
         v.reload(9)
-        t = threading.Thread(target=lambda: (_wait_reader(v.node), [v.deal() for _ in range(52)]))
+        t = threading.Thread(target=lambda: (wait_for(lambda: _opened_twice(v.node), 30, "the open"),
+                                                      [v.deal() for _ in range(52)]))
         t.start()
         assert main(["verify-deck", "--port", path, "--protocol", "hid", "--layout", "de",
                      "--calibration", str(cal), "--operator", "t", "--idle", "1",
