@@ -34,6 +34,13 @@ STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
 
 
 RELOAD = object()     # queued by SIGHUP: the loop re-reads the configuration
+# One pass of the loop takes at most this many queued items, for at most this long, then serves
+# its timers, the watchdog and /healthz before the rest. A flood on `commands` (every command
+# journaled and acknowledged, and the broker sends the next at once) kept the queue full: one
+# pass ran 45 s on 20,000 commands, no watchdog ping for 59 s (systemd's WatchdogSec=10 kills the
+# table) and /healthz said "the main loop has not reported" (cold trial).
+PASS_ITEMS = 200
+PASS_S = 0.5
 
 
 class IntegrityFailed(RuntimeError):
@@ -350,8 +357,12 @@ class Daemon:
             item = self.q.get(timeout=wait)
         except queue.Empty:
             item = None
+        taken, until = 0, time.monotonic() + PASS_S
         while item is not None:
             self.handle(item)
+            taken += 1
+            if taken >= PASS_ITEMS or time.monotonic() >= until:
+                break          # the rest at the next pass, which takes it without waiting
             try:
                 item = self.q.get_nowait()
             except queue.Empty:

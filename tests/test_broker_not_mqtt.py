@@ -227,3 +227,40 @@ def test_a_restart_while_the_broker_hangs_does_not_call_it_not_a_broker(tmp_path
         assert "not an MQTT broker" not in said[0] and "accepted this station before" in said[0]
     finally:
         server.close()
+
+
+def test_a_flood_of_queued_items_does_not_hold_the_loop_from_its_watchdog(tmp_path):
+    """The cold trial: 20,000 commands flooded on `commands` kept the loop's queue full (each one
+    journaled and acknowledged, the broker sends the next at once); one pass of the loop drained
+    it for 45 s without a watchdog ping (59 s between two: systemd's WatchdogSec=10 kills the
+    table) or a /healthz snapshot. A pass now takes a bounded batch, then reports; the items
+    left are taken by the next pass, in order."""
+    from dealer_station.station_types import TimerDue
+    cfg, errors = check_config({
+        "table": {"id": "bj-01", "profile": "luxury21"}, "shoe": {"protocol": "none"},
+        "broker": {"port": free_tcp_port(), "connack_timeout_s": 1, "keepalive_s": 60,
+                   "reconnect_max_s": 1},
+        "paths": {"journal": str(tmp_path / "j.sqlite")}, "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    try:
+        d.recover()
+        backlog = 2000
+        for _ in range(backlog):
+            d.q.put(TimerDue())             # each handled by the station, cheap and harmless
+        reported = []                       # items still queued each time the loop reported
+        d.notifier.watchdog = lambda now, healthy: reported.append(d.q.qsize())
+        passes = 0
+        while d.q.qsize() and passes < backlog:
+            d.run_once(0)
+            passes += 1
+        assert d.q.qsize() == 0, "the backlog was never taken"
+        assert passes > 1 and reported[0] > 0, (passes, reported[:3])
+    finally:
+        d.close()
+
+
+def free_tcp_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
