@@ -33,7 +33,8 @@ class ProbeWatch:
         self.next_at = None       # monotonic time of the next probe (while connected)
         self.connected = False
         self.verdict = None       # None (not known yet), "ok", "deaf"
-        self.refusal = None       # the broker's PUBACK refusing our last probe (its ACL), or None
+        self.refusal = None       # the broker's PUBACK refusing the probe that ended deaf, or None
+        self.out_refusal = None   # the broker's PUBACK refusing the probe awaited, or None
 
     def configure(self, timeout_s, interval_s, topic):
         """A reload's settings: the probe under way keeps its deadline."""
@@ -45,6 +46,7 @@ class ProbeWatch:
         if self.out is not None:
             self._forget(self.out[0])
         self.out, self.next_at = (payload, mono + self.timeout), None
+        self.out_refusal = None
         return payload
 
     def _forget(self, payload):
@@ -78,14 +80,19 @@ class ProbeWatch:
 
     def _expire(self, mono):
         self._forget(self.out[0])
-        self.out, self.verdict = None, "deaf"
+        # why this probe failed, not an earlier one: with the ACL's write line added but its
+        # read line missing, the fault went on saying "refused ... Not authorized" (cold trial)
+        self.out, self.verdict, self.refusal = None, "deaf", self.out_refusal
         self.next_at = mono + self.interval
 
     def refused(self, reason):
         """The broker refused to take our probe (a v5 PUBACK "Not authorized": the ACL lets the
         table read `commands` perhaps, but not write it). No verdict: the deadline gives it; this
-        only says why."""
-        self.refusal = reason
+        only says why, for the probe awaited (or, come after its deadline, the one that ended)."""
+        if self.out is not None:
+            self.out_refusal = reason
+        elif self.verdict == "deaf":
+            self.refusal = reason
 
     def due(self, mono):
         """Time has come. Returns the payload of a probe to publish now, or None."""

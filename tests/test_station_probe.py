@@ -15,8 +15,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from controller import get_profile
 from dealer_station.station import Settings, Station
-from dealer_station.station_types import (AckCommand, BrokerDown, BrokerUp, Clock, Command, Probe,
-                                          Reply, Status, Timer, TimerDue)
+from dealer_station.station_types import (AckCommand, BrokerDown, BrokerUp, Clock, Command, Log, Probe,
+                                          ProbeRefused, Reply, Status, Timer, TimerDue)
 
 TIMEOUT, INTERVAL = 5.0, 60.0
 
@@ -103,6 +103,34 @@ def test_a_betting_systems_probe_or_a_forged_nonce_is_a_command_and_confirms_not
     assert [e for e in out if isinstance(e, Reply)] and commands_state(s) == "connecting"
     s.step(TimerDue(), at(5.01))
     assert commands_state(s) == "fault"
+
+
+def test_the_fault_names_why_the_last_probe_failed_not_an_earlier_refusal():
+    """The cold trial: the ACL without its `write` line (the probe refused: "Not authorized"),
+    then with it but without the `read` line (the probe taken, never delivered): the fault went
+    on saying "the broker refused the table's probe ... Not authorized", pointing at the line
+    already added. Each verdict says why its own probe failed; said once per change."""
+    s = station()
+    s.step(BrokerUp(False), at(0.0))
+    s.step(ProbeRefused("Not authorized"), at(0.01))
+    out = s.step(TimerDue(), at(TIMEOUT + 0.01))
+    d = s.devices["commands"]
+    assert d["state"] == "fault" and "refused the table's probe" in d["reason"], d
+    assert [e for e in out if isinstance(e, Log) and e.level == "error"]
+    # the next probe refused again: the same fault, not said again
+    t = TIMEOUT + 0.01 + INTERVAL
+    assert probes(s.step(TimerDue(), at(t)))
+    s.step(ProbeRefused("Not authorized"), at(t + 0.01))
+    out = s.step(TimerDue(), at(t + TIMEOUT + 0.01))
+    assert s.devices["commands"] == d and not [e for e in out if isinstance(e, Log)]
+    # the write line added, the read line missing: taken by the broker, never delivered
+    t += TIMEOUT + 0.01 + INTERVAL
+    assert probes(s.step(TimerDue(), at(t)))
+    out = s.step(TimerDue(), at(t + TIMEOUT + 0.01))
+    d = s.devices["commands"]
+    assert d["state"] == "fault" and "did not come back within" in d["reason"], d
+    assert "refused" not in d["reason"]
+    assert len([e for e in out if isinstance(e, Log) and e.level == "error"]) == 1
 
 
 def test_two_processes_make_different_nonces():
