@@ -42,6 +42,7 @@ class VirtualShoe:
         self.seq = 0
         self.sent = collections.OrderedDict()  # seq -> frame, unacknowledged, for resend
         self.gate_locked = False
+        self.report = ("closed", False, "ok", "ok")   # door, jam, sensor, light: as QST answers
         self.leds = {}
         self.received = []                     # command frames from the host, for tests
         self._fault = collections.deque()      # faults for the next frames
@@ -193,9 +194,17 @@ class VirtualShoe:
             return card
 
     def status(self, door="closed", jam=False, sensor="ok", light="ok"):
+        """The shoe reports a new status (its door opened, ...): kept, and said again in answer
+        to every QST (it answered "closed" whatever the door was: a door left open while the
+        daemon restarted was reported closed by the QST of its reconnect, cold trial)."""
         with self._lock:
-            self._event("STAT", door, int(jam), sensor, light,
-                        "locked" if self.gate_locked else "unlocked")
+            self.report = (door, jam, sensor, light)
+            self._report()
+
+    def _report(self):
+        door, jam, sensor, light = self.report
+        self._event("STAT", door, int(jam), sensor, light,
+                    "locked" if self.gate_locked else "unlocked")
 
     # -- wire ---------------------------------------------------------------------------------
 
@@ -242,7 +251,7 @@ class VirtualShoe:
                 self._send_raw(sp.encode("HELLO", self.seq, self.model, self.firmware,
                                          self.serial_no, self.boot))
             elif k == "QST":
-                self.status()
+                self._report()
             elif k == "ACK":
                 n = int(f.fields[0])
                 for s in list(self.sent):

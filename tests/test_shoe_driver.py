@@ -398,6 +398,32 @@ def test_what_the_controller_receives_for_each_fault(rig, mode, fault):
         assert t.shoe.burned == 5
 
 
+def test_the_virtual_shoe_answers_qst_with_the_status_it_last_reported():
+    """The cold trial: the door opened on the virtual shoe while the daemon was down (kill -9),
+    the daemon restarted and asked QST, as on every connect; the shoe answered "closed" whatever
+    its door was, and the table showed a closed door. A shoe answers QST with its status now,
+    across a restart (power cycle) too: the door is where it was."""
+    from drivers import shoe_protocol as sp
+    shoe = VirtualShoe(decks=1, seed=1)          # not started: frames captured, not sent
+    sent = []
+    shoe._send_raw = sent.append
+    qst = sp.FrameParser().feed(sp.encode("QST"))[0]
+
+    def answer():
+        del sent[:]
+        shoe._command(qst)
+        [f] = sp.FrameParser().feed(b"".join(sent))
+        return f.kind, list(f.fields[1:5])
+
+    assert answer() == ("STAT", ["closed", "0", "ok", "ok"])
+    shoe.status(door="open", jam=True, light="low")
+    assert answer() == ("STAT", ["open", "1", "ok", "low"])
+    shoe.restart()
+    assert answer() == ("STAT", ["open", "1", "ok", "low"])
+    shoe.status(door="closed")
+    assert answer() == ("STAT", ["closed", "0", "ok", "ok"])
+
+
 def test_the_virtual_shoe_console_refuses_a_bad_argument_clearly():
     """`table-sim shoe --pty` reads commands from a person: `foreign` without its card said
     'error: list index out of range', `deal -5` dealt nothing and said nothing."""
