@@ -141,7 +141,9 @@ def _parse(payload):
     except UnicodeDecodeError as e:
         raise CommandError("malformed", f"not UTF-8: {e.reason} at byte {e.start}") from None
     if _depth(text) > MAX_DEPTH:
-        raise CommandError("malformed", f"JSON nested deeper than {MAX_DEPTH} levels")
+        e = CommandError("malformed", f"JSON nested deeper than {MAX_DEPTH} levels")
+        e.text = text           # its id may still be read (_salvaged_id: a RecursionError is None)
+        raise e
     try:
         cmd = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,
                          object_pairs_hook=_object)
@@ -160,8 +162,7 @@ def _parse(payload):
     cid = cmd.get("id")
     if not isinstance(cid, str) or not 0 < len(cid) <= 64:
         raise CommandError("malformed", "id: every command needs a string id of 1-64 characters "
-                                        "(a repeated id is applied once)",
-                           cid if isinstance(cid, str) and len(cid) <= 64 else None)
+                                        "(a repeated id is applied once)")   # "" is no id
     by = cmd.get("by")
     if by is not None and not (isinstance(by, str) and 0 < len(by) <= 64):
         raise CommandError("malformed", "by: the staff member's name, 1-64 characters", cid)

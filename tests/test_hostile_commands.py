@@ -42,6 +42,10 @@ def test_parse_refuses_poison_with_a_command_error_only(payload):
     (b'{"id": "dup", "id": "dup2", "type": "resume"}', None),          # which one? not guessed
     (b'{"id": "x" "type": "resume"}', None),                            # not JSON at all
     (b'[{"id": "in-a-list"}]', None),
+    # the cold trial: nested too deep, the plain id was answered null; an empty id was echoed
+    (b'{"id": "deep", "type": "pause", "reason": "x", "x": [[[[[1]]]]]}', "deep"),
+    (b'{"id": "deep2", "type": "pause", "x": ' + b"[" * 1500 + b"]" * 1500 + b"}", None),
+    (b'{"id": "", "type": "pause", "reason": "x"}', None),
 ])
 def test_a_refused_command_is_answered_with_its_id_when_the_id_itself_is_plain(payload, cid):
     """The cold trial: a key given twice, NaN, a lone surrogate or a huge integer elsewhere in the
@@ -55,7 +59,8 @@ def test_a_refused_command_is_answered_with_its_id_when_the_id_itself_is_plain(p
 @settings(max_examples=300, deadline=None)
 @given(st.text(min_size=1, max_size=64),
        st.sampled_from(['"from": NaN', '"from": 1, "from": 2', '"from": 1e999',
-                        '"from": 123456789012345678901', '"reason": "\\ud800"']))
+                        '"from": 123456789012345678901', '"reason": "\\ud800"',
+                        '"x": [[[[[1]]]]]']))
 def test_any_plain_id_is_echoed_whatever_else_is_wrong(cid, defect):
     try:
         cid.encode("utf-8")
