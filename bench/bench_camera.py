@@ -224,7 +224,7 @@ def hands(tmpl, deck, trials):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    from cli_args import parse, positive       # bench/: strict by hand; scripts/bench passes all the same
+    from cli_args import names, parse, positive       # bench/: strict by hand; scripts/bench passes all the same
     ap.add_argument("--trials", type=positive, default=40, help="scenes per condition (8 cards each)")
     ap.add_argument("--deck-trials", type=positive, default=2,
                     help="scenes per deck, surface and condition (8 cards each)")
@@ -235,7 +235,7 @@ def main():
                     help="the deck sweep's conditions (comma-separated; with --decks: the sweep alone)")
     ap.add_argument("--surfaces", default=",".join(cm.SURFACES),
                     help="the deck sweep's table surfaces (comma-separated; with --decks: the sweep alone)")
-    ap.add_argument("--decks", default=None,
+    ap.add_argument("--decks", type=names(cm.DECKS, "deck"), default=None,
                     help="the deck sweep alone, on these decks (comma-separated), no barcode, speed or hands")
     ap.add_argument("--json", action="store_true")
     args = parse(ap)

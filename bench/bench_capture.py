@@ -143,13 +143,13 @@ def one_set(deck, table, seed, out, rounds=4):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sets", type=int, default=5)
+    from cli_args import names, parse, positive   # bench/: strict by hand; scripts/bench passes all the same
+    ap.add_argument("--sets", type=positive, default=5)
     ap.add_argument("--first", type=int, default=0, help="the first set's number (a run taken up again)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--decks", default=",".join(cm.DECKS))
-    ap.add_argument("--surfaces", default=",".join(cm.SURFACES))
+    ap.add_argument("--decks", type=names(cm.DECKS, "deck"), default=",".join(cm.DECKS))
+    ap.add_argument("--surfaces", type=names(cm.SURFACES, "surface"), default=",".join(cm.SURFACES))
     ap.add_argument("--json", action="store_true")
-    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
     a = parse(ap)
     decks, tables = a.decks.split(","), a.surfaces.split(",")
     tmp = tempfile.mkdtemp(prefix="capture-")

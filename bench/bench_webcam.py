@@ -54,16 +54,17 @@ def labelled(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--decks", default=",".join(cm.DECKS))
-    ap.add_argument("--per-cell", type=int, default=3, help="photos per deck, surface and condition")
-    ap.add_argument("--conditions", default=",".join(cm.WEBCAM_CONDITIONS))
+    from cli_args import names, parse, positive   # bench/: strict by hand; scripts/bench passes all the same
+    ap.add_argument("--decks", type=names(cm.DECKS, "deck"), default=",".join(cm.DECKS))
+    ap.add_argument("--per-cell", type=positive, default=3, help="photos per deck, surface and condition")
+    ap.add_argument("--conditions", type=names(cm.WEBCAM_CONDITIONS, "condition"),
+                    default=",".join(cm.WEBCAM_CONDITIONS))
     ap.add_argument("--keep", help="folder to keep the photos in")
     ap.add_argument("--seed", type=int, default=0, help="added to every photo's seed: other photos")
     ap.add_argument("--reuse", action="store_true", help="read the photos already in --keep (no new ones)")
     ap.add_argument("--foreign", type=int, default=0,
                     help="another deck's photos read with each deck's templates (0: all of them)")
     ap.add_argument("--json", action="store_true")
-    from cli_args import parse       # bench/: strict by hand; scripts/bench passes all the same
     a = parse(ap)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})

@@ -132,8 +132,9 @@ def scenes(a, rec):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--deck", default="cardsjs")
-    ap.add_argument("--scenes", type=int, default=20)
+    from cli_args import names, parse, positive   # strict: a typo is a usage error
+    ap.add_argument("--deck", type=names(cm.DECKS, "deck"), default="cardsjs")
+    ap.add_argument("--scenes", type=positive, default=20)
     ap.add_argument("--width", type=int, default=125)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--place", type=int, default=None,
@@ -144,7 +145,7 @@ def main():
                     help="read only these scenes (comma separated numbers), the others only drawn")
     ap.add_argument("--save", help="a folder: each missed card's first frame and truth (.npz)")
     ap.add_argument("--verbose", action="store_true")
-    a = ap.parse_args()
+    a = parse(ap)
     tseed = a.seed + (a.place or 0)
     rec = VisualRecognizer(cm.reference_templates(a.deck, seed=tseed, width=a.width))
     causes = collections.Counter()

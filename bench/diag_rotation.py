@@ -95,12 +95,13 @@ def run(deck, frames, width, seed, unframed=False):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--frames", type=int, default=15)
-    ap.add_argument("--decks", default="cardsjs,svgcards,kennard,responsive")
+    from cli_args import names, parse, positive   # strict: a typo is a usage error
+    ap.add_argument("--frames", type=positive, default=15)
+    ap.add_argument("--decks", type=names(cm.DECKS, "deck"), default="cardsjs,svgcards,kennard,responsive")
     ap.add_argument("--width", type=int, default=125)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--unframed", action="store_true", help="the default zones (cards cut by the frame)")
-    a = ap.parse_args()
+    a = parse(ap)
     for i, deck in enumerate(a.decks.split(",")):
         causes, wrong, n = run(deck, a.frames, a.width, a.seed + i, a.unframed)
         total = a.frames * len(DEFAULT_ZONES)

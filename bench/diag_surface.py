@@ -152,12 +152,13 @@ def run(deck, seed, surface, conditions, trials, verbose, scenes=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--surface", default="white", choices=cm.SURFACES + ("all",))
-    ap.add_argument("--decks", default=",".join(cm.DECKS))
-    ap.add_argument("--conditions", default=",".join(cm.CONDITIONS))
-    ap.add_argument("--trials", type=int, default=1)
+    from cli_args import names, parse, positive   # strict: a typo is a usage error
+    ap.add_argument("--decks", type=names(cm.DECKS, "deck"), default=",".join(cm.DECKS))
+    ap.add_argument("--conditions", type=names(cm.CONDITIONS, "condition"), default=",".join(cm.CONDITIONS))
+    ap.add_argument("--trials", type=positive, default=1)
     ap.add_argument("--scenes", type=int, default=None, help="other scenes than the sweep's (a seed)")
     ap.add_argument("-v", action="store_true")
-    a = ap.parse_args()
+    a = parse(ap)
     cv2.setNumThreads(1)
     total = collections.Counter()
     for deck in a.decks.split(","):

@@ -187,15 +187,18 @@ def hunt(seeds, n, recs, count, wrong, decks=(), conditions=(), verbose=False, l
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", default="0:200", help="A:B, the scenes' seeds")
+    from cli_args import cpu, names, parse, positive, seed_range   # strict: a typo is a usage error
+    ap.add_argument("--seeds", type=seed_range, default="0:200", help="A:B, the scenes' seeds")
     ap.add_argument("--replay", type=int, default=None, help="one scene, verbose")
-    ap.add_argument("--frames", type=int, default=5, help="frames a scene (fresh sensor noise each)")
-    ap.add_argument("--cpu", type=int, default=None)
-    ap.add_argument("--decks", default="", help="only the scenes of these decks (comma-separated)")
+    ap.add_argument("--frames", type=positive, default=5, help="frames a scene (fresh sensor noise each)")
+    ap.add_argument("--cpu", type=cpu, default=None)
+    ap.add_argument("--decks", type=names(cm.DECKS, "deck"), default=None,
+                    help="only the scenes of these decks (comma-separated)")
     ap.add_argument("--conditions", default="", help="only the scenes of these conditions (comma-separated)")
     ap.add_argument("--margins", default=None, help="a file: each covered card's twin-suit margins, one JSON a line")
     ap.add_argument("--verbose", action="store_true")
-    a = ap.parse_args()
+    a = parse(ap)
+    a.decks = a.decks or ""
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {a.cpu if a.cpu is not None else min(os.sched_getaffinity(0))})
     cv2.setNumThreads(1)

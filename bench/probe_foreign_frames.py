@@ -115,17 +115,18 @@ def run_pair(sd, td, recs, a, out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pairs", default="responsive:cardsjs,cardsjs:responsive",
+    from cli_args import cpu, names, pairs, parse, positive   # strict: a typo is a usage error
+    ap.add_argument("--pairs", type=pairs(cm.DECKS, "deck"), default="responsive:cardsjs,cardsjs:responsive",
                     help="SCENES:TEMPLATES,... decks")
-    ap.add_argument("--scenes", type=int, default=2, help="scenes per surface and condition")
-    ap.add_argument("--frames", type=int, default=3, help="frames per scene, each with fresh noise")
-    ap.add_argument("--conditions", default=",".join(cm.CONDITIONS))
-    ap.add_argument("--surfaces", default=",".join(cm.SURFACES))
+    ap.add_argument("--scenes", type=positive, default=2, help="scenes per surface and condition")
+    ap.add_argument("--frames", type=positive, default=3, help="frames per scene, each with fresh noise")
+    ap.add_argument("--conditions", type=names(cm.CONDITIONS, "condition"), default=",".join(cm.CONDITIONS))
+    ap.add_argument("--surfaces", type=names(cm.SURFACES, "surface"), default=",".join(cm.SURFACES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--roundings", default="", help="write each judged fingerprint here (jsonl)")
     ap.add_argument("--no-tracker", action="store_true", help="single-frame reads only (half the cost)")
-    ap.add_argument("--cpu", type=int, default=None)
-    a = ap.parse_args()
+    ap.add_argument("--cpu", type=cpu, default=None)
+    a = parse(ap)
     if a.cpu is not None:
         os.sched_setaffinity(0, {a.cpu})
     cv2.setNumThreads(1)

@@ -22,6 +22,17 @@ def run(args, **env):
     (["bench/bench_hands.py", "--no-such-option"], "unrecognized arguments: --no-such-option"),
     (["bench/bench_camera.py", "--speed-only", "--speed-runs", "0"], "--speed-runs: expected an integer"),
     (["bench/bench_engine.py", "--shoes", "1", "--no-such-option"], "unrecognized arguments"),
+    # the cold trial of the docs' "To measure again" block (docs/camera.md): a prefix was taken
+    # for the option it begins, a count of 0 or an empty seed range ran and measured nothing, a
+    # mistyped deck, pair or core ended in a traceback (or ran the whole setup first)
+    (["bench/bench_engine.py", "--shoe", "1"], "unrecognized arguments: --shoe"),
+    (["bench/bench_capture.py", "--sets", "0"], "--sets: expected an integer of at least 1"),
+    (["bench/bench_capture.py", "--decks", "tigulio"], "--decks: unknown deck 'tigulio'"),
+    (["bench/hunt_hands.py", "--seeds", "5:1"], "--seeds: expected A:B with 0 <= A < B"),
+    (["bench/hunt_hands.py", "--seeds", "0:4", "--cpu", "99"], "--cpu: expected a core"),
+    (["bench/probe_foreign_frames.py", "--pairs", "responsive"], "--pairs: expected deck pairs A:B"),
+    (["bench/probe_foreign_frames.py", "--scenes", "0"], "--scenes: expected an integer of at least 1"),
+    (["bench/diag_hands.py", "--deck", "responsiv"], "--deck: unknown deck 'responsiv'"),
 ])
 def test_a_bench_run_by_hand_refuses_what_it_cannot_run(args, said):
     p = run(args)
