@@ -35,6 +35,8 @@ class ProbeWatch:
         self.verdict = None       # None (not known yet), "ok", "deaf"
         self.refusal = None       # the broker's PUBACK refusing the probe that ended deaf, or None
         self.out_refusal = None   # the broker's PUBACK refusing the probe awaited, or None
+        self.out_others = 0       # other messages the commands topic delivered while it was awaited
+        self.others = 0           # ... while the probe that ended deaf was
 
     def configure(self, timeout_s, interval_s, topic):
         """A reload's settings: the probe under way keeps its deadline."""
@@ -46,7 +48,7 @@ class ProbeWatch:
         if self.out is not None:
             self._forget(self.out[0])
         self.out, self.next_at = (payload, mono + self.timeout), None
-        self.out_refusal = None
+        self.out_refusal, self.out_others = None, 0
         return payload
 
     def _forget(self, payload):
@@ -76,13 +78,20 @@ class ProbeWatch:
             self.out, self.verdict, self.refusal = None, "ok", None
             self.next_at = mono + self.interval
             return True
-        return payload in self.old
+        if payload in self.old:
+            return True
+        if self.out is not None and mono <= self.out[1]:
+            # the topic delivers to this table (its read ACL works): a probe that then misses its
+            # deadline is behind them (a flood of commands), not dropped by the broker's ACL
+            self.out_others += 1
+        return False
 
     def _expire(self, mono):
         self._forget(self.out[0])
         # why this probe failed, not an earlier one: with the ACL's write line added but its
         # read line missing, the fault went on saying "refused ... Not authorized" (cold trial)
         self.out, self.verdict, self.refusal = None, "deaf", self.out_refusal
+        self.others = self.out_others
         self.next_at = mono + self.interval
 
     def refused(self, reason):
@@ -118,6 +127,12 @@ class ProbeWatch:
                 f"commands not delivered: broker ACL? (the broker refused the table's probe on "
                 f"{self.topic}: {self.refusal}: the table's login must read and write "
                 f"{self.topic}, docs/install.md)")}
+        if self.verdict == "deaf" and self.others:
+            return {"state": "fault", "reason": (
+                f"commands delayed: the table's probe on {self.topic} did not come back within "
+                f"{self.timeout:g} s, behind {self.others} other message(s) the topic delivered "
+                f"meanwhile (its ACL lets the table read it): the table or its broker is behind, "
+                f"a flood of commands?")}
         if self.verdict == "deaf":
             return {"state": "fault", "reason": (
                 f"commands not delivered: broker ACL? (the table's probe on {self.topic} did not "

@@ -133,6 +133,26 @@ def test_the_fault_names_why_the_last_probe_failed_not_an_earlier_refusal():
     assert len([e for e in out if isinstance(e, Log) and e.level == "error"]) == 1
 
 
+def test_a_probe_late_behind_other_commands_says_delayed_not_the_acl():
+    """The cold trial: 20,000 commands flooded on `commands`; the loop (now serving its timers
+    between batches) expired the probe queued behind them and said "commands not delivered:
+    broker ACL?". Messages the topic delivered while the probe waited prove the table reads it:
+    still a fault (commands wait longer than probe_timeout_s), with the cause it has."""
+    s = station()
+    [p] = probes(s.step(BrokerUp(False), at(0.0)))
+    for k in range(3):
+        s.step(Command(b'{"type":"nope","id":"f%d"}' % k, mid=3), at(1.0 + k))
+    s.step(TimerDue(), at(TIMEOUT + 0.01))
+    d = s.devices["commands"]
+    assert d["state"] == "fault" and d["reason"].startswith("commands delayed") and "ACL?" not in d["reason"]
+    assert "behind 3 other message(s)" in d["reason"]
+    # the next probe alone on the topic, and no echo: the ACL again
+    [p2] = probes(s.step(TimerDue(), at(TIMEOUT + 0.01 + INTERVAL)))
+    s.step(Command(p, mid=4), at(TIMEOUT + 1 + INTERVAL))     # an old probe of ours: no evidence
+    s.step(TimerDue(), at(2 * TIMEOUT + 0.02 + INTERVAL))
+    assert s.devices["commands"]["reason"].startswith("commands not delivered: broker ACL?")
+
+
 def test_two_processes_make_different_nonces():
     a, b = station("aa"), station("bb")
     assert probes(a.step(BrokerUp(False), at(0.0))) != probes(b.step(BrokerUp(False), at(0.0)))
@@ -153,7 +173,7 @@ class ProbeLoop(RuleBasedStateMachine):
         self.mono = 1000.0
         self.deadline = None
         self.connected = False
-        self.sent = []            # [payload, deadline, state]
+        self.sent = []            # [payload, deadline, state, other messages while open]
         self.ended = []           # states of the probes that ended, in order
 
     def step(self, event):
@@ -166,12 +186,12 @@ class ProbeLoop(RuleBasedStateMachine):
         for p in new:
             assert all(s[2] != "open" for s in self.sent), "one probe at a time"
             assert p not in [s[0] for s in self.sent], "every probe its own nonce"
-            self.sent.append([p, self.mono + TIMEOUT, "open"])
+            self.sent.append([p, self.mono + TIMEOUT, "open", 0])
         return effects
 
     def _end(self, probe, state):
         probe[2] = state
-        self.ended.append(state)
+        self.ended.append((state, probe[3]))
 
     @precondition(lambda self: not self.connected)
     @rule()
@@ -200,6 +220,9 @@ class ProbeLoop(RuleBasedStateMachine):
 
     @rule(payload=FOREIGN)
     def foreign(self, payload):
+        for p in self.sent:
+            if p[2] == "open" and self.mono <= p[1]:
+                p[3] += 1
         out = self.step(Command(payload, mid=2))
         assert [e for e in out if isinstance(e, Reply)], "a foreign message is a command"
 
@@ -226,9 +249,12 @@ class ProbeLoop(RuleBasedStateMachine):
 
     @invariant()
     def alarm_iff_the_last_probe_ended_without_its_echo(self):
-        want = {None: "connecting", "ok": "ok", "deaf": "fault"}[
-            self.ended[-1] if self.ended else None]
+        last = self.ended[-1] if self.ended else (None, 0)
+        want = {None: "connecting", "ok": "ok", "deaf": "fault"}[last[0]]
         assert commands_state(self.st) == want, (self.sent, self.ended)
+        if want == "fault":       # the cause: other messages came meanwhile, or none did
+            delayed = self.st.devices["commands"]["reason"].startswith("commands delayed")
+            assert delayed == (last[1] > 0), (self.sent, self.ended)
 
     @invariant()
     def the_loop_is_woken_while_connected(self):
