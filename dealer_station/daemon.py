@@ -371,9 +371,11 @@ class Daemon:
             self.timer_at = None
             self.handle(TimerDue())
         self._flush_position()
-        if self.sent:
-            self.journal.mark_sent(self.sent)   # one write for a burst of PUBACKs
-            self.sent = []
+        # one write for a burst of PUBACKs; and, the table gone quiet, the mark the last burst
+        # moved is written once MARK_EVERY_S have passed (it waited for the next PUBACK: a kill
+        # a minute after a burst republished it, cold trial)
+        self.journal.mark_sent(self.sent)
+        self.sent = []
         now = time.monotonic()
         self.notifier.watchdog(now, self.healthy())
         if now - self.metrics_at > 0.5:

@@ -264,3 +264,28 @@ def free_tcp_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_the_acknowledged_mark_is_written_when_the_table_goes_quiet(tmp_path):
+    """The cold trial: a burst of events acknowledged by the broker, then a quiet table; the
+    journal's `acked_through` mark (written at most every MARK_EVERY_S, without a sync) waited
+    for the next PUBACK, so a kill -9 a minute later republished the whole burst. The loop now
+    writes it once the interval has passed, PUBACKs or not."""
+    cfg, errors = check_config({
+        "table": {"id": "bj-01", "profile": "luxury21"}, "shoe": {"protocol": "none"},
+        "broker": {"port": free_tcp_port(), "connack_timeout_s": 1, "keepalive_s": 60,
+                   "reconnect_max_s": 1},
+        "paths": {"journal": str(tmp_path / "j.sqlite")}, "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    try:
+        d.recover()
+        j = d.journal
+        t = time.monotonic() - 2 * j.MARK_EVERY_S
+        j.mark_sent([1], now=t)                 # written: the first mark
+        j.mark_sent([2, 3], now=t + 0.1)        # too soon after it: held in memory
+        assert int(j.get_meta("acked_through")) == 1
+        d.run_once(0)                            # no PUBACK now; the interval has passed
+        assert int(j.get_meta("acked_through")) == 3
+    finally:
+        d.close()
