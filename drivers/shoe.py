@@ -85,7 +85,7 @@ class ShoeSession:
             self.top = self.last
         self.counts = {"frames": 0, "bad_frames": 0, "duplicates": 0, "resend_requests": 0,
                        "lost_frames": 0, "low_confidence": 0, "implausible": 0, "conflicts": 0,
-                       "jumps": 0, "unexpected": 0}
+                       "jumps": 0, "unexpected": 0, "before_restart": 0}
 
     # -- link callbacks ------------------------------------------------------------------------
 
@@ -143,11 +143,11 @@ class ShoeSession:
         self._warn(now, "bad", "%s: bad frame dropped (%s): %s; %d so far", self.name, f.reason,
                    _shape(f.data), self.counts["bad_frames"] + self.counts["unexpected"])
 
-    def _warn(self, now, kind, *args):
+    def _warn(self, now, kind, *args, level=logging.WARNING):
         # one line per kind per 10 s at most: line noise or a babbling shoe must not flood the log
         if now - self.logged.get(kind, -1e9) >= 10:
             self.logged[kind] = now
-            log.warning(*args)
+            log.log(level, *args)
 
     # -- frames --------------------------------------------------------------------------------
 
@@ -283,6 +283,19 @@ class ShoeSession:
 
     def _event(self, f, now):
         s = f.seq
+        if self.claim is not None and self.boot is not None and self.claim[0] != self.boot:
+            # A HELLO said the shoe restarted and we asked it to say so again: until it does,
+            # a frame's number is of a boot not yet believed, and comparing it with the previous
+            # boot's was a false "conflicts with what was delivered" at every start after a
+            # shoe reboot (the QST's STAT 3 against the journal's 37). Left with the shoe,
+            # unacknowledged: asked for from 1 once the restart is confirmed, or, if it was no
+            # restart, shown missing by that HELLO and asked for like any gap.
+            self.counts["before_restart"] += 1
+            self._warn(now, "before_restart", "%s: %s %d left with the shoe until its restart "
+                       "(boot %d) is confirmed; %d so far", self.name, f.kind, s, self.claim[0],
+                       self.counts["before_restart"], level=logging.INFO)
+            self._ask_hello(now)        # rate-limited: a lost ID does not leave the claim open
+            return
         if self.last is None:
             self.last = (s - 1) % sp.SEQ_MOD
         if s == (self.last + 1) % sp.SEQ_MOD:
@@ -311,9 +324,15 @@ class ShoeSession:
         """An event under a number already used for another (or one too old to compare): a card
         may have left the shoe, so it is reported, outside the sequence (not acknowledged)."""
         self.counts["conflicts"] += 1
-        # kind and number only: the frame's card may be the hole card (never in the log)
-        log.warning("%s: %s %d conflicts with what was delivered under that number; reported and "
-                    "resynchronising", self.name, f.kind, f.seq)
+        # kind and number only: the frame's card may be the hole card (never in the log). The
+        # line says what is done with it: a STAT is no card (nothing left the shoe), so it is
+        # not reported; the shoe is asked for its status again (QST) instead.
+        done = ("dropped (a status report: no card left the shoe), the status asked for again"
+                if f.kind == "STAT"
+                else "reported as an unreadable card" if f.kind in ("CARD", "UNRD")
+                else "reported as the cut card")
+        log.warning("%s: %s %d conflicts with what was delivered under that number: %s; "
+                    "resynchronising", self.name, f.kind, f.seq, done)
         if f.kind == "CARD":
             self.emit(CardUnreadable("shoe", {"seq": f.seq, "read": f.fields[1],
                                               "reason": "sequence conflict: number already used"}))
@@ -322,6 +341,8 @@ class ShoeSession:
                                               f"sequence conflict: number already used ({f.fields[1]})"}))
         elif f.kind == "CUT":
             self.emit(CutCard(None))
+        elif f.kind == "STAT":
+            self.write(sp.encode("QST"))
         self._ask_hello(now)
 
     def _note_top(self, s):

@@ -381,6 +381,9 @@ def test_cards_drawn_while_the_daemon_was_down_and_the_shoe_rebooted_are_all_rep
         step_until(d, lambda: not shoe.sent and d.q.empty(), "every frame acknowledged")
         got = [(b["type"], b.get("card"), s) for b, s in shoe_inputs(path)[before:]]
         assert got == [("card", drawn[0], 1), ("card", drawn[1], 2)], got
+        # the connect's QST answer (STAT 3 of the new boot) was called a conflict with the
+        # previous boot's numbers, "reported", though nothing was (the next cold trial)
+        assert d.shoe.session.counts["conflicts"] == 0, d.shoe.session.counts
         nxt = shoe.deal()                       # and on from there
         step_until(d, lambda: any(b.get("card") == nxt for b, _ in shoe_inputs(path)),
                    "the next card")
