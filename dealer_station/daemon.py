@@ -27,7 +27,7 @@ from .station import Settings, Station
 from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerConnecting, BrokerDown,
                             BrokerUp, Clock, Command, Count, Log, Probe, ProbeRefused, Published,
                             Record, Refresh, Refuse, Reply, SetMeta, Status, Stop, Timer, TimerDue,
-                            WheelCommand, Lights, MarkSent, Publish)
+                            WheelCommand, Lights, MarkSent, Publish, Why)
 
 log = logging.getLogger("dealer-station")
 STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
@@ -420,13 +420,13 @@ class Daemon:
                 self.probe_mids.discard(args[0])
                 return ProbeRefused(args[1])
             self.mids.pop(args[0], None)
-            return BrokerDown(args[2], refused=True)
+            return BrokerDown(args[2], refused=True, kind=Why.PUBLISH)
         if what == "connect_sent":
             return BrokerConnecting()
         if what == "connected":
             return BrokerUp(args[0])
-        return BrokerDown(args[0], refused=what == "refused",
-                          unanswered=what == "refused" and args[1])
+        return (BrokerDown(args[0], True, args[1], args[2]) if what == "refused"   # reason,
+                else BrokerDown(args[0], kind=Why.LOST))                        # unanswered, kind
 
     def _reads(self, wanted):
         got = {}

@@ -32,7 +32,7 @@ from controller.snapshot import public_snapshot
 from drivers.panel import panel_view
 
 from . import signing
-from .station_broker import BrokerWatch
+from .station_broker import BrokerWatch, said_as
 from .station_probe import ProbeWatch
 from .station_commands import StationCommands
 from .station_devices import StationDevices
@@ -40,7 +40,7 @@ from .station_settings import CONFIG, Settings  # noqa: F401 - the station's [ti
 from .station_types import (AckCommand, Archive, Audit, BrokerConnecting, BrokerDown, BrokerUp,
                             Command, Count, LocalInput, Log, Probe, ProbeRefused, Publish,
                             Published, Record, Refresh, SetMeta, Status, Stop, Timer, TimerDue,
-                            Lights, MarkSent)
+                            Lights, MarkSent, Why)
 
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
 STATUS_CHANGES = {"shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
@@ -366,8 +366,8 @@ class Station(StationCommands, StationDevices):
         deadline since cancelled); the next one goes back to the loop last."""
         effects = []
         silence = self.broker.due(clock.mono)
-        if silence is not None and self.broker.refusal(silence):
-            effects += self._broker_said(silence, refused=True)
+        if silence is not None and self.broker.refusal(silence, Why.NO_ANSWER):
+            effects += self._broker_said(silence, True, Why.NO_ANSWER)
         probe = self.probe.due(clock.mono)
         effects += self._probe_said()
         if probe is not None:
@@ -394,9 +394,9 @@ class Station(StationCommands, StationDevices):
                     Log("info", f"broker connected (session present: {event.session_present})"),
                     *self.status_effects(), Probe(probe), self._wake()]
         self.probe.down()
-        if not self.broker.down(event.reason, event.refused, event.unanswered):
+        if not self.broker.down(event.reason, event.refused, event.unanswered, event.kind):
             return [self._wake()]
-        return self._broker_said(event.reason, event.refused) + [self._wake()]
+        return self._broker_said(event.reason, event.refused, event.kind) + [self._wake()]
 
     def _probe_said(self):
         """The probe's verdict, said when it changes (the status and a log line)."""
@@ -408,11 +408,10 @@ class Station(StationCommands, StationDevices):
                 if now["state"] == "ok" else Log("error", now.get("reason", "commands unknown")))
         return [line, *self.status_effects()]
 
-    def _broker_said(self, reason, refused):
+    def _broker_said(self, reason, refused, kind=None):
         self.devices["broker"] = {"state": "disconnected", "reason": reason}
-        what = "refused" if refused else "disconnected"
-        return [Log("error" if refused else "warning", f"broker {what}: {reason}"),
-                *self.status_effects()]
+        level, words = said_as(kind, refused)
+        return [Log(level, f"{words}: {reason}"), *self.status_effects()]
 
     # -- staff rights and the audit log ---------------------------------------------------------
 
