@@ -83,6 +83,13 @@ class Stop(NamedTuple):
     pass
 
 
+class ResendRows(NamedTuple):
+    """The journal's outbox rows (seq, message) from `lo` to `hi`, read for a `ResendPage`."""
+    lo: int
+    hi: int
+    rows: list
+
+
 # -- effects -------------------------------------------------------------------------------------
 
 class Record(NamedTuple):
@@ -140,6 +147,13 @@ class MarkSent(NamedTuple):
 class Probe(NamedTuple):
     """Publish this loopback probe on the table's own `commands` topic (station_probe.py)."""
     payload: bytes
+
+
+class ResendPage(NamedTuple):
+    """Read the outbox rows from `lo` to `hi` (at most station_resend.PAGE) and queue them back to
+    the loop as a `ResendRows` event, behind what is queued already (station_resend.py)."""
+    lo: int
+    hi: int
 
 
 class Timer(NamedTuple):
