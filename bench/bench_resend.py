@@ -5,9 +5,10 @@ own `process`, copied shoe after shoe as bench/bench_recovery.py does, every eve
 by the broker), opens a daemon on it (no broker: its publishes are counted, not sent), queues
 `--resends` resends from 1, each with a new id, with one staff input (a `pause`, a stand-in for a
 card or a decision) in the middle of them, and steps the loop as it runs (`run_once`), the broker
-acknowledging every publish at once (`--window` in flight), until all is published. Reports the loop's time for the flood, the longest single item, how long the
-pause waited behind the resends (from the loop's first item to its journal write), and that
-every event was queued once (coalesced: one republication for all the resends).
+acknowledging every publish at once (`--window` in flight), until all is published. Reports the
+loop's time for the flood, the longest single item, how long the pause waited behind the
+resends (from the loop's first item to its journal write), and that every event was published
+once (coalesced: one republication for all the resends).
 """
 import argparse
 import itertools
@@ -109,9 +110,10 @@ def main():
     else:
         print(f"resend: {r['resends']} resends from 1 (new ids) over {r['events']:,} events, "
               f"{r['window']} in flight, the broker acknowledging each at once: the "
-              f"loop {r['loop_s']} s ({r['loop_cpu_s']} s CPU), longest item {r['longest_item_ms']} ms, a pause queued "
-              f"among them waited {r['pause_waited_ms']} ms; {r['published']:,} events "
-              f"republished, each once: {r['published_once_each']}")
+              f"loop {r['loop_s']} s ({r['loop_cpu_s']} s CPU), longest item "
+              f"{r['longest_item_ms']} ms, a pause queued among them waited "
+              f"{r['pause_waited_ms']} ms; {r['published']:,} events republished, each once: "
+              f"{r['published_once_each']}")
 
 
 if __name__ == "__main__":

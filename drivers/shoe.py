@@ -73,6 +73,7 @@ class ShoeSession:
         self.last_ask = None        # when we last sent ID
         self.ask_pending = False    # an ID is due once the rate limit allows
         self.claim = None           # (boot, seq) an unbelieved frame claimed, for a HELLO to confirm
+        self.unplaced = []          # frames come while a new boot waited to be confirmed
         self.last_heard = None
         self.stalled = False
         self.faults = frozenset()
@@ -156,7 +157,12 @@ class ShoeSession:
         if k == "HELLO":
             self._hello(f, now)
         elif k == "HB":
-            if self._plausible(f.seq, now):
+            if self._restart_unconfirmed():
+                # its number is of a boot not yet believed: taken as the old boot's, a new boot's
+                # "HB 3" after an old boot's 1 asked for 2-3 of the old boot, and the restart's
+                # confirmation then reported them lost (two false misreads)
+                self._hold_for_boot(f, now)
+            elif self._plausible(f.seq, now):
                 self._note_top(f.seq)
                 if self._missing() and self.gap_deadline is None:
                     self._ask_resend(now)  # the shoe sent frames we never saw
@@ -256,6 +262,10 @@ class ShoeSession:
                 self._ask_resend(now)   # frames sent while we were away
             self._drain()
         self.boot = boot
+        # the frames held while this boot was in question, now numbers of a boot we know
+        held, self.unplaced = self.unplaced, []
+        for f in held:
+            self._frame(f, now)
 
     def _lower_top(self, said):
         """The shoe's HELLO says it has sent nothing after `said`: a higher top came from a frame
@@ -281,20 +291,31 @@ class ShoeSession:
         self.emit(CardUnreadable("shoe", {"seq": to, "reason": f"shoe sequence jumped: frames "
                                           f"{lo}-{to} not accounted for"}, seq=to))
 
+    def _hold_for_boot(self, f, now):
+        """Keep a frame (event or HB) until the HELLO that confirms or refutes a restart has been
+        handled; then it is taken as a frame of the boot the shoe confirmed (_hello). Bounded:
+        past that, a frame is left with the shoe (unacknowledged, it is asked for again)."""
+        self.counts["before_restart"] += 1
+        if len(self.unplaced) < 4 * self.max_gap:
+            self.unplaced.append(f)
+        self._warn(now, "before_restart", "%s: %s %d held until the shoe's restart (boot %d) is "
+                   "confirmed; %d so far", self.name, f.kind, f.seq, self.claim[0],
+                   self.counts["before_restart"], level=logging.INFO)
+        self._ask_hello(now)        # rate-limited: a lost ID does not leave the claim open
+
+    def _restart_unconfirmed(self):
+        """A HELLO said the shoe restarted (a new boot) and is not yet confirmed: the numbers
+        the shoe sends now are of a boot not yet believed."""
+        return self.claim is not None and self.boot is not None and self.claim[0] != self.boot
+
     def _event(self, f, now):
         s = f.seq
-        if self.claim is not None and self.boot is not None and self.claim[0] != self.boot:
+        if self._restart_unconfirmed():
             # A HELLO said the shoe restarted and we asked it to say so again: until it does,
             # a frame's number is of a boot not yet believed, and comparing it with the previous
             # boot's was a false "conflicts with what was delivered" at every start after a
-            # shoe reboot (the QST's STAT 3 against the journal's 37). Left with the shoe,
-            # unacknowledged: asked for from 1 once the restart is confirmed, or, if it was no
-            # restart, shown missing by that HELLO and asked for like any gap.
-            self.counts["before_restart"] += 1
-            self._warn(now, "before_restart", "%s: %s %d left with the shoe until its restart "
-                       "(boot %d) is confirmed; %d so far", self.name, f.kind, s, self.claim[0],
-                       self.counts["before_restart"], level=logging.INFO)
-            self._ask_hello(now)        # rate-limited: a lost ID does not leave the claim open
+            # shoe reboot (the QST's STAT 3 against the journal's 37).
+            self._hold_for_boot(f, now)
             return
         if self.last is None:
             self.last = (s - 1) % sp.SEQ_MOD

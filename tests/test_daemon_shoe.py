@@ -500,8 +500,9 @@ def test_a_crash_between_the_position_write_and_the_held_acks_loses_nothing_and_
                    "the next card")
         step_until(d, lambda: not shoe.sent and d.q.empty(), "the next card acknowledged")
         rows = shoe_inputs(path)
-        assert [b["card"] for b, _ in rows[mark:] if b["type"] == "card"] == drawn   # once, in order
-        assert len(rows) == journaled + len(drawn) - 1, rows[journaled:]           # nothing else
+        # each card once, in order; nothing else from the shoe
+        assert [b["card"] for b, _ in rows[mark:] if b["type"] == "card"] == drawn
+        assert len(rows) == journaled + len(drawn) - 1, rows[journaled:]
         out = [json.loads(r[0]) for r in d.journal.db.execute("SELECT body FROM outbox")]
         dealt = [o for o in out[events:] if o["type"] == "card_dealt"]
         assert len(dealt) == len(drawn), dealt               # each card published once
