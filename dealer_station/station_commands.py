@@ -20,7 +20,7 @@ class StationCommands:
 
     def reads(self, event):
         """What the shell must look up in the journal before stepping `event`:
-        {"command_reply": id} or {"outbox_from": seq}, or {}."""
+        {"command_reply": id}, {"outbox_at": seq} (the first row at or after seq), or {}."""
         if isinstance(event, Command):
             try:
                 cmd = commands.parse(event.payload)
@@ -31,7 +31,7 @@ class StationCommands:
                     return {}               # answered already: nothing is read or resent
                 start = cmd.get("from")
                 if isinstance(start, int) and not isinstance(start, bool) and start >= 1:
-                    return {"outbox_from": start}
+                    return {"outbox_at": start}     # its first event: the rest a page at a time
                 return {}
             seq = cmd.get("seq")
             if cmd["type"] == "correct_result" and isinstance(seq, int) and not isinstance(seq, bool) \
@@ -66,7 +66,7 @@ class StationCommands:
                 prior = self.resends[cmd["id"]]
                 effects, reply = [], {**prior, "status": "duplicate", "original": prior["status"]}
             elif cmd["type"] == "resend":
-                effects, reply = self._resend(cmd, reads.get("outbox_rows", ()))
+                effects, reply = self._resend(cmd, reads.get("outbox_row"))
                 self.resends[cmd["id"]] = reply
                 while len(self.resends) > RESEND_IDS:
                     self.resends.popitem(last=False)
@@ -124,7 +124,7 @@ class StationCommands:
                 "no_such_result", f"correct_result.seq: {cmd['seq']} is {what}, not the result of "
                 f"round {cmd['round']}", cmd["id"])
 
-    def _resend(self, cmd, rows):
+    def _resend(self, cmd, first):
         start = cmd.get("from")
         if not isinstance(start, int) or isinstance(start, bool) or start < 1:
             raise commands.CommandError("malformed", "resend.from: the first sequence number wanted",
@@ -134,12 +134,14 @@ class StationCommands:
         if extra:
             raise commands.CommandError("malformed", f"resend.{extra[0]}: unknown field", cmd["id"])
         # Coalesced: an event already on its way (queued, or handed to the broker and not yet
-        # acknowledged: paho delivers it) is not queued again. 20 resends from 20 consumers of
-        # one gap, at once, republished the tail 20 times (63 events: 1,260; up to 10,000 each).
-        on_way = {s for s, _ in self.pending} | self.inflight
-        fresh = [r for r in rows if r[0] not in on_way]
-        self.pending.extendleft(reversed(fresh))
+        # acknowledged: paho delivers it, or wanted by an earlier resend) is not queued again.
+        # 20 resends from 20 consumers of one gap, at once, republished the tail 20 times (63
+        # events: 1,260; up to 10,000 each). The journal's outbox numbers have no holes after
+        # its first row (archive.py prunes from the front): the range is known from that row.
+        effects, seq, coalesced = [], None, 0
+        if first is not None and first[0] < self.next_seq:
+            on_way = {s for s, _ in self.pending} | self.inflight | self.resend.seqs()
+            seq, coalesced, effects = self.resend.ask(first[0], self.next_seq - 1, on_way)
         reply = {"type": "reply", "id": cmd["id"], "status": "accepted",
-                 "seq": [rows[0][0], rows[-1][0]] if rows else None,
-                 "coalesced": len(rows) - len(fresh)}
-        return [], reply
+                 "seq": list(seq) if seq else None, "coalesced": coalesced}
+        return effects, reply
