@@ -29,10 +29,11 @@ class StationCommands:
             if cmd["type"] == "resend":
                 if cmd["id"] in self.resends:
                     return {}               # answered already: nothing is read or resent
+                # ids are one namespace: a resend reusing a journaled command's id is its duplicate
                 start = cmd.get("from")
                 if isinstance(start, int) and not isinstance(start, bool) and start >= 1:
-                    return {"outbox_at": start}     # its first event: the rest a page at a time
-                return {}
+                    return {"command_reply": cmd["id"], "outbox_at": start}  # the rest page by page
+                return {"command_reply": cmd["id"]}
             seq = cmd.get("seq")
             if cmd["type"] == "correct_result" and isinstance(seq, int) and not isinstance(seq, bool) \
                     and seq >= 1:
@@ -62,8 +63,10 @@ class StationCommands:
                     cid = e.id
                 raise commands.CommandError("malformed", bad_topic, cid)
             cmd = commands.parse(ev.payload)
-            if cmd["type"] == "resend" and cmd["id"] in self.resends:
-                prior = self.resends[cmd["id"]]
+            # One id, one command, whatever its type (cold trial: a resend reusing a decision's
+            # id ran, and a decision reusing a resend's id was applied): a reuse is a duplicate.
+            prior = self.resends.get(cmd["id"]) or reads.get("command_reply")
+            if prior is not None:
                 effects, reply = [], {**prior, "status": "duplicate", "original": prior["status"]}
             elif cmd["type"] == "resend":
                 effects, reply = self._resend(cmd, reads.get("outbox_row"))
@@ -71,29 +74,24 @@ class StationCommands:
                 while len(self.resends) > RESEND_IDS:
                     self.resends.popitem(last=False)
             else:
-                prior = reads.get("command_reply")
-                if prior is not None:
-                    effects = []
-                    reply = {**prior, "status": "duplicate", "original": prior["status"]}
+                confirmer = cmd.get("confirmed_by")
+                d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
+                                  cmd.get("reason"), bool(self.table.pending),
+                                  confirmed_by=confirmer if isinstance(confirmer, str) else None)
+                if d.code is None and cmd["type"] == "correct_result":
+                    self._corrects(cmd, reads.get("outbox_row"))
+                if d.code is not None:
+                    effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
+                    reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
+                             "code": d.code, "reason": d.reason}
                 else:
-                    confirmer = cmd.get("confirmed_by")
-                    d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
-                                      cmd.get("reason"), bool(self.table.pending),
-                                      confirmed_by=confirmer if isinstance(confirmer, str) else None)
-                    if d.code is None and cmd["type"] == "correct_result":
-                        self._corrects(cmd, reads.get("outbox_row"))
-                    if d.code is not None:
-                        effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
-                        reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
-                                 "code": d.code, "reason": d.reason}
-                    else:
-                        body = commands.to_input(cmd)
-                        need = SCHEMAS.get(body["type"], {}).get("by")
-                        if d.who is not None and "by" not in body and need and need[1]:
-                            body["by"] = d.who     # required: the login the broker vouched for
-                        effects, _, reply = self.process(body, "command", clock,
-                                                         command_id=cmd["id"], decision=d,
-                                                         action=cmd["type"])
+                    body = commands.to_input(cmd)
+                    need = SCHEMAS.get(body["type"], {}).get("by")
+                    if d.who is not None and "by" not in body and need and need[1]:
+                        body["by"] = d.who     # required: the login the broker vouched for
+                    effects, _, reply = self.process(body, "command", clock,
+                                                     command_id=cmd["id"], decision=d,
+                                                     action=cmd["type"])
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
             effects = [Refuse("command", e.code, e.reason, bytes(ev.payload[:REFUSED_KEEP])),

@@ -211,3 +211,28 @@ def test_an_input_queued_among_a_flood_of_resends_waits_for_one_page_not_for_the
         [("accepted", [1, 300])] * 20 + [("accepted", [1, last])] * 20), replies
     resent = [s for s in published[mark:] if s <= top]
     assert resent == list(range(1, top + 1)), "each event once more, in order"
+
+
+def test_a_resend_and_a_command_share_one_id_space(tmp_path):
+    """Cold trial (cold37): a `resend` reusing a journaled command's id was run, and a command
+    reusing a resend's id was applied; ids are unique per command whatever its type
+    (docs/protocol.md), so either reuse is answered as the duplicate it is and does nothing."""
+    r = Rig(str(tmp_path / "j.sqlite"), get_profile("luxury21"))
+    c = Clock(1e9, 0.0)
+    r.recover(c)
+    r.step(BrokerUp(False), c)
+
+    def send(payload):
+        effects = r.step(Command(json.dumps(payload).encode()), c)
+        return ([e.payload for e in effects if isinstance(e, Reply)],
+                [e.seq for e in effects if isinstance(e, Publish)])
+
+    (load,), _ = send({"id": "a", "type": "shoe_loaded"})
+    assert load["status"] == "accepted"
+    (dup,), resent = send({"id": "a", "type": "resend", "from": 1})
+    assert (dup["status"], dup["original"], resent) == ("duplicate", "accepted", [])
+    (rs,), _ = send({"id": "r", "type": "resend", "from": 1})
+    assert rs["status"] == "accepted"
+    top = r.st.next_seq
+    (dup,), published = send({"id": "r", "type": "shoe_loaded"})
+    assert (dup["status"], dup["original"], published, r.st.next_seq) == ("duplicate", "accepted", [], top)
