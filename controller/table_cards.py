@@ -129,8 +129,11 @@ def _identify(t, card, source):
             "round": t.round.number if t.round is not None else None}]
     if was is not None and was.what == "card" and e == was:
         shoe = shoe.identify(card, source, e.dest)
-        t2, more = _deliver(live.but(shoe=shoe), card, source, e, logged=True)
-        return t2.but(paused=t.paused, pending=pending), out + more
+        # delivered as on an unpaused table: an irregularity the card raises (the camera saw
+        # another card there) joins the pending ones, and the table, paused already for its
+        # first reason, announces no second pause
+        t2, more = _deliver(live.but(shoe=shoe, pending=pending), card, source, e, logged=True)
+        return t2.but(paused=t.paused), out + [o for o in more if o["type"] != "round_paused"]
     shoe = shoe.identify(card, source, "burn")
     return t.but(shoe=shoe, pending=pending), out
 
