@@ -206,7 +206,7 @@ def _handler(console):
             from ..export import ArchiveError, round_text
             q = urllib.parse.parse_qs(query)
             n = (q.get("round") or [""])[0]
-            if not n.isdigit() or not 0 < int(n) < 2 ** 53:
+            if not n.isdecimal() or not 0 < int(n) < 2 ** 53:      # "²" isdigit, not int()
                 return self._send(400, {"error": "round: a round number"})
             if console.export is None:
                 return self._send(404, {"error": "this console has no journal to export from"})
