@@ -1,7 +1,8 @@
 """The shoe lifecycle, irregularities, pause / resume / void and input validation."""
 import pytest
 
-from controller import get_profile, new_table, step
+from controller import get_profile, new_table, rights, step
+from controller.expectation import Pending
 from helpers import Run, of, one, ready, types
 
 
@@ -125,6 +126,26 @@ def test_misread_resolved_by_a_manual_card_goes_where_the_card_was_expected():
     assert out[-1]["to"] == "dealer"
     assert [e[1:] for e in r.table.shoe.entries()[-2:]] == [(None, "shoe", "unreadable"),
                                                               ("9h", "manual", "seat:2:0")]
+
+
+def test_a_misread_identified_by_hand_that_the_camera_contradicts_stays_pending():
+    """The camera saw Kh at the player's place before the shoe's read; the shoe's read was
+    unreadable (paused: misread) and the card entered by hand is Qh. The source mismatch is
+    pending as it is when the table was not paused (its resume then needs the supervisor's
+    override), and the table, paused already, announces no second pause."""
+    r = ready("punto_banco")
+    r.close()
+    assert r.feed({"type": "card_seen", "card": "Kh", "zone": "player"}) == []
+    r.feed({"type": "card_unreadable", "source": "shoe"})
+    out = r.feed({"type": "card", "card": "Qh", "source": "manual"})
+    assert types(out) == ["card_identified", "card_dealt", "irregularity"]
+    assert one(out, "irregularity")["detail"] == {"zone": "player", "seen": "Kh", "read": ["Qh"]}
+    assert r.table.paused == "misread"
+    assert r.table.pending == (Pending("seen", "Kh", None),)
+    assert rights.required("resume", bool(r.table.pending)) == rights.OVERRIDE
+    out = r.feed({"type": "resume"})
+    assert types(out) == ["round_resumed", "awaiting_card"] and out[1]["to"] == "banker"
+    assert r.table.pending == () and r.table.paused is None
 
 
 def test_misread_not_identified_is_discarded_on_resume_and_the_place_still_waits():

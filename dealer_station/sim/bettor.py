@@ -13,7 +13,8 @@ again with the same id (the daemon applies it once and answers `duplicate` with 
 result), and a gap in the events not filled within GAP_S is asked for with `resend`.
 
 bettor.py is the client (its connection, the events in order and verified, the commands sent until
-answered, resend); the game (bets, decisions, settlement) is bettor_game.py's."""
+answered, resend); the game (bets, decisions, settlement) is bettor_game.py's, and the fields
+each event must carry are outputs.py's."""
 import hashlib
 import json
 import queue
@@ -33,27 +34,7 @@ from dealer_station import signing
 from dealer_station.mqtt_link import no_delay
 
 from .bettor_game import BettorGame
-
-# The fields every output must carry (docs/protocol.md); a message without them is a protocol error.
-REQUIRED = {
-    "shoe_started": ("shoe", "decks", "cards"), "card_dealt": ("round", "card", "to", "face"),
-    "hole_card_revealed": ("round", "card"), "burn_complete": ("shoe", "exposed", "burned"),
-    "last_round": ("shoe", "round"), "shuffle_due": ("shoe",), "round_started": ("round", "game"),
-    "awaiting_card": ("round", "to", "face"), "awaiting_decision": ("round", "seat", "hand", "allowed"),
-    "awaiting_result": ("round",), "insurance_offered": ("round", "insurance", "even_money"),
-    "round_result": ("round", "game"), "round_paused": ("round", "reason"),
-    "round_resumed": ("round",), "round_voided": ("round", "reason"),
-    "irregularity": ("code", "detail"), "procedure_warning": ("code", "detail"),
-    "rejected": ("input", "code", "reason"), "card_identified": ("card",),
-    "card_confirmed": ("round", "card", "zone"),
-    # the house procedures (issue #18)
-    "device_fault": ("device", "reason", "round"), "device_restored": ("device", "round"),
-    "spin_void": ("round", "reason"), "number_held": ("round", "number"),
-    "result_corrected": ("round", "corrects", "voided", "result", "reason", "by"),
-    "supervisor_decided": ("round", "error", "decision", "by"), "card_replaced": ("round",),
-    "peek_result": ("round",), "decision_preselected": ("round", "seat", "hand"),
-    "preselection_applied": ("round", "seat", "hand"), "preselection_dropped": ("round", "seat"),
-}
+from .outputs import REQUIRED
 
 REPLY_TIMEOUT_S = 2.0     # a command unanswered this long is sent again, with the same id
 MAX_SENDS = 30            # then the table is not answering: a protocol error, given up
