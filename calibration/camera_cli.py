@@ -120,7 +120,7 @@ def cmd_camera(a):
                 raise ToolError(f"--order {a.order}: not UTF-8 text") from None
             order = _order(a.order, order)
             try:
-                src = open_source(int(a.source) if a.source.isdigit() else a.source)
+                src = open_source(int(a.source) if a.source.isascii() and a.source.isdigit() else a.source)
             except VideoError as e:
                 raise ToolError(f"no camera: {e}") from None
             with _refused_leaves_nothing(a.out):
@@ -183,7 +183,7 @@ def cmd_camera(a):
         operator = a.operator or getpass.getuser()   # $USER, or else the account's name
         dec = ZxingDecoder()
         try:
-            src = open_source(int(a.source) if a.source.isdigit() else a.source)
+            src = open_source(int(a.source) if a.source.isascii() and a.source.isdigit() else a.source)
         except VideoError as e:
             raise ToolError(f"no camera: {e}") from None
         if not hasattr(src, "set"):

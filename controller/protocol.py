@@ -70,9 +70,13 @@ def _seats(v):
     return sorted(v)
 
 
+# exact names: str.isdigit() takes "seat_01" and "seat_\u0661" (an Arabic-Indic 1) for seat 1,
+# zone names nothing else knows, and "seat_\u00b2" (a superscript 2) raised int()'s own error
+ZONES = ("dealer", "player", "banker") + tuple(f"seat_{n}" for n in range(1, 8))
+
+
 def _zone(v):
-    if isinstance(v, str) and (v in ("dealer", "player", "banker") or (
-            v.startswith("seat_") and v[5:].isdigit() and 1 <= int(v[5:]) <= 7)):
+    if isinstance(v, str) and v in ZONES:
         return v
     raise ValueError(f"expected a zone: dealer, player, banker or seat_1..seat_7, got {v!r}")
 

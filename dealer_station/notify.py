@@ -12,7 +12,7 @@ class Notifier:
         self.addr = addr
         usec = env.get("WATCHDOG_USEC")
         # ping at half the watchdog period, as sd_watchdog_enabled(3) advises
-        self.interval = int(usec) / 2e6 if usec and usec.isdigit() and int(usec) > 0 else None
+        self.interval = int(usec) / 2e6 if usec and usec.isascii() and usec.isdigit() and int(usec) > 0 else None
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) if addr else None
         self.last_ping = 0.0
 

@@ -79,7 +79,7 @@ def _command(shoe, cmd, rest):
     if cmd == "quit":
         return None
     if cmd == "deal":
-        if rest and not (rest[0].isdigit() and int(rest[0]) >= 1):
+        if rest and not (rest[0].isascii() and rest[0].isdigit() and int(rest[0]) >= 1):
             raise ValueError(f"deal N: N is a number of cards, at least 1, got {rest[0]!r}")
         n = int(rest[0]) if rest else 1
         cards = [shoe.deal() for _ in range(n)]
@@ -160,7 +160,8 @@ def _wheel_command(w, words):
         return f"error: unknown command {cmd!r}; known: {', '.join(acts)}, quit"
     if cmd == "respin" and not ("ball_out" in w.faults and w.state == 4):
         return "error: respin: no ball is out (ball_out, then respin once its spin waits for a number)"
-    if cmd in ("failed_launch", "no_ball") and rest and not (rest[0].isdigit() and int(rest[0]) >= 1):
+    if cmd in ("failed_launch", "no_ball") and rest and not (rest[0].isascii() and rest[0].isdigit()
+                                                         and int(rest[0]) >= 1):
         return f"error: {cmd} PERIODS: a number of status periods, at least 1, got {rest[0]!r}"
     acts[cmd](rest)
     return "ok"

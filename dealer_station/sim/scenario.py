@@ -69,7 +69,7 @@ def parse(data, where="scenario"):
         raise ScenarioError(f"{where}.players: a table of seat = level")
     out["players"] = {}
     for seat, level in players.items():
-        if not str(seat).isdigit() or not 1 <= int(seat) <= 7:
+        if str(seat) not in tuple("1234567"):    # not isdigit(): '²' passes it and int() raises
             raise ScenarioError(f"{where}.players.{seat}: a seat is 1-7")
         if level not in LEVELS:
             raise ScenarioError(f"{where}.players.{seat}: level is one of {', '.join(LEVELS)}, got {level!r}")

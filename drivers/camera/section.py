@@ -38,7 +38,7 @@ def build(c, calibration):
     from .recognize import DECODERS, Templates, VisualRecognizer
     from .video import open_source
     zones = Zones(calibration.get("zones") or {})
-    source = int(c["source"]) if c["source"].isdigit() else c["source"]
+    source = int(c["source"]) if c["source"].isascii() and c["source"].isdigit() else c["source"]
     src = open_source(source, calibration.get("camera"))
     if c["mode"] == "barcode":
         return CameraDriver(src, zones, "barcode", DECODERS[c["decoder"]](c["symbology"]),
