@@ -32,7 +32,8 @@ def controller_imports(path):
 def test_no_import_cycle_inside_the_controller():
     mods = {p.stem: p for p in ROOT.glob("*.py") if p.stem != "__init__"}
     graph = {m: {d for d in controller_imports(p) if d in mods and d != m} for m, p in mods.items()}
-    assert "table" not in graph["camera_check"]          # it returns a verdict; the table applies it
+    # it returns a verdict; the table (table.py and its table_*.py parts) applies it
+    assert not {d for d in graph["camera_check"] if d == "table" or d.startswith("table_")}
     state = {}
 
     def visit(m, path):
