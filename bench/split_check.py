@@ -6,9 +6,14 @@ of the old module, and every name the repository's code imports from it (a test 
 private one), is still importable from it (re-exported where it moved), and no def reading a
 name a test patches on the old module moved out of it; and the modules of
 dealer_station/sim/ import one another without a cycle (top-level imports; controller/'s cycles
-are tests/test_layering.py's). A class's own statements (its __slots__) are compared too.
+are tests/test_layering.py's), nor do those of dealer_station/ and drivers/. A class's own
+statements (its __slots__) are compared too; a class split into mixins has no name defined in
+two of the classes it is made of (none shadows another's).
 
-    .venv/bin/python bench/split_check.py [REV]          (REV: 0495b29, the last commit before the split, by default)
+    .venv/bin/python bench/split_check.py [REV]
+
+REV: each split's own commit before it by default (REVS: 0495b29 for dealer_station/sim/ and
+the others of that session, 186e4e6 for the daemon's and the shoe's); a REV given is used for all.
 
 Exit 0 when all of it holds; otherwise each difference on its own line and exit 1."""
 import ast
@@ -36,7 +41,16 @@ SPLITS = {
     "dealer_station.sim_cli": ("dealer_station.sim_cli", "dealer_station.sim_devices_cli"),
     "controller.blackjack": ("controller.blackjack", "controller.blackjack_state",
                              "controller.blackjack_end"),
+    "dealer_station.daemon": ("dealer_station.daemon", "dealer_station.daemon_effects",
+                              "dealer_station.daemon_devices", "dealer_station.daemon_lifecycle"),
+    "drivers.shoe": ("drivers.shoe", "drivers.shoe_session", "drivers.shoe_boots",
+                     "drivers.shoe_gaps", "drivers.shoe_reports"),
 }
+# the commit before each split (the default REV); the others' is DEFAULT_REV
+DEFAULT_REV = "0495b29"
+REVS = {"dealer_station.daemon": "186e4e6", "drivers.shoe": "186e4e6"}
+# the packages whose modules must import one another without a cycle
+ACYCLIC = ("dealer_station.sim", "dealer_station", "drivers")
 
 # defs changed on purpose after the split, each in its own commit with its test: reported as
 # such, not as a problem (anything else in them is still compared: globals, resolution)
@@ -55,7 +69,8 @@ def old_module(name, rev):
     resolve to today's sibling modules, which the split did not touch)."""
     src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{path_of(name)}"], check=True,
                          capture_output=True, text=True).stdout
-    mod = types.ModuleType(name + "_at_" + rev.replace("/", "_"))
+    # its own name, as it ran: `logging.getLogger(__name__)` is then the very logger it used
+    mod = types.ModuleType(name)
     mod.__package__ = name.rpartition(".")[0]
     mod.__file__ = f"{rev}:{path_of(name)}"
     exec(compile(src, mod.__file__, "exec"), mod.__dict__)
@@ -87,13 +102,17 @@ def own_names(src):
     return out
 
 
-def same_binding(was, now, own):
+def same_binding(was, now, own, sentinel=None):
     """A global read binds the same thing: the very object, or for a name the old module bound
-    itself, the same value (a constant moved) or the def of that name (moved, compared apart)."""
+    itself, the same value (a constant moved) or the def of that name (moved, compared apart); a
+    sentinel (`RELOAD = object()`, made anew by each import) the one the old module's place
+    holds now (`sentinel`), so that every part reads that one."""
     if was is now:
         return True
     if not own:
         return False
+    if type(was) is object:
+        return now is sentinel
     if isinstance(was, (types.FunctionType, type)):
         return type(was) is type(now) and was.__qualname__ == now.__qualname__
     return type(was) is type(now) and was == now
@@ -209,7 +228,7 @@ def check(old_name, new_names, rev):
             was, now = old.__dict__.get(g, KeyError), mod.__dict__.get(g, KeyError)
             if was is KeyError and (now is KeyError and hasattr(builtins, g) or changed):
                 continue                    # a builtin; or a name the changed def reads anew
-            if not same_binding(was, now, g in own):
+            if not same_binding(was, now, g in own, getattr(top, g, None)):
                 problems.append(f"{where}: global {g}: {was!r} then, {now!r} in {mod.__name__}")
             if g in patched and mod is not top:
                 # a test patches it on the old module: a def that moved away reads its own copy
@@ -224,9 +243,33 @@ def check(old_name, new_names, rev):
     for g in sorted(wanted):                # its public names, and any name code imports from it
         if not hasattr(top, g):
             problems.append(f"{old_name}.{g}: no longer importable from {new_names[0]}")
-        elif not same_binding(getattr(old, g), getattr(top, g), True):
+        elif not same_binding(getattr(old, g), getattr(top, g), True, getattr(top, g)):
             problems.append(f"{old_name}.{g}: {getattr(old, g)!r} then, {getattr(top, g)!r} now")
-    return moved, problems
+    return moved, problems + shadowing(new_names)
+
+
+def shadowing(new_names):
+    """A class made of mixins: each name (a def, a class attribute) defined in one of its classes
+    only, so splitting a class into parts cannot have one part hide another's def."""
+    problems = []
+    for name in new_names:
+        mod = importlib.import_module(name)
+        for cls in vars(mod).values():
+            if not isinstance(cls, type) or cls.__module__ != name or len(cls.__mro__) <= 2:
+                continue
+            seen = {}
+            for part in cls.__mro__:
+                if part.__module__ not in new_names:    # a base of before (RuntimeError)
+                    continue
+                for attr in vars(part):
+                    if attr in ("__module__", "__doc__", "__dict__", "__weakref__",
+                                "__qualname__", "__firstlineno__", "__static_attributes__"):
+                        continue
+                    if attr in seen:
+                        problems.append(f"{name}.{cls.__name__}.{attr}: in {seen[attr]} and "
+                                        f"{part.__qualname__}")
+                    seen.setdefault(attr, part.__qualname__)
+    return problems
 
 
 def import_cycles(package="dealer_station.sim"):
@@ -258,15 +301,19 @@ def import_cycles(package="dealer_station.sim"):
     return cycles
 
 
-def main(rev="0495b29"):
+def main(rev=None):
     problems = []
     for old_name, new_names in SPLITS.items():
-        moved, found = check(old_name, new_names, rev)
+        at = rev or REVS.get(old_name, DEFAULT_REV)
+        moved, found = check(old_name, new_names, at)
         problems += found
-        print(f"{old_name}: {moved} defs equal (ast.dump, globals, method resolution), "
-              f"{len(found)} problems")
-    cycles = import_cycles()
-    print(f"dealer_station/sim/: {len(cycles)} import cycles")
+        print(f"{old_name} (against {at}): {moved} defs equal (ast.dump, globals, method "
+              f"resolution), {len(found)} problems")
+    cycles = []
+    for package in ACYCLIC:
+        found = import_cycles(package)
+        cycles += found
+        print(f"{package.replace('.', '/')}/: {len(found)} import cycles")
     for p in problems + [f"import cycle: {c}" for c in cycles]:
         print("  " + p)
     return 1 if problems or cycles else 0
