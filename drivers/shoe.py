@@ -1,7 +1,7 @@
 """The smart shoe (protocol v1): `ShoeDriver`, the shoe on a serial URL, its session
 (drivers/shoe_session.py: sequence tracking, resend, acknowledgement, heartbeat watchdog) on the
-link's reader thread and its commands framed here. ShoeSession, STAT_WORDS and _shape are
-re-exported: tests and tools import them from here."""
+link's reader thread and its commands framed here. ShoeSession (which tests import from here),
+STAT_WORDS, _shape and log stay importable from here as before the split."""
 import logging
 
 from . import shoe_protocol as sp
