@@ -103,7 +103,7 @@ def well_typed_shoe_event(e):
     if isinstance(e, ShoeHello):
         return seq_ok(e.last_seq) and isinstance(e.boot, int)
     if isinstance(e, ShoeStatus):
-        # a word outside the spec's is reported as null, never guessed (drivers/shoe.py)
+        # a word outside the spec's is reported as null, never guessed (drivers/shoe_reports.py)
         return seq_ok(e.seq) and (e.jam is None or isinstance(e.jam, bool)) and (
             e.change is None or isinstance(e.change, DeviceState) and well_typed_shoe_event(e.change))
     if isinstance(e, ShoePosition):

@@ -1,5 +1,5 @@
 """The shoe's STAT reports are debounced: a bouncing door gives one report per settled change, and
-the last report is always published (drivers/shoe_status.py, in the session of drivers/shoe.py).
+the last report is always published (drivers/shoe_status.py, used by drivers/shoe_reports.py).
 Frames are fed as bytes to the real session with the link's clock given explicitly."""
 from hypothesis import given, settings
 from hypothesis import strategies as st

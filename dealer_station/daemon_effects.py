@@ -1,0 +1,106 @@
+"""The daemon's effects carried out (docs/architecture.md, "The daemon"): the station core's
+effects, in the order it returns them, onto the journal (writes, the batched shoe position),
+the MQTT link (publish, acknowledge, reply), the shoe, the wheel and the lights, the timer
+deadline, metrics and the log. A mixin of `Daemon` (dealer_station/daemon.py): it reads the
+loop's state (`journal`, `link`, `pos_write`, `held_acks`, `mids`, `sent`, ...) set there."""
+import logging
+import sqlite3
+import time
+
+from .station_types import (AckCommand, AckShoe, Archive, Audit, Count, Lights, Log, MarkSent,
+                            Probe, Publish, Record, Refresh, Refuse, Reply, ResendPage, ResendRows,
+                            SetMeta, Status, Timer, WheelCommand)
+
+log = logging.getLogger("dealer-station")
+
+
+class Effects:
+    def _flush_position(self):
+        """Write the burst's last shoe position (one fsync), then send the ACKs held for it: a
+        shoe frame is acknowledged only once kept (docs/shoe-protocol.md rule 10). A crash before
+        it loses no frame: the shoe still holds every one not acknowledged and sends it again."""
+        if self.pos_write is not None:
+            self.journal.set_meta("shoe_pos", self.pos_write)
+            self.pos_write = None
+        acks, self.held_acks = self.held_acks, []
+        for seq in acks:            # each, in order, as before: only the write is batched
+            self.shoe.command("ack", seq)
+
+    def do(self, e):
+        t = type(e)
+        if t is SetMeta and e.key == "shoe_pos":
+            self.pos_write = e.value          # the newest wins: written at the burst's end
+            return
+        if t is AckShoe and (self.pos_write is not None or self.held_acks):
+            self.held_acks.append(e.seq)      # behind a position not yet written: held, in order
+            return
+        if t is Record and (self.pos_write is not None or self.held_acks):
+            # an input (a settled door fault, a card) keeps its order with the frames before it,
+            # as when each was written at once: only runs of STAT frames share a write
+            self._flush_position()
+        if t is Record:
+            self.journal.write(e)
+            if self.hub is not None:
+                self.hub.messages(e.messages)
+                self.console_dirty = True
+        elif t is Publish:
+            self.mids[self.link.publish_event(e.message)] = e.seq
+        elif t is MarkSent:
+            self.sent.append(e.seq)
+        elif t is AckShoe:
+            self.shoe.command("ack", e.seq)
+        elif t is AckCommand:
+            self.link.ack(e.mid, e.qos)
+        elif t is Reply:
+            if self.console is not None and self.console.owns(e.correlation):
+                self.console.reply(e.correlation, e.payload)
+            else:
+                self.link.reply(e.payload, e.response_topic, e.correlation)
+        elif t is Count:
+            self.metrics.inc(e.name, e.labels)
+        elif t is Log:
+            getattr(log, e.level)(e.text)
+        elif t is Timer:
+            self.timer_at = e.deadline
+        elif t is Probe:
+            self.probe_mids.add(self.link.publish_probe(e.payload))
+        elif t is Status:
+            self.link.publish_status(e.doc)     # made only while connected (the station's rule)
+        elif t is Refresh:
+            self.console_dirty = self.hub is not None
+        elif t is Lights:
+            if self.panel is not None:
+                self.panel.show(e.view)
+        elif t is WheelCommand:
+            if self.wheel is not None:
+                self.wheel.command(e.name)
+        elif t is Refuse:
+            self.journal.refuse(e.origin, e.code, e.reason, e.payload)
+        elif t is Audit:
+            self.journal.audit(e.entry)
+        elif t is SetMeta:
+            self.journal.set_meta(e.key, e.value)
+        elif t is Archive:
+            self._archive()
+        elif t is ResendPage:   # back on the queue: a card queued meanwhile goes first
+            self.q.put(ResendRows(e.lo, e.hi, self.journal.outbox_from(e.lo, e.hi - e.lo + 1)))
+        else:
+            raise TypeError(f"unknown effect {t.__name__}")
+
+    def _archive(self):
+        """Old shoes to an archive file, then out of the journal. A failure is logged and the
+        table plays on: nothing was pruned (archive.py prunes only what it read back)."""
+        from .archive import ArchiveError, archive
+        a = self.cfg["archive"]
+        t0 = time.perf_counter()
+        try:
+            self.journal.mark_sent((), force=True)   # what the broker has is archivable
+            r = archive(self.journal.path, a["dir"], a["keep_shoes"], a["keep_rounds"],
+                        self.profile)
+        except (ArchiveError, sqlite3.Error, OSError) as e:
+            self.metrics.inc("archive_failures_total")
+            log.error("journal archive failed, nothing pruned: %s", e)
+            return
+        if r:
+            log.info("journal archived to %s: %d inputs, %d outputs (%.2f s)", r["archive"],
+                     r["inputs"], r["outputs"], time.perf_counter() - t0)
