@@ -26,8 +26,8 @@ from .notify import Notifier
 from .station import Settings, Station
 from .station_types import (AckCommand, AckShoe, Archive, Audit, BrokerConnecting, BrokerDown,
                             BrokerUp, Clock, Command, Count, Log, Probe, ProbeRefused, Published,
-                            Record, Refresh, Refuse, Reply, SetMeta, Status, Stop, Timer, TimerDue,
-                            WheelCommand, Lights, MarkSent, Publish)
+                            Record, Refresh, Refuse, Reply, ResendPage, ResendRows, SetMeta, Status,
+                            Stop, Timer, TimerDue, WheelCommand, Lights, MarkSent, Publish, Why)
 
 log = logging.getLogger("dealer-station")
 STORAGE_ERRORS = (JournalError, sqlite3.Error, MemoryError)
@@ -345,7 +345,7 @@ class Daemon:
             self.close()
             log.info("dealer-station %s %s after %.0f s: %d rounds, outbox %d unsent",
                      __version__, why, time.monotonic() - t0, self.table.rounds if self.table
-                     else 0, len(self.station.pending) + len(self.station.inflight))
+                     else 0, self.station.outbox_depth())
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -382,7 +382,7 @@ class Daemon:
             self.metrics_at = now
             self.metrics.publish(self._gauges(), self.unhealthy(), {
                 **self.station.status(), "config": getattr(self, "config_path", None),
-                "outbox_depth": len(self.station.pending) + len(self.station.inflight)})
+                "outbox_depth": self.station.outbox_depth()})
 
     def handle(self, item):
         """One queued item. Nothing an item carries may end the loop: an error here is a
@@ -433,20 +433,18 @@ class Daemon:
                 self.probe_mids.discard(args[0])
                 return ProbeRefused(args[1])
             self.mids.pop(args[0], None)
-            return BrokerDown(args[2], refused=True)
+            return BrokerDown(args[2], refused=True, kind=Why.PUBLISH)
         if what == "connect_sent":
             return BrokerConnecting()
         if what == "connected":
             return BrokerUp(args[0])
-        return BrokerDown(args[0], refused=what == "refused",
-                          unanswered=what == "refused" and args[1])
+        return (BrokerDown(args[0], True, args[1], args[2]) if what == "refused"   # reason,
+                else BrokerDown(args[0], kind=Why.LOST))                        # unanswered, kind
 
     def _reads(self, wanted):
         got = {}
         if "command_reply" in wanted:
             got["command_reply"] = self.journal.command_reply(wanted["command_reply"])
-        if "outbox_from" in wanted:
-            got["outbox_rows"] = self.journal.outbox_from(wanted["outbox_from"])
         if "outbox_at" in wanted:
             rows = self.journal.outbox_from(wanted["outbox_at"], limit=1)
             got["outbox_row"] = rows[0] if rows else None
@@ -531,6 +529,8 @@ class Daemon:
             self.journal.set_meta(e.key, e.value)
         elif t is Archive:
             self._archive()
+        elif t is ResendPage:   # back on the queue: a card queued meanwhile goes first
+            self.q.put(ResendRows(e.lo, e.hi, self.journal.outbox_from(e.lo, e.hi - e.lo + 1)))
         else:
             raise TypeError(f"unknown effect {t.__name__}")
 

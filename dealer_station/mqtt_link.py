@@ -4,10 +4,11 @@ Callbacks run in paho's network thread and only enqueue (never touch the journal
     ("mqtt", "connect_sent")      the socket is open and CONNECT goes out: the station's core
                                   watches for the CONNACK (station_broker.py)
     ("mqtt", "connected", session_present)   ("mqtt", "disconnected", reason)
-    ("mqtt", "refused", reason, unanswered)  a CONNACK refusal, a connection that failed (TLS,
-                                  network), a publish or subscription refused: every time, the
-                                  station says each cause once; `unanswered`: it ended a CONNECT
-                                  that got no answer at all
+    ("mqtt", "refused", reason, unanswered, kind)  a CONNACK refusal, a connection that failed
+                                  (TLS, network), a publish or subscription refused: every time,
+                                  the station says each cause once; `unanswered`: it ended a
+                                  CONNECT that got no answer at all; `kind`: a station_types.Why
+                                  code, what the station groups causes by (never the words)
     ("mqtt", "publish_refused", mid, reason, why)  a v5 PUBACK with an error (the ACL)
     ("mqtt", "puback", mid)                   ("mqtt", "command", payload, response_topic,
                                                 correlation_data, mid, qos, user)
@@ -27,6 +28,8 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from drivers.section import Key, Section
+
+from .station_types import Why
 
 
 def _check_config(cfg, errors):
@@ -183,7 +186,7 @@ class MqttLink:
     def _on_connect(self, client, userdata, flags, reason_code, properties):
         self._waiting = False
         if reason_code.is_failure:
-            self._refused(str(reason_code))
+            self._refused(str(reason_code), kind=Why.CONNACK)
             return
         self._accepted = True
         # No retained message at subscribe: a command left retained on the topic would otherwise
@@ -209,7 +212,7 @@ class MqttLink:
             # CONNECT's silence already)
             self._refused(f"{self._where()} closed the connection before answering CONNECT "
                           f"({error or reason_code}): not an MQTT broker? (check broker.host and "
-                          f"broker.port)", unanswered)
+                          f"broker.port)", unanswered, Why.NOT_MQTT)
             return
         # dropped before its CONNACK: the broker refused the connection (a TLS client
         # certificate it requires, say)
@@ -217,11 +220,11 @@ class MqttLink:
                f"before accepting it: {error}")
         if self.cfg["tls"]:
             why += " (broker.cert_file/key_file: does the broker require a client certificate?)"
-        self._refused(why, unanswered)
+        self._refused(why, unanswered, Why.TLS_DROPPED)
 
     def _on_connect_fail(self, client, userdata):
         # paho calls this from inside its `except OSError`: the exception being handled is why
-        self._refused(describe_failure(sys.exc_info()[1], self.cfg))
+        self._refused(describe_failure(sys.exc_info()[1], self.cfg), kind=Why.CONNECT_FAILED)
 
     def _on_publish(self, client, userdata, mid, reason_code, properties):
         if getattr(reason_code, "is_failure", False):
@@ -240,11 +243,12 @@ class MqttLink:
         if bad:
             self._refused(f"the broker refused the subscription to {self.topics.commands}: "
                           f"{bad[0]} (does the broker's ACL let user "
-                          f"{self.cfg.get('username') or '(none)'!r} read this table's commands?)")
+                          f"{self.cfg.get('username') or '(none)'!r} read this table's commands?)",
+                          kind=Why.SUBSCRIBE)
 
-    def _refused(self, why, unanswered=False):
-        """Every time: the station says each cause once (station_broker.py)."""
-        self.enqueue(("mqtt", "refused", why, unanswered))
+    def _refused(self, why, unanswered=False, kind=None):
+        """Every time: the station says each cause once (station_broker.py), by its `kind`."""
+        self.enqueue(("mqtt", "refused", why, unanswered, kind))
 
     def _on_message(self, client, userdata, msg):
         props = msg.properties

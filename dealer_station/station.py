@@ -12,7 +12,8 @@ and carries out the effects in order. The rules here:
 - a command repeated with the same id is answered `duplicate` with the original result; a
   malformed one is refused, kept and acknowledged (never delivered again);
 - outputs are published in sequence order with a bounded in-flight window, marked sent on their
-  PUBACK; `resend` queues the journal's events again;
+  PUBACK; `resend` queues the journal's events again, read a page per loop turn
+  (station_resend.py);
 - decision and insurance timers are armed from the announcement and fire only if the table still
   waits for the same thing; after a restart they are re-armed from the journaled announcement;
 - a round interrupted longer than `void_after_outage_s` is voided at recovery;
@@ -32,16 +33,17 @@ from controller.snapshot import public_snapshot
 from drivers.panel import panel_view
 
 from . import signing
-from .station_broker import BrokerWatch
+from .station_broker import BrokerWatch, said_as
 from .station_probe import ProbeWatch
 from .station_refusals import RefusalBudget
+from .station_resend import ResendQueue
 from .station_commands import StationCommands
 from .station_devices import StationDevices
 from .station_settings import CONFIG, Settings  # noqa: F401 - the station's [timers] and settings
 from .station_types import (AckCommand, Archive, Audit, BrokerConnecting, BrokerDown, BrokerUp,
                             Command, Count, LocalInput, Log, Probe, ProbeRefused, Publish,
-                            Published, Record, Refresh, SetMeta, Status, Stop, Timer, TimerDue,
-                            Lights, MarkSent)
+                            Published, Record, Refresh, ResendRows, SetMeta, Status, Stop, Timer,
+                            TimerDue, Lights, MarkSent, Why)
 
 ANNOUNCE = ("awaiting_decision", "insurance_offered")
 STATUS_CHANGES = {"shoe_started", "round_result", "round_voided", "round_paused", "round_resumed",
@@ -97,6 +99,9 @@ class Station(StationCommands, StationDevices):
         # multiplied it (a 60 s outage of a studio's central tier: a roulette table's 44 events
         # delivered 650-860 times)
         self.resends = OrderedDict()
+        # what resends asked for, read from the journal a page per loop turn, and published
+        # ahead of the new events (station_resend.py)
+        self.resend = ResendQueue()
 
     @property
     def s(self):
@@ -209,6 +214,8 @@ class Station(StationCommands, StationDevices):
             return self._command(event, clock, reads)
         if isinstance(event, Published):
             return self._published(event)
+        if isinstance(event, ResendRows):
+            return self.resend.rows(event.lo, event.hi, event.rows)
         if isinstance(event, ProbeRefused):
             self.probe.refused(event.reason)
             return self._probe_said()
@@ -330,12 +337,19 @@ class Station(StationCommands, StationDevices):
     # -- the outbox -----------------------------------------------------------------------------
 
     def pump(self):
+        """Hand the broker what it has room for: what a resend read first (as a resend's whole
+        range was queued ahead of the new events before it was paged), then the new events."""
         out = []
-        while self.pending and len(self.inflight) < self.s.inflight:
-            seq, message = self.pending.popleft()
+        ahead = self.resend.ahead
+        while (ahead or self.pending) and len(self.inflight) < self.s.inflight:
+            seq, message = ahead.popleft() if ahead else self.pending.popleft()
             self.inflight.add(seq)
             out.append(Publish(seq, message))
         return out
+
+    def outbox_depth(self):
+        """Events journaled and not yet acknowledged by the broker: queued, in flight, resent."""
+        return len(self.pending) + len(self.inflight) + len(self.resend)
 
     def _published(self, event):
         if event.seq not in self.inflight:
@@ -369,8 +383,8 @@ class Station(StationCommands, StationDevices):
         deadline since cancelled); the next one goes back to the loop last."""
         effects = []
         silence = self.broker.due(clock.mono)
-        if silence is not None and self.broker.refusal(silence):
-            effects += self._broker_said(silence, refused=True)
+        if silence is not None and self.broker.refusal(silence, Why.NO_ANSWER):
+            effects += self._broker_said(silence, True, Why.NO_ANSWER)
         probe = self.probe.due(clock.mono)
         effects += self._probe_said()
         if probe is not None:
@@ -397,9 +411,9 @@ class Station(StationCommands, StationDevices):
                     Log("info", f"broker connected (session present: {event.session_present})"),
                     *self.status_effects(), Probe(probe), self._wake()]
         self.probe.down()
-        if not self.broker.down(event.reason, event.refused, event.unanswered):
+        if not self.broker.down(event.reason, event.refused, event.unanswered, event.kind):
             return [self._wake()]
-        return self._broker_said(event.reason, event.refused) + [self._wake()]
+        return self._broker_said(event.reason, event.refused, event.kind) + [self._wake()]
 
     def _probe_said(self):
         """The probe's verdict, said when it changes (the status and a log line)."""
@@ -411,11 +425,10 @@ class Station(StationCommands, StationDevices):
                 if now["state"] == "ok" else Log("error", now.get("reason", "commands unknown")))
         return [line, *self.status_effects()]
 
-    def _broker_said(self, reason, refused):
+    def _broker_said(self, reason, refused, kind=None):
         self.devices["broker"] = {"state": "disconnected", "reason": reason}
-        what = "refused" if refused else "disconnected"
-        return [Log("error" if refused else "warning", f"broker {what}: {reason}"),
-                *self.status_effects()]
+        level, words = said_as(kind, refused)
+        return [Log(level, f"{words}: {reason}"), *self.status_effects()]
 
     # -- staff rights and the audit log ---------------------------------------------------------
 
@@ -467,7 +480,7 @@ class Station(StationCommands, StationDevices):
         return [Refresh(), Status(json.loads(json.dumps(self.status())))]  # a copy: devices change
 
     def gauges(self):
-        g = {("outbox_depth", ()): len(self.pending) + len(self.inflight),
+        g = {("outbox_depth", ()): self.outbox_depth(),
              ("round_phase", (("phase", self.table.phase),)): 1,
              ("paused", ()): int(bool(self.table.paused))}
         for name, d in self.devices.items():

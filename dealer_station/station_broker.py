@@ -8,12 +8,16 @@ said about it, and when, is decided here, on the loop's thread:
   the watch is a deadline of the station's timer, so no second thread touches link state;
 - the end of that unanswered CONNECT (paho's keepalive, a close) is then not said again;
 - a refusal is said once per cause, not on every retry: again only after a connection was
-  accepted or a disconnect was said in between.
+  accepted or a disconnect was said in between. A cause is the link's kind of end (a `Why`
+  code) with its text, except where the text varies for one cause (a TLS drop before CONNACK);
+- the line's words come from the kind: a CONNECT never answered is "not answering", not
+  "refused" (a hung broker refuses nothing).
 
 The status rule (Station.status_effects): a `Status` is made only while the broker is connected,
 and one on every connect carries the state then, so nothing stale or queued while away reaches
 the broker.
 """
+from .station_types import Why
 
 
 class BrokerWatch:
@@ -70,7 +74,7 @@ class BrokerWatch:
         self.kept = self.where
         return True
 
-    def down(self, reason, refused, unanswered):
+    def down(self, reason, refused, unanswered, kind=None):
         """The link went down: True when that is to be said (a refusal is said once per cause;
         the end of a CONNECT whose silence was said already is not said again)."""
         silent = self.silent
@@ -80,21 +84,26 @@ class BrokerWatch:
         if not refused:
             self.said = None        # said in a row: a CONNACK refusal's retries alternate
             return True             # "refused" and "disconnected", and each is said
-        return self.refusal(reason)
+        return self.refusal(reason, kind)
 
-    def refusal(self, reason):
-        """A refusal the station found itself (the CONNACK watch): said once per cause."""
-        if _cause(reason) == self.said:
+    def refusal(self, reason, kind=None):
+        """A refusal (or the CONNACK watch's silence, kind NO_ANSWER): said once per cause."""
+        if _cause(kind, reason) == self.said:
             return False
-        self.said = _cause(reason)
+        self.said = _cause(kind, reason)
         return True
 
 
-def _cause(reason):
-    """A refusal's cause: a TLS connection dropped before its CONNACK is one cause whatever the
-    TLS layer said of it (the broker's "certificate required" alert, or an "EOF occurred in
-    violation of protocol" when the drop is read before the alert: they alternate on retries)."""
-    head, sep, rest = reason.partition(" before accepting it: ")
-    if sep and rest.endswith("does the broker require a client certificate?)"):
-        return head + sep + "(TLS)"
-    return reason
+def _cause(kind, reason):
+    """A refusal's cause: its kind and text, but a TLS connection dropped before its CONNACK is
+    one cause whatever the TLS layer said of it (the broker's "certificate required" alert, or
+    an "EOF occurred in violation of protocol" when the drop is read before the alert: they
+    alternate on retries). Grouped by the link's kind, not by matching its words."""
+    return (kind,) if kind == Why.TLS_DROPPED else (kind, reason)
+
+
+def said_as(kind, refused):
+    """(level, words) of the line for a link that went down this way."""
+    if kind == Why.NO_ANSWER:
+        return "error", "broker not answering"
+    return ("error", "broker refused") if refused else ("warning", "broker disconnected")

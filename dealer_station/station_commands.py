@@ -20,7 +20,7 @@ class StationCommands:
 
     def reads(self, event):
         """What the shell must look up in the journal before stepping `event`:
-        {"command_reply": id} or {"outbox_from": seq}, or {}."""
+        {"command_reply": id}, {"outbox_at": seq} (the first row at or after seq), or {}."""
         if isinstance(event, Command):
             try:
                 cmd = commands.parse(event.payload)
@@ -29,10 +29,11 @@ class StationCommands:
             if cmd["type"] == "resend":
                 if cmd["id"] in self.resends:
                     return {}               # answered already: nothing is read or resent
+                # ids are one namespace: a resend reusing a journaled command's id is its duplicate
                 start = cmd.get("from")
                 if isinstance(start, int) and not isinstance(start, bool) and start >= 1:
-                    return {"outbox_from": start}
-                return {}
+                    return {"command_reply": cmd["id"], "outbox_at": start}  # the rest page by page
+                return {"command_reply": cmd["id"]}
             seq = cmd.get("seq")
             if cmd["type"] == "correct_result" and isinstance(seq, int) and not isinstance(seq, bool) \
                     and seq >= 1:
@@ -62,38 +63,35 @@ class StationCommands:
                     cid = e.id
                 raise commands.CommandError("malformed", bad_topic, cid)
             cmd = commands.parse(ev.payload)
-            if cmd["type"] == "resend" and cmd["id"] in self.resends:
-                prior = self.resends[cmd["id"]]
+            # One id, one command, whatever its type (cold trial: a resend reusing a decision's
+            # id ran, and a decision reusing a resend's id was applied): a reuse is a duplicate.
+            prior = self.resends.get(cmd["id"]) or reads.get("command_reply")
+            if prior is not None:
                 effects, reply = [], {**prior, "status": "duplicate", "original": prior["status"]}
             elif cmd["type"] == "resend":
-                effects, reply = self._resend(cmd, reads.get("outbox_rows", ()))
+                effects, reply = self._resend(cmd, reads.get("outbox_row"))
                 self.resends[cmd["id"]] = reply
                 while len(self.resends) > RESEND_IDS:
                     self.resends.popitem(last=False)
             else:
-                prior = reads.get("command_reply")
-                if prior is not None:
-                    effects = []
-                    reply = {**prior, "status": "duplicate", "original": prior["status"]}
+                confirmer = cmd.get("confirmed_by")
+                d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
+                                  cmd.get("reason"), bool(self.table.pending),
+                                  confirmed_by=confirmer if isinstance(confirmer, str) else None)
+                if d.code is None and cmd["type"] == "correct_result":
+                    self._corrects(cmd, reads.get("outbox_row"))
+                if d.code is not None:
+                    effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
+                    reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
+                             "code": d.code, "reason": d.reason}
                 else:
-                    confirmer = cmd.get("confirmed_by")
-                    d = rights.decide(self.s.staff, cmd["type"], cmd.get("by"), ev.user,
-                                      cmd.get("reason"), bool(self.table.pending),
-                                      confirmed_by=confirmer if isinstance(confirmer, str) else None)
-                    if d.code is None and cmd["type"] == "correct_result":
-                        self._corrects(cmd, reads.get("outbox_row"))
-                    if d.code is not None:
-                        effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
-                        reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
-                                 "code": d.code, "reason": d.reason}
-                    else:
-                        body = commands.to_input(cmd)
-                        need = SCHEMAS.get(body["type"], {}).get("by")
-                        if d.who is not None and "by" not in body and need and need[1]:
-                            body["by"] = d.who     # required: the login the broker vouched for
-                        effects, _, reply = self.process(body, "command", clock,
-                                                         command_id=cmd["id"], decision=d,
-                                                         action=cmd["type"])
+                    body = commands.to_input(cmd)
+                    need = SCHEMAS.get(body["type"], {}).get("by")
+                    if d.who is not None and "by" not in body and need and need[1]:
+                        body["by"] = d.who     # required: the login the broker vouched for
+                    effects, _, reply = self.process(body, "command", clock,
+                                                     command_id=cmd["id"], decision=d,
+                                                     action=cmd["type"])
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
             # ...up to its sender's budget, then counted (station_refusals.py): a flood cannot
@@ -128,7 +126,7 @@ class StationCommands:
                 "no_such_result", f"correct_result.seq: {cmd['seq']} is {what}, not the result of "
                 f"round {cmd['round']}", cmd["id"])
 
-    def _resend(self, cmd, rows):
+    def _resend(self, cmd, first):
         start = cmd.get("from")
         if not isinstance(start, int) or isinstance(start, bool) or start < 1:
             raise commands.CommandError("malformed", "resend.from: the first sequence number wanted",
@@ -138,12 +136,14 @@ class StationCommands:
         if extra:
             raise commands.CommandError("malformed", f"resend.{extra[0]}: unknown field", cmd["id"])
         # Coalesced: an event already on its way (queued, or handed to the broker and not yet
-        # acknowledged: paho delivers it) is not queued again. 20 resends from 20 consumers of
-        # one gap, at once, republished the tail 20 times (63 events: 1,260; up to 10,000 each).
-        on_way = {s for s, _ in self.pending} | self.inflight
-        fresh = [r for r in rows if r[0] not in on_way]
-        self.pending.extendleft(reversed(fresh))
+        # acknowledged: paho delivers it, or wanted by an earlier resend) is not queued again.
+        # 20 resends from 20 consumers of one gap, at once, republished the tail 20 times (63
+        # events: 1,260; up to 10,000 each). The journal's outbox numbers have no holes after
+        # its first row (archive.py prunes from the front): the range is known from that row.
+        effects, seq, coalesced = [], None, 0
+        if first is not None and first[0] < self.next_seq:
+            on_way = {s for s, _ in self.pending} | self.inflight | self.resend.seqs()
+            seq, coalesced, effects = self.resend.ask(first[0], self.next_seq - 1, on_way)
         reply = {"type": "reply", "id": cmd["id"], "status": "accepted",
-                 "seq": [rows[0][0], rows[-1][0]] if rows else None,
-                 "coalesced": len(rows) - len(fresh)}
-        return [], reply
+                 "seq": list(seq) if seq else None, "coalesced": coalesced}
+        return effects, reply

@@ -39,13 +39,29 @@ class BrokerUp(NamedTuple):
     session_present: bool
 
 
+class Why:
+    """What kind of end the broker link reported, a short code beside its text: the station
+    groups causes and words its line by the kind, never by the text (mqtt_link.py's wording,
+    paho's, the TLS layer's)."""
+    LOST = "lost"                       # an accepted connection ended
+    CONNACK = "connack"                 # the broker's CONNACK refused it (its reason code)
+    NOT_MQTT = "not_mqtt"               # closed or answered with bytes paho cannot read, no CONNACK
+    TLS_DROPPED = "tls_dropped"         # a TLS connection dropped before its CONNACK (any TLS text)
+    CONNECT_FAILED = "connect_failed"   # the TCP or TLS connect itself failed
+    SUBSCRIBE = "subscribe"             # the subscription to commands refused
+    PUBLISH = "publish"                 # a publish refused (a v5 PUBACK error: the ACL)
+    NO_ANSWER = "no_answer"             # no CONNACK within connack_timeout_s (the station's watch)
+
+
 class BrokerDown(NamedTuple):
     """The link is down (`refused`: the broker or the network would not have it, said once per
     cause). `unanswered`: this ended a CONNECT that got no answer at all (a CONNECT not
-    answered in time was said already, station_broker.py)."""
+    answered in time was said already, station_broker.py). `kind`: a `Why` code (None: the
+    text alone is the cause)."""
     reason: str
     refused: bool = False
     unanswered: bool = False
+    kind: str | None = None
 
 
 class ProbeRefused(NamedTuple):
@@ -65,6 +81,13 @@ class LocalInput(NamedTuple):
 
 class Stop(NamedTuple):
     pass
+
+
+class ResendRows(NamedTuple):
+    """The journal's outbox rows (seq, message) from `lo` to `hi`, read for a `ResendPage`."""
+    lo: int
+    hi: int
+    rows: list
 
 
 # -- effects -------------------------------------------------------------------------------------
@@ -128,6 +151,13 @@ class MarkSent(NamedTuple):
 class Probe(NamedTuple):
     """Publish this loopback probe on the table's own `commands` topic (station_probe.py)."""
     payload: bytes
+
+
+class ResendPage(NamedTuple):
+    """Read the outbox rows from `lo` to `hi` (at most station_resend.PAGE) and queue them back to
+    the loop as a `ResendRows` event, behind what is queued already (station_resend.py)."""
+    lo: int
+    hi: int
 
 
 class Timer(NamedTuple):

@@ -73,6 +73,7 @@ class ShoeSession:
         self.last_ask = None        # when we last sent ID
         self.ask_pending = False    # an ID is due once the rate limit allows
         self.claim = None           # (boot, seq) an unbelieved frame claimed, for a HELLO to confirm
+        self.unplaced = []          # frames come while a new boot waited to be confirmed
         self.last_heard = None
         self.stalled = False
         self.faults = frozenset()
@@ -85,7 +86,7 @@ class ShoeSession:
             self.top = self.last
         self.counts = {"frames": 0, "bad_frames": 0, "duplicates": 0, "resend_requests": 0,
                        "lost_frames": 0, "low_confidence": 0, "implausible": 0, "conflicts": 0,
-                       "jumps": 0, "unexpected": 0}
+                       "jumps": 0, "unexpected": 0, "before_restart": 0}
 
     # -- link callbacks ------------------------------------------------------------------------
 
@@ -143,11 +144,11 @@ class ShoeSession:
         self._warn(now, "bad", "%s: bad frame dropped (%s): %s; %d so far", self.name, f.reason,
                    _shape(f.data), self.counts["bad_frames"] + self.counts["unexpected"])
 
-    def _warn(self, now, kind, *args):
+    def _warn(self, now, kind, *args, level=logging.WARNING):
         # one line per kind per 10 s at most: line noise or a babbling shoe must not flood the log
         if now - self.logged.get(kind, -1e9) >= 10:
             self.logged[kind] = now
-            log.warning(*args)
+            log.log(level, *args)
 
     # -- frames --------------------------------------------------------------------------------
 
@@ -156,7 +157,12 @@ class ShoeSession:
         if k == "HELLO":
             self._hello(f, now)
         elif k == "HB":
-            if self._plausible(f.seq, now):
+            if self._restart_unconfirmed():
+                # its number is of a boot not yet believed: taken as the old boot's, a new boot's
+                # "HB 3" after an old boot's 1 asked for 2-3 of the old boot, and the restart's
+                # confirmation then reported them lost (two false misreads)
+                self._hold_for_boot(f, now)
+            elif self._plausible(f.seq, now):
                 self._note_top(f.seq)
                 if self._missing() and self.gap_deadline is None:
                     self._ask_resend(now)  # the shoe sent frames we never saw
@@ -256,6 +262,10 @@ class ShoeSession:
                 self._ask_resend(now)   # frames sent while we were away
             self._drain()
         self.boot = boot
+        # the frames held while this boot was in question, now numbers of a boot we know
+        held, self.unplaced = self.unplaced, []
+        for f in held:
+            self._frame(f, now)
 
     def _lower_top(self, said):
         """The shoe's HELLO says it has sent nothing after `said`: a higher top came from a frame
@@ -281,8 +291,32 @@ class ShoeSession:
         self.emit(CardUnreadable("shoe", {"seq": to, "reason": f"shoe sequence jumped: frames "
                                           f"{lo}-{to} not accounted for"}, seq=to))
 
+    def _hold_for_boot(self, f, now):
+        """Keep a frame (event or HB) until the HELLO that confirms or refutes a restart has been
+        handled; then it is taken as a frame of the boot the shoe confirmed (_hello). Bounded:
+        past that, a frame is left with the shoe (unacknowledged, it is asked for again)."""
+        self.counts["before_restart"] += 1
+        if len(self.unplaced) < 4 * self.max_gap:
+            self.unplaced.append(f)
+        self._warn(now, "before_restart", "%s: %s %d held until the shoe's restart (boot %d) is "
+                   "confirmed; %d so far", self.name, f.kind, f.seq, self.claim[0],
+                   self.counts["before_restart"], level=logging.INFO)
+        self._ask_hello(now)        # rate-limited: a lost ID does not leave the claim open
+
+    def _restart_unconfirmed(self):
+        """A HELLO said the shoe restarted (a new boot) and is not yet confirmed: the numbers
+        the shoe sends now are of a boot not yet believed."""
+        return self.claim is not None and self.boot is not None and self.claim[0] != self.boot
+
     def _event(self, f, now):
         s = f.seq
+        if self._restart_unconfirmed():
+            # A HELLO said the shoe restarted and we asked it to say so again: until it does,
+            # a frame's number is of a boot not yet believed, and comparing it with the previous
+            # boot's was a false "conflicts with what was delivered" at every start after a
+            # shoe reboot (the QST's STAT 3 against the journal's 37).
+            self._hold_for_boot(f, now)
+            return
         if self.last is None:
             self.last = (s - 1) % sp.SEQ_MOD
         if s == (self.last + 1) % sp.SEQ_MOD:
@@ -311,9 +345,15 @@ class ShoeSession:
         """An event under a number already used for another (or one too old to compare): a card
         may have left the shoe, so it is reported, outside the sequence (not acknowledged)."""
         self.counts["conflicts"] += 1
-        # kind and number only: the frame's card may be the hole card (never in the log)
-        log.warning("%s: %s %d conflicts with what was delivered under that number; reported and "
-                    "resynchronising", self.name, f.kind, f.seq)
+        # kind and number only: the frame's card may be the hole card (never in the log). The
+        # line says what is done with it: a STAT is no card (nothing left the shoe), so it is
+        # not reported; the shoe is asked for its status again (QST) instead.
+        done = ("dropped (a status report: no card left the shoe), the status asked for again"
+                if f.kind == "STAT"
+                else "reported as an unreadable card" if f.kind in ("CARD", "UNRD")
+                else "reported as the cut card")
+        log.warning("%s: %s %d conflicts with what was delivered under that number: %s; "
+                    "resynchronising", self.name, f.kind, f.seq, done)
         if f.kind == "CARD":
             self.emit(CardUnreadable("shoe", {"seq": f.seq, "read": f.fields[1],
                                               "reason": "sequence conflict: number already used"}))
@@ -322,6 +362,8 @@ class ShoeSession:
                                               f"sequence conflict: number already used ({f.fields[1]})"}))
         elif f.kind == "CUT":
             self.emit(CutCard(None))
+        elif f.kind == "STAT":
+            self.write(sp.encode("QST"))
         self._ask_hello(now)
 
     def _note_top(self, s):

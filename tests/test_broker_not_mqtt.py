@@ -14,6 +14,7 @@ import pytest
 from dealer_station.config import check_config
 from dealer_station.daemon import Daemon
 from dealer_station.mqtt_link import CONFIG, MqttLink
+from dealer_station.station_types import Why
 
 
 class Server:
@@ -104,7 +105,7 @@ def test_a_server_that_never_answers_connect_is_said_within_the_connack_timeout(
     d, server, lines = daemon(mode)
     # keepalive 60 s: before, nothing at all was said for a minute
     got = step_until(d, lines, 4, "a word on the link")
-    assert got[0].startswith("broker refused: "), got
+    assert got[0].startswith("broker not answering: "), got    # it never answered: no refusal
     assert f"127.0.0.1:{server.port} did not answer CONNECT within 1 s" in got[0]
     assert "not an MQTT broker" in got[0]
     assert d.devices["broker"]["state"] == "disconnected"
@@ -141,6 +142,7 @@ def test_the_link_keeps_no_timer_thread_of_its_own():
     got = [q.get_nowait() for _ in range(q.qsize())]
     assert got[0] == ("mqtt", "connect_sent") and got[2] == ("mqtt", "connect_sent")
     assert got[1][:2] == ("mqtt", "refused") and got[1][3] is True   # ended an unanswered CONNECT
+    assert got[1][4] == Why.NOT_MQTT             # its kind, what the station groups causes by
     assert "closed the connection before answering CONNECT (Unspecified error)" in got[1][2]
     assert threading.active_count() == before
 
@@ -156,7 +158,8 @@ def test_a_broker_that_stops_answering_is_one_disconnect_not_two(daemon):
                "the second CONNECT unanswered")
     d.run_once(0)
     said = [x.split(":")[0].split(" (")[0] for x in lines()]
-    assert said == ["broker connected", "broker disconnected", "broker refused"], lines()
+    # it never answered the second CONNECT: "not answering", not "refused" (the next cold trial)
+    assert said == ["broker connected", "broker disconnected", "broker not answering"], lines()
     # it spoke MQTT to this station before: not "not an MQTT broker?" (the cold trial)
     assert "not an MQTT broker" not in lines()[-1] and "accepted this station before" in lines()[-1]
 
@@ -222,7 +225,7 @@ def test_a_restart_while_the_broker_hangs_does_not_call_it_not_a_broker(tmp_path
         finally:
             d.close()
         said = lines()
-        assert said[0].startswith(f"broker refused: 127.0.0.1:{server.port} did not answer "
+        assert said[0].startswith(f"broker not answering: 127.0.0.1:{server.port} did not answer "
                                   f"CONNECT within 1 s"), said
         assert "not an MQTT broker" not in said[0] and "accepted this station before" in said[0]
     finally:

@@ -23,7 +23,8 @@ from dealer_station.journal import Journal
 from dealer_station.station import Settings, Station
 from dealer_station.station_types import (AckCommand, AckShoe, BrokerDown, BrokerUp, Clock,
                                           Command, Log, MarkSent, Publish, Published,
-                                          Record, Refuse, Reply, SetMeta, Status, Timer, TimerDue)
+                                          Record, Refuse, Reply, ResendPage, ResendRows, SetMeta,
+                                          Status, Timer, TimerDue)
 from drivers.events import CardRead, DeviceState, ShoeHello, ShoeStatus
 
 WINDOW = 3
@@ -55,20 +56,24 @@ class Rig:
                                          self.n0))
 
     def step(self, ev, clock):
+        return self.carry(self.st.step(ev, clock, self.reads(ev)))
+
+    def reads(self, ev):
         wanted = self.st.reads(ev)
         reads = {}
         if "command_reply" in wanted:
             reads["command_reply"] = self.j.command_reply(wanted["command_reply"])
-        if "outbox_from" in wanted:
-            reads["outbox_rows"] = self.j.outbox_from(wanted["outbox_from"])
         if "outbox_at" in wanted:
             rows = self.j.outbox_from(wanted["outbox_at"], limit=1)
             reads["outbox_row"] = rows[0] if rows else None
-        return self.carry(self.st.step(ev, clock, reads))
+        return reads
 
-    def carry(self, effects):
-        for e in effects:
-            if isinstance(e, Record):
+    def carry(self, effects, pages=True):
+        for e in effects:          # a page read comes back at once (the daemon queues it)
+            if isinstance(e, ResendPage) and pages:
+                effects += self.st.step(ResendRows(e.lo, e.hi, self.j.outbox_from(
+                    e.lo, e.hi - e.lo + 1)), None)
+            elif isinstance(e, Record):
                 self.j.write(e)
             elif isinstance(e, Refuse):
                 self.j.refuse(e)
