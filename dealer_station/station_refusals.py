@@ -41,20 +41,21 @@ class RefusalBudget:
             gone = self.start is None or mono >= self.start[0] + 2 * self.window_s
             self.flooding = set() if gone else set(self.counted)
             self.start, self.kept, self.counted = (mono, wall), {}, {}
+        who = sender             # a kept row names its sender even when its budget is shared
         if sender not in self.kept and sender not in self.counted:
             named = {s for s in (*self.kept, *self.counted) if s != OTHERS}
             if len(named) >= SENDERS:
                 sender = OTHERS
         if self.kept.get(sender, 0) < self.keep:
             self.kept[sender] = self.kept.get(sender, 0) + 1
-            return [Refuse(origin, code, reason, sample, sender)]
+            return [Refuse(origin, code, reason, sample, who)]
         effects = []
         if sender not in self.counted:
             self.counted[sender] = 0
             if sender not in self.flooding:
-                who = (f"login {sender}" if sender not in ("", OTHERS) else "the shared commands "
-                       "topic" if sender == "" else f"senders beyond the first {SENDERS}")
-                effects.append(Log("warning", f"refused commands from {who}: more than "
+                named = (f"login {sender}" if sender not in ("", OTHERS) else "the shared "
+                         "commands topic" if sender == "" else f"senders beyond the first {SENDERS}")
+                effects.append(Log("warning", f"refused commands from {named}: more than "
                                    f"{self.keep} in {self.window_s:g} s, the rest only counted "
                                    f"(journal table refused_counts) while the flood lasts"))
         self.counted[sender] += 1

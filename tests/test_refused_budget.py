@@ -63,9 +63,19 @@ def test_a_flood_from_one_login_is_kept_up_to_its_budget_then_counted_and_said_o
     assert len({e.counted[0] for e in refuses if e.counted is not None}) == 3    # one row each
     warnings = [e for e in effects if isinstance(e, Log)]
     assert len(warnings) == 1 and "login alice" in warnings[0].text
+    # beyond SENDERS logins in one window the rest share one budget ("*"), but a kept row
+    # still names its own sender
+    b2 = RefusalBudget(keep=3, window_s=60)
+    many = [b2.refused(f"x{i}", "command", "malformed", "x", b"x", 1000 + i / 100, 1.7e9)
+            for i in range(SENDERS + 3)]
+    kept = [e.sender for es in many for e in es if isinstance(e, Refuse) and e.counted is None]
+    assert kept == [f"x{i}" for i in range(SENDERS + 3)]        # the last 3: "*"'s budget
+    more = b2.refused("x99", "command", "malformed", "x", b"x", 1001, 1.7e9)
+    assert [(e.sender, e.counted is not None) for e in more if isinstance(e, Refuse)] == \
+        [("*", True)]                                           # then counted as "*"
     # another login has its own budget
-    other = budget.refused("bob", "command", "malformed", "x", b"x", 1000 + 150.1, 1.7e9 + 150.1)
-    assert [e.counted for e in other if isinstance(e, Refuse)] == [None]
+    other = budget.refused("alice", "command", "malformed", "x", b"x", 1000 + 250, 1.7e9)
+    assert [e.counted for e in other if isinstance(e, Refuse)] == [None]    # a new window
 
 
 def test_the_station_keeps_a_login_flood_bounded_in_the_journal(tmp_path):
