@@ -14,6 +14,8 @@ The archive is gzip-compressed JSON Lines (docs/architecture.md, "Journal archiv
     {"kind": "output", "seq": 1, "input_n": 1, "body": {...}}
     {"kind": "command", "id": "...", "input_n": 1, "reply": {...}}
     {"kind": "refused", "n": 1, "at": ..., "origin": "command", "code": ..., "reason": ..., "payload_hex": "..."}
+    {"kind": "refused", "counted": 480, "window_at": ..., "sender": "alice", "first_at": ..., "at": ...,
+     "origin": "command", "code": ..., "reason": ..., "payload_hex": "..."}   (the first one's)
     {"end": {"inputs": N, "outputs": M, "commands": C, "refused": R, "sha256": HEX of the lines above}}
 `start` is the table before the archive's first input, as a checkpoint document
 (controller/checkpoint.py; null for a table's first archive): `dealer-station replay` starts from
@@ -126,6 +128,8 @@ def archive(journal, out_dir, keep_shoes=2, keep_rounds=1000, profile=None):
             db.execute("DELETE FROM outbox WHERE input_n < ?", (cut,))
             db.execute("DELETE FROM commands WHERE input_n < ?", (cut,))
             db.execute("DELETE FROM refused WHERE at < ?", (cut_at,))
+            if _has(db, "refused_counts"):
+                db.execute("DELETE FROM refused_counts WHERE last_at < ?", (cut_at,))
             db.execute("DELETE FROM inputs WHERE n < ?", (cut,))
             db.execute("DELETE FROM checkpoints WHERE input_n < ?", (cut,))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('archived_before_input', ?)", (str(cut),))
@@ -138,6 +142,11 @@ def archive(journal, out_dir, keep_shoes=2, keep_rounds=1000, profile=None):
         return {"archive": path, "before_input": cut, **counts}
     finally:
         db.close()
+
+
+def _has(db, table):
+    """A journal last opened by a version before the table was made has none."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
 
 
 def _write(db, path, meta, first, cut, cut_at):
@@ -168,6 +177,14 @@ def _write(db, path, meta, first, cut, cut_at):
         for n, at, origin, code, reason, payload in db.execute(
                 "SELECT n, at, origin, code, reason, payload FROM refused WHERE at < ?", (cut_at,)):
             line({"kind": "refused", "n": n, "at": at, "origin": origin, "code": code,
+                  "reason": reason, "payload_hex": bytes(payload).hex()})
+            counts["refused"] += 1
+        # a flood's refusals beyond the budget (station_refusals.py): one line per counted row
+        counted = db.execute("SELECT * FROM refused_counts WHERE last_at < ?",
+                             (cut_at,)) if _has(db, "refused_counts") else ()
+        for w, sender, origin, first_at, last_at, count, code, reason, payload in counted:
+            line({"kind": "refused", "counted": count, "window_at": w, "sender": sender,
+                  "first_at": first_at, "at": last_at, "origin": origin, "code": code,
                   "reason": reason, "payload_hex": bytes(payload).hex()})
             counts["refused"] += 1
         f.write(_dumps({"end": {**counts, "sha256": h.hexdigest()}}).encode() + b"\n")

@@ -34,7 +34,8 @@ def sections():
 
     from . import archive, bridge, integrity, metrics, mqtt_link, station_settings
     from .console import config_check as console
-    return (TABLE, shoe_section.CONFIG, mqtt_link.CONFIG, station_settings.CONFIG, PATHS,
+    return (TABLE, shoe_section.CONFIG, mqtt_link.CONFIG, station_settings.CONFIG,
+            station_settings.COMMANDS, PATHS,
             panel.CONFIG, wheel.CONFIG, camera.CONFIG, archive.CONFIG, bridge.CONFIG,
             integrity.CONFIG, integrity.STAFF, metrics.CONFIG, console.CONFIG)
 

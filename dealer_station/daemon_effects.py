@@ -75,7 +75,7 @@ class Effects:
             if self.wheel is not None:
                 self.wheel.command(e.name)
         elif t is Refuse:
-            self.journal.refuse(e.origin, e.code, e.reason, e.payload)
+            self.journal.refuse(e)
         elif t is Audit:
             self.journal.audit(e.entry)
         elif t is SetMeta:

@@ -44,6 +44,8 @@ STAFF = Section("staff", {
 }, _staff_check)
 
 PACKAGES = ("controller", "drivers", "calibration", "dealer_station")
+# beside the packages: the console script's entry, which must load when the package does not
+MODULES = ("dealer_station_main.py",)
 SKIP_DIRS = {"__pycache__"}
 
 
@@ -70,6 +72,9 @@ def _files(root):
                     continue
                 p = Path(dirpath) / name
                 yield p.relative_to(root).as_posix(), p
+    for name in MODULES:
+        if (root / name).exists():     # missing: `check` names it, the manifest holding it
+            yield name, root / name
 
 
 def _sha256(path):

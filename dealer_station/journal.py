@@ -41,6 +41,12 @@ CREATE TABLE IF NOT EXISTS checkpoints (input_n INTEGER PRIMARY KEY, state BLOB 
 CREATE TABLE IF NOT EXISTS refused (
     n INTEGER PRIMARY KEY, at REAL NOT NULL, origin TEXT NOT NULL, code TEXT NOT NULL,
     reason TEXT NOT NULL, payload BLOB NOT NULL);
+-- refused commands beyond a sender's budget in a window (station_refusals.py): counted, one row
+-- per sender and window, one added to its count for each; code, reason and payload: the first one's
+CREATE TABLE IF NOT EXISTS refused_counts (
+    window_at REAL NOT NULL, sender TEXT NOT NULL, origin TEXT NOT NULL, first_at REAL NOT NULL,
+    last_at REAL NOT NULL, count INTEGER NOT NULL, code TEXT NOT NULL, reason TEXT NOT NULL,
+    payload BLOB NOT NULL, PRIMARY KEY (window_at, sender)) WITHOUT ROWID;
 -- the audit log: every staff decision (who, role, what, why, the outcome) and every start of the
 -- software (its version and configuration hash); each entry names the hash of the one before
 -- (signing.chain_entry) and SQLite refuses to change or delete one: append-only
@@ -132,6 +138,8 @@ class Journal:
         cols = {r[1] for r in db.execute("PRAGMA table_info(inputs)")}
         if "n_out" not in cols:
             db.execute("ALTER TABLE inputs ADD COLUMN n_out INTEGER")
+        if "sender" not in {r[1] for r in db.execute("PRAGMA table_info(refused)")}:
+            db.execute("ALTER TABLE refused ADD COLUMN sender TEXT")   # who refused: a login
         if db.execute("SELECT 1 FROM inputs WHERE n_out IS NULL LIMIT 1").fetchone():
             db.execute("BEGIN IMMEDIATE")
             db.execute("UPDATE inputs SET n_out = g.c FROM (SELECT input_n, COUNT(*) AS c FROM "
@@ -259,9 +267,19 @@ class Journal:
             except (ValueError, TypeError):
                 yield n, None
 
-    def refuse(self, origin, code, reason, payload):
-        self.db.execute("INSERT INTO refused (at, origin, code, reason, payload) VALUES (?, ?, ?, ?, ?)",
-                        (time.time(), origin, code, reason, bytes(payload)))
+    def refuse(self, r):
+        """A station `Refuse`: a `refused` row, or one more on its sender's `refused_counts` row
+        of the window (a new row with count 1 the first time, or after it was archived)."""
+        if r.counted is None:
+            self.db.execute("INSERT INTO refused (at, origin, code, reason, payload, sender) "
+                            "VALUES (?, ?, ?, ?, ?, ?)",
+                            (time.time(), r.origin, r.code, r.reason, bytes(r.payload), r.sender))
+            return
+        window_at, at = r.counted
+        self.db.execute(
+            "INSERT INTO refused_counts VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT (window_at, "
+            "sender) DO UPDATE SET last_at = excluded.last_at, count = count + 1",
+            (window_at, r.sender, r.origin, at, at, r.code, r.reason, bytes(r.payload)))
 
     def inputs_after(self, n):
         """(n, at, origin, body, shoe_seq, number of outputs) after input n, in order."""

@@ -3,7 +3,8 @@ restart. Timers and journal archiving are read afresh at each use, so a new valu
 at the next decision timer or archive; everything else (devices, broker, paths, profile, metrics)
 is opened once at start, and a change to it is refused by name, the old value kept."""
 
-SAFE = ("timers", "archive", "staff")        # sections whose keys apply without a restart
+# sections whose keys apply without a restart
+SAFE = ("timers", "archive", "staff", "commands")
 
 
 def _flat(cfg):

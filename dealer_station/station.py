@@ -35,6 +35,7 @@ from drivers.panel import panel_view
 from . import signing
 from .station_broker import BrokerWatch, said_as
 from .station_probe import ProbeWatch
+from .station_refusals import RefusalBudget
 from .station_resend import ResendQueue
 from .station_commands import StationCommands
 from .station_devices import StationDevices
@@ -69,6 +70,7 @@ class Station(StationCommands, StationDevices):
         self.broker = BrokerWatch()
         # the seed of the probes' nonces: random per process, the shell's (the core has none)
         self.probe = ProbeWatch(probe_seed)
+        self.refusals = RefusalBudget()    # refused commands kept, then counted
         self.s = settings
         self.table = new_table(settings.profile)
         self.next_n = 1            # the journal's next input number
@@ -112,6 +114,7 @@ class Station(StationCommands, StationDevices):
         self.broker.configure(settings.broker, settings.connack_timeout_s)
         self.probe.configure(settings.probe_timeout_s, settings.probe_interval_s,
                              settings.commands_topic)
+        self.refusals.configure(settings.refused_keep, settings.refused_window_s)
 
     # -- recovery -------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from controller import rights
 from controller.protocol import SCHEMAS, Rejected, validate
 
 from . import commands
-from .station_types import AckCommand, Command, Count, Refuse, Reply
+from .station_types import AckCommand, Command, Count, Reply
 
 REFUSED_KEEP = 256     # bytes of a refused payload kept: enough to know it, not a way to fill a card
 RESEND_IDS = 1000       # resend ids remembered (in memory, since the daemon's start)
@@ -94,8 +94,12 @@ class StationCommands:
                                                      action=cmd["type"])
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
-            effects = [Refuse("command", e.code, e.reason, bytes(ev.payload[:REFUSED_KEEP])),
-                       Count("commands_refused_total", (("code", e.code),))]
+            # ...up to its sender's budget, then counted (station_refusals.py): a flood cannot
+            # fill the card
+            effects = self.refusals.refused(ev.user or "", "command", e.code, e.reason,
+                                            bytes(ev.payload[:REFUSED_KEEP]), clock.mono,
+                                            clock.wall)
+            effects.append(Count("commands_refused_total", (("code", e.code),)))
             reply = {"type": "reply", "id": e.id, "status": "rejected", "code": e.code,
                      "reason": e.reason}
         return effects + [Reply(reply, ev.response_topic, ev.correlation),

@@ -11,8 +11,10 @@ class Settings:
                  panel=False, archive=False, archive_rounds=1000,
                  replies_topic="dealer-station/v1/t1/replies", signer=None, staff=None,
                  broker="127.0.0.1:1883", connack_timeout_s=5.0, probe_timeout_s=5.0,
-                 probe_interval_s=60.0):
+                 probe_interval_s=60.0, refused_keep=20, refused_window_s=60.0):
         self.table_id = table_id
+        self.refused_keep = refused_keep            # refused commands kept per sender and
+        self.refused_window_s = refused_window_s    # window, the rest counted (station_refusals)
         self.probe_timeout_s = probe_timeout_s      # the commands probe (station_probe.py)
         self.probe_interval_s = probe_interval_s
         self.commands_topic = replies_topic.rsplit("/", 1)[0] + "/commands"
@@ -36,7 +38,7 @@ class Settings:
     @classmethod
     def from_config(cls, cfg, version, signer=None):
         from controller.rights import Staff
-        t, b = cfg["timers"], cfg["broker"]
+        t, b, c = cfg["timers"], cfg["broker"], cfg["commands"]
         return cls(cfg["table"]["id"], cfg["profile"], version, t["decision_s"], t["insurance_s"],
                    t["void_after_outage_s"], b["inflight"],
                    cfg["wheel"]["enabled"] and cfg["wheel"]["auto_start"],
@@ -44,7 +46,8 @@ class Settings:
                    cfg["archive"]["enabled"], cfg["archive"]["keep_rounds"],
                    f"{b['topic_prefix']}/{cfg['table']['id']}/replies", signer,
                    Staff.from_config(cfg.get("staff")), f"{b['host']}:{b['port']}",
-                   b["connack_timeout_s"], b["probe_timeout_s"], b["probe_interval_s"])
+                   b["connack_timeout_s"], b["probe_timeout_s"], b["probe_interval_s"],
+                   c["refused_keep"], c["refused_window_s"])
 
 
 # the timers the station arms: a decision's, insurance's, and the void of a round that waited
@@ -53,4 +56,11 @@ CONFIG = Section("timers", {
     "decision_s": Key(float, 20.0, lo=0, hi=600),
     "insurance_s": Key(float, 10.0, lo=0, hi=600),
     "void_after_outage_s": Key(float, 600.0, lo=0, hi=86400),
+})
+
+# refused (malformed) commands: how many a sender has kept in full in the journal per window; the
+# rest of the window's are counted in one row (station_refusals.py)
+COMMANDS = Section("commands", {
+    "refused_keep": Key(int, 20, lo=1, hi=10000),
+    "refused_window_s": Key(float, 60.0, lo=1, hi=86400),
 })

@@ -108,11 +108,15 @@ class Record(NamedTuple):
 
 
 class Refuse(NamedTuple):
-    """Input that never reached the engine (a malformed command), kept in the journal."""
+    """Input that never reached the engine (a malformed command), kept in the journal: a row of
+    `refused`, or (`counted` given: (window start, this one's wall time)) one more counted on the
+    sender's `refused_counts` row of that window (station_refusals.py)."""
     origin: str
     code: str
     reason: str
     payload: bytes
+    sender: str = ""
+    counted: tuple = None
 
 
 class Audit(NamedTuple):

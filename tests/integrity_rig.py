@@ -59,7 +59,7 @@ class Rig:
             elif isinstance(e, Audit):
                 self.j.audit(e.entry)
             elif isinstance(e, Refuse):
-                self.j.refuse(e.origin, e.code, e.reason, e.payload)
+                self.j.refuse(e)
             elif isinstance(e, SetMeta):
                 self.j.set_meta(e.key, e.value)
             elif isinstance(e, Publish):

@@ -328,3 +328,42 @@ def test_install_script_puts_every_part_in_place(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert (tmp_path / "etc/mosquitto/conf.d/dealer-station-bridge.conf").exists()
     assert (tmp_path / "etc/systemd/system/dealer-station-bridge-check.timer").exists()
+
+
+def test_install_bridge_again_says_what_it_leaves_and_creates_no_empty_directory(tmp_path):
+    """The cold trial: `install --bridge` three times (not ready, ready, then a password_file
+    that is not there) left the earlier bridge's config and timer in place while saying "nothing
+    of the bridge installed", and a refused [bridge] had created an empty conf.d. Now a refused
+    [bridge] creates nothing, and a re-install that refuses it keeps the earlier bridge unchanged
+    and says so, file by file, with how to take it out."""
+    cmd = [os.path.join(ROOT, "scripts", "install"), "--root", str(tmp_path), "--no-apt",
+           "--no-users", "--no-systemctl", "--bridge"]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode == 1 and "nothing of the bridge installed" in p.stderr, p.stderr[-2000:]
+    assert not (tmp_path / "etc/mosquitto").exists()           # no empty conf.d
+    from dealer_station.sim.tls import make_ca
+    ca = make_ca(str(tmp_path / "tls"))["ca"]
+    (tmp_path / "pw").write_text("bridge-secret\n")
+    toml = tmp_path / "etc/dealer-station/table.toml"
+    text = toml.read_text()
+    for old, new in (("enabled = false                   # true, then", "enabled = true # then"),
+                     ('"/etc/dealer-station/bridge.secret"', f'"{tmp_path}/pw"'),
+                     ('"/etc/dealer-station/central-ca.pem"', f'"{ca}"')):
+        text = text.replace(old, new)
+    toml.write_text(text)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    conf = tmp_path / "etc/mosquitto/conf.d/dealer-station-bridge.conf"
+    before = conf.read_text()
+    assert "bridge-secret" in before and os.stat(conf).st_mode & 0o777 == 0o640
+    toml.write_text(text.replace(f'"{tmp_path}/pw"', f'"{tmp_path}/no-such-pw"'))
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode == 1, p.stderr[-2000:]
+    assert "nothing of the bridge installed" not in p.stderr
+    assert "the new bridge NOT installed" in p.stderr and "left as it was" in p.stderr
+    for f in ("/etc/mosquitto/conf.d/dealer-station-bridge.conf",
+              "/etc/systemd/system/dealer-station-bridge-check.timer",
+              "/etc/polkit-1/rules.d/50-dealer-station-bridge-check.rules"):
+        assert f in p.stderr and (tmp_path / f[1:]).exists(), f
+    assert "systemctl disable --now dealer-station-bridge-check.timer" in p.stderr
+    assert conf.read_text() == before                           # the earlier bridge, unchanged

@@ -17,6 +17,8 @@ def copy_tree(dest):
     for pkg in integrity.PACKAGES:
         shutil.copytree(os.path.join(ROOT, pkg), os.path.join(dest, pkg),
                         ignore=shutil.ignore_patterns("__pycache__"))
+    for name in integrity.MODULES:
+        shutil.copy(os.path.join(ROOT, name), os.path.join(dest, name))
 
 
 def flip(path, at=-2):
@@ -107,3 +109,42 @@ def test_a_change_that_leaves_the_code_unable_to_load_is_named_not_a_traceback(t
     assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
     assert "software integrity failed: the code does not load" in r.stderr
     assert "blackjack.py" in r.stderr and "manifest --check" in r.stderr
+
+
+@pytest.mark.parametrize("broken, how", [
+    ("dealer_station/cli.py", "syntax"), ("dealer_station/__init__.py", "syntax"),
+    ("dealer_station/__init__.py", "import")])
+def test_the_console_script_names_a_broken_cli_or_package_init_exit_3(tmp_path, broken, how):
+    """The cold trial: with dealer_station/cli.py or the package's __init__.py itself unable to
+    load, `manifest --check` and `run` died with a traceback and exit 1 (systemd restarts that
+    forever). The console script's entry (dealer_station_main.py, outside the package) checks
+    the files itself for `manifest --check`, and exits 3 naming the file for anything else."""
+    src = tmp_path / "site"
+    copy_tree(src)
+    env = {**os.environ, "PYTHONPATH": str(src)}
+
+    def run(*a):     # as the installed `dealer-station` runs: the console script's entry point
+        return subprocess.run([sys.executable, "-c", "import sys, dealer_station_main; "
+                               "sys.exit(dealer_station_main.main())", *a], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=60)
+    manifest = str(tmp_path / "manifest.sha256")
+    assert run("manifest", "--out", manifest).returncode == 0
+    assert run("manifest", "--check", "--out", manifest).returncode == 0
+    path = src / broken
+    text = path.read_text()
+    path.write_text(text + "(\n" if how == "syntax" else text.replace("__version__ =", "_v ="))
+    r = run("manifest", "--check", "--out", manifest)
+    assert r.returncode == 1 and f"{broken}: changed" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    cfg = tmp_path / "table.toml"
+    cfg.write_text(f'[table]\nid = "t1"\nprofile = "luxury21"\n[shoe]\nprotocol = "none"\n'
+                   f'[paths]\njournal = "{tmp_path}/journal.sqlite"\n[metrics]\nenabled = false\n'
+                   f'[integrity]\nmanifest = "{manifest}"\n')
+    for args in (("run", "--config", str(cfg)), ("status",), ("manifest", "--out", manifest)):
+        r = run(*args)
+        assert r.returncode == 3 and "Traceback" not in r.stderr, (args, r.stderr)
+        # a name gone from __init__.py: the import in cli.py that needs it, and the module
+        assert (f"the code does not load ({broken}" if how == "syntax" else
+                "the code does not load (dealer_station/cli.py, line 5: ImportError") in r.stderr
+        assert broken in r.stderr, r.stderr
+    assert run("manifest", "--check", "--out", manifest).returncode == 1   # not rewritten

@@ -76,7 +76,7 @@ class Rig:
             elif isinstance(e, Record):
                 self.j.write(e)
             elif isinstance(e, Refuse):
-                self.j.refuse(e.origin, e.code, e.reason, e.payload)
+                self.j.refuse(e)
             elif isinstance(e, MarkSent):
                 self.j.mark_sent([e.seq])
             elif isinstance(e, SetMeta):
