@@ -13,6 +13,7 @@ import math
 import cv2
 import numpy as np
 
+from . import gapblob
 from .frame import to_size
 from .outline import _card_like, _centre, _fit_sides, _misfit, _order, _refine_in, whiteness
 from .tablelevel import light_table, ratio_masks
@@ -29,8 +30,8 @@ LEVELS = (18, 27, 36, 60, 90, 125, 160)
 GRAZE = 0.15
 
 
-def _masks(bgr, card_size):
-    w = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0)
+def _masks(bgr, card_size, w=None):
+    w = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0) if w is None else w
     top, floor = _percentiles(w[::2, ::2], (99.5, 50))
     for d in LEVELS:
         level = top - d
@@ -160,7 +161,9 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     h, w = bgr.shape[:2]
     least = max(200, 0.6 * card_size[0] * card_size[1] if card_size else 0.01 * h * w)
     expect = card_size[0] * card_size[1] if card_size else 0
-    for kind, mask in _masks(bgr, card_size):
+    white = cv2.GaussianBlur(whiteness(bgr), (3, 3), 0)     # the masks' whiteness (and the gap test's)
+    tophat = []             # the blobs (indexes) from the top-hat's masks, for _gap_blob
+    for kind, mask in _masks(bgr, card_size, white):
         contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
         contours, cuts = list(contours), len(contours)    # from index `cuts` on: _cut_spurs' pieces
         outer = {}                # a piece's index: the hull of the blob it was cut from
@@ -232,8 +235,11 @@ def find_cards(bgr, card_size=None, with_blobs=False):
                 # table between two cards a few pixels apart stands above it, joined to the cards'
                 # paper, and every such blob was searched as a hand (half a white frame's time);
                 # the edges and the ratio masks outline hands there. (On grey the top-hat's
-                # blobs are kept: skipped, cardsJS's sweep lost 2 of 80 cards on grey.)
+                # blobs are kept, skipped, cardsJS's sweep lost 2 of 80 cards on grey, unless
+                # they hold no paper beyond the whole cards found: gapblob.py.)
                 if i < cuts and kind != "tophat_light":
+                    if kind == "tophat":
+                        tophat.append(len(blobs))
                     blobs.append(raw)
     quads = []
     # the best score first: the least eroded outline (a card with a printed border on a white
@@ -259,6 +265,10 @@ def find_cards(bgr, card_size=None, with_blobs=False):
     quads = [q for q, a in zip(quads, areas) if not any(
         pa > a and cv2.pointPolygonTest(p, tuple(float(v) for v in _centre(q)), False) >= 0
         for p, pa in zip(quads, areas))]
+    if tophat and gapblob.GAP_TEST:     # the table between whole cards is no hand (gapblob.py)
+        top, floor = _percentiles(white[::2, ::2], (99.5, 50))
+        blobs = [b for i, b in enumerate(blobs)
+                 if i not in tophat or not gapblob.gap_blob(white, (top + floor) / 2, b, quads, card_size)]
     if f > 1:     # back to the image's pixels (a reduced pixel's centre)
         quads = [(q + 0.5) * f - 0.5 for q in quads]
         blobs = [np.float32((b + 0.5) * f - 0.5) for b in blobs]
