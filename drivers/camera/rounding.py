@@ -127,15 +127,18 @@ def corner_rounding(gray):
     return mended.get(0, v)
 
 
-def _corner_roundings(grays, mended=None):
+def _corner_roundings(grays, mended=None, contrast=None):
     """corner_rounding of each of n patches (n x (L+2P) x (L+2P)): the array work done once for
     all four corners of a card (per corner, numpy's call overhead was most of its cost). A corner
     measured by one side alone, the other off the outline, is nan there and its value put in
-    `mended` (by its index) when given."""
+    `mended` (by its index) when given. `contrast`: a list given is filled with each patch's
+    paper over its table (levels)."""
     n = len(grays)
     paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
     beyond_left, beyond_top = grays[:, :, :P - 3].reshape(n, -1), grays[:, :P - 3].reshape(n, -1)
     table = _row_percentiles(np.concatenate([beyond_top, beyond_left], axis=1), 50)
+    if contrast is not None:
+        contrast[:] = (paper - table).tolist()
     # compared with the float32 rows in float32, as a Python float mid was
     mids = [np.float32((paper + table) / 2)] * 2
     rows = np.concatenate([grays[:, P:], grays[:, :, P:].transpose(0, 2, 1)])   # left, then top
@@ -190,9 +193,43 @@ def rounding(bgr, quad, canon):
     return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
 
 
-def corners_rounding(bgr, quad, canon):
+def roundings(bgr, quad, canon):
+    """(rounding(), the corners' median weighed by how well each is measured: its paper over its
+    table). Where the paper barely stands above the table (a white table), the mid level a
+    corner's outline is crossed at lies high on the edge's rise (the card's contact shadow
+    darkens the table just beyond it) and a square corner measures round there: Responsive's
+    Kc under cardsJS's templates (bench/probe_foreign_surface.py white, shadow scene 1, seat 6)
+    measured 2.4-3.8 at two corners 12-14 levels above the table, 1.4-1.6 and -0.6 to -0.9 at
+    corners 37 and 17-22 above it: the plain median 2.28-2.67 passed cardsJS' round cut, the
+    weighed one 1.42-1.57 refuses it. Every other foreign read found on white had the same
+    pattern over two corners (the weaker round, the stronger square). Both nan with fewer than
+    two corners."""
+    con = []
+    per = corners_rounding(bgr, quad, canon, con)
+    ok = [(v, c) for v, c in zip(per, con) if not math.isnan(v)]
+    if len(ok) < 2:
+        return np.nan, np.nan
+    return _median(np.float64([v for v, _ in ok])), weighed_median(*zip(*ok))
+
+
+def weighed_median(values, weights):
+    """The value at which the weights (sorted by value) reach half their sum; the mean of the two
+    values either side when they reach it exactly (equal weights: the plain median)."""
+    pairs = sorted(zip(values, weights))
+    half, cum = sum(w for _, w in pairs) / 2, 0.0
+    for i, (v, w) in enumerate(pairs):
+        cum += w
+        if math.isclose(cum, half, rel_tol=1e-9):
+            return (v + pairs[i + 1][0]) / 2
+        if cum > half:
+            return float(v)
+    return float(pairs[-1][0])
+
+
+def corners_rounding(bgr, quad, canon, contrast=None):
     """Each of the card's four corners' rounding (canonical pixels, nan where not measured), as
-    rounding() takes their median."""
+    rounding() takes their median. `contrast`: a list given is filled with each corner's paper
+    over its table in the channel its rounding came from (gray's where none did)."""
     cw, ch = canon
     patches = []
     for k in range(4):
@@ -209,8 +246,9 @@ def corners_rounding(bgr, quad, canon):
     # square (-0.16, -1.59) and Responsive's templates (same artwork, square-cut) read its 5c
     # (review31); a card no corner of which is measured stays refused
     grays = cv2.cvtColor(both, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    mended = {}
-    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended)
+    mended, con = {}, []
+    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended, con)
+    mended_con = {k: con[k] for k in mended}
     # only at the photo scale: the table scale (125 px) not measured with it, kept as it was
     photo = min(np.linalg.norm(np.float32(quad)[[1, 2, 3, 0]] - np.float32(quad), axis=1)) >= SMALL
     for ch in (2, 0):
@@ -221,10 +259,16 @@ def corners_rounding(bgr, quad, canon):
         # corner in the first of them that shows it (a valid corner's rounding is the same in
         # each, within 0.2): a shadow or a gloss may leave a different corner clear in each
         one = np.ascontiguousarray(both[..., ch], np.float32).reshape(4, L + 2 * P, L + 2 * P)
-        more = {}
-        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one, more))]
+        more, c2 = {}, []
+        vals = _corner_roundings(one, more, c2)
+        con = [c if not math.isnan(v) or math.isnan(w) else d for v, w, c, d in zip(per, vals, con, c2)]
+        per = [v if not math.isnan(v) else w for v, w in zip(per, vals)]
+        mended_con = {**{k: c2[k] for k in more}, **mended_con}
         mended = {**more, **mended}         # the first channel's first
     if sum(not math.isnan(v) for v in per) < 2:
         # too few corners whose two sides agree: those measured by one side, in any channel
+        con = [mended_con.get(k, c) if math.isnan(v) else c for k, (v, c) in enumerate(zip(per, con))]
         per = [mended.get(k, np.nan) if math.isnan(v) else v for k, v in enumerate(per)]
+    if contrast is not None:
+        contrast[:] = con
     return per
