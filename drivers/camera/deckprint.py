@@ -110,11 +110,11 @@ class DeckPrint:
         when the rounding is outside the learned window (_moving)."""
         cut = self.cut()
         # a deck whose cut is told, at the table's scale (`blur` given; where it was measured):
-        # its corners weighed by how well each is measured must tell it too (rounding.roundings:
-        # a square corner measures round where the paper barely stands above a white table), a
-        # refusal beside the plain median's
+        # its best-measured corners must tell it too (rounding.roundings: a square corner
+        # measures round where the paper barely stands above a white table), a refusal beside
+        # the plain median's
         weigh = cut is not None and blur is not None
-        r, weighed = roundings(bgr, quad, canon) if weigh else (rounding(bgr, quad, canon), np.nan)
+        r, best = roundings(bgr, quad, canon) if weigh else (rounding(bgr, quad, canon), np.nan)
         if streak is not None and (np.isnan(r) or abs(r - self.rounding) > self.rounding_tol):
             r = self._moving(bgr, quad, canon, streak, r)
         sigma = None
@@ -122,12 +122,12 @@ class DeckPrint:
             q = np.float32(quad)
             scale = canon[0] / max(float(min(np.linalg.norm(q[[1, 2, 3, 0]] - q, axis=1))), 1.0)
             most = BLUR_MAX * scale             # canonical pixels: the most the estimate gives
-            if (cut == "round" and min(r, weighed) <= (self.rounding + square_measure(most)) / 2
-                    or cut == "square" and max(r, weighed) > self.rounding + SHARP_OFF):
+            if (cut == "round" and min(r, best) <= (self.rounding + square_measure(most)) / 2
+                    or cut == "square" and max(r, best) > self.rounding + SHARP_OFF):
                 b = blur()
                 if b is not None:
                     sigma = min(b * scale, most)        # image pixels to canonical ones
-        return self.matches(r, shifts, sigma) and (not weigh or self.matches(weighed, shifts, sigma))
+        return self.matches(r, shifts, sigma) and (not weigh or self.matches(best, shifts, sigma))
 
     def _moving(self, bgr, quad, canon, streak, r):
         """The rounding of a moving card (`streak()`: its measured streak, or None) from its two

@@ -193,37 +193,36 @@ def rounding(bgr, quad, canon):
     return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
 
 
+# A corner whose paper stands above its table less than WELL times the card's best-measured
+# corner's says nothing about the cut (roundings): on a white table the paper stands barely above
+# the table beside two of a card's sides, the mid level its outline is crossed at lies high on the
+# edge's rise (the contact shadow darkens the table just beyond the edge) and a square corner
+# measures round there. The eight single-frame foreign reads found on white (Responsive's cards by
+# cardsJS' templates) each had a corner measured at 0.35-0.58 of the best's contrast measuring
+# round (2.4-4.9) and the best-measured one square (0.0-2.1); the tuned decks' own cards on a light
+# grey table (every corner 40-110 above it) lose nothing at 0.5 (bench/diag_cut_corners.py)
+WELL = 0.5
+
+
 def roundings(bgr, quad, canon):
-    """(rounding(), the corners' median weighed by how well each is measured: its paper over its
-    table). Where the paper barely stands above the table (a white table), the mid level a
-    corner's outline is crossed at lies high on the edge's rise (the card's contact shadow
-    darkens the table just beyond it) and a square corner measures round there: Responsive's
-    Kc under cardsJS's templates (bench/probe_foreign_surface.py white, shadow scene 1, seat 6)
-    measured 2.4-3.8 at two corners 12-14 levels above the table, 1.4-1.6 and -0.6 to -0.9 at
-    corners 37 and 17-22 above it: the plain median 2.28-2.67 passed cardsJS' round cut, the
-    weighed one 1.42-1.57 refuses it. Every other foreign read found on white had the same
-    pattern over two corners (the weaker round, the stronger square). Both nan with fewer than
-    two corners."""
+    """(rounding(), the median of the corners measured at WELL of the best-measured corner's
+    contrast or more: one such corner alone outvotes the worse-measured ones). Responsive's Kc
+    under cardsJS's templates (bench/probe_foreign_surface.py white, shadow scene 1, seat 6)
+    measured 2.4-3.8 at two corners 12-14 levels above the table, 1.4-1.6 at its best (37 above)
+    and -0.9 at one 17 above: the plain median 2.28-2.67 passed cardsJS' round cut, its
+    best-measured corner's 1.42-1.57 does not. Both nan with fewer than two corners measured."""
     con = []
     per = corners_rounding(bgr, quad, canon, con)
     ok = [(v, c) for v, c in zip(per, con) if not math.isnan(v)]
     if len(ok) < 2:
         return np.nan, np.nan
-    return _median(np.float64([v for v, _ in ok])), weighed_median(*zip(*ok))
+    return _median(np.float64([v for v, _ in ok])), well_measured(*zip(*ok))
 
 
-def weighed_median(values, weights):
-    """The value at which the weights (sorted by value) reach half their sum; the mean of the two
-    values either side when they reach it exactly (equal weights: the plain median)."""
-    pairs = sorted(zip(values, weights))
-    half, cum = sum(w for _, w in pairs) / 2, 0.0
-    for i, (v, w) in enumerate(pairs):
-        cum += w
-        if math.isclose(cum, half, rel_tol=1e-9):
-            return (v + pairs[i + 1][0]) / 2
-        if cum > half:
-            return float(v)
-    return float(pairs[-1][0])
+def well_measured(values, contrasts):
+    """The median of the values whose contrast is at least WELL times the highest."""
+    best = max(contrasts)
+    return _median(np.float64([v for v, c in zip(values, contrasts) if c >= WELL * best]))
 
 
 def corners_rounding(bgr, quad, canon, contrast=None):
