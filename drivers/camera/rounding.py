@@ -198,9 +198,12 @@ def rounding(bgr, quad, canon):
 # the table beside two of a card's sides, the mid level its outline is crossed at lies high on the
 # edge's rise (the contact shadow darkens the table just beyond the edge) and a square corner
 # measures round there. The eight single-frame foreign reads found on white (Responsive's cards by
-# cardsJS' templates) each had a corner measured at 0.35-0.58 of the best's contrast measuring
-# round (2.4-4.9) and the best-measured one square (0.0-2.1); the tuned decks' own cards on a light
-# grey table (every corner 40-110 above it) lose nothing at 0.5 (bench/diag_cut_corners.py)
+# cardsJS' templates, bench/probe_foreign_surface.py) each had the best-measured corner square
+# (0.0-2.1) and a worse-measured one round (2.4-4.9), at 0.33-0.48 of the best's contrast in six
+# (refused), 0.58 and 0.73 in two (still read, single frames). The tuned decks' own cards
+# (bench/diag_cut_corners.py): on white 44-48% of cardsJS' and Responsive's checks have a corner
+# under half the best's contrast, on light grey 3-4%; of cardsJS' 651 passing checks on white
+# 0.5 refuses 4 for sure, 0.6 12
 WELL = 0.5
 
 
