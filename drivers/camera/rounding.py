@@ -202,8 +202,9 @@ def rounding(bgr, quad, canon):
 # (0.0-2.1) and a worse-measured one round (2.4-4.9), at 0.33-0.48 of the best's contrast in six
 # (refused), 0.58 and 0.73 in two (still read, single frames). The tuned decks' own cards
 # (bench/diag_cut_corners.py): on white 44-48% of cardsJS' and Responsive's checks have a corner
-# under half the best's contrast, on light grey 3-4%; of cardsJS' 651 passing checks on white
-# 0.5 refuses 4 for sure, 0.6 12
+# under half the best's contrast, on light grey 3-4%; of cardsJS' own checks that pass on main
+# (30 white scenes, 3 frames each) 0.5 refuses 4 of 651 on white and 0 of 610 on light grey; 0.6
+# refused at least 12 on white. A square-cut deck does not ask it (deckprint.card_matches)
 WELL = 0.5
 
 
