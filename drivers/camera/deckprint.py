@@ -129,7 +129,10 @@ class DeckPrint:
                 b = blur()
                 if b is not None:
                     sigma = min(b * scale, most)        # image pixels to canonical ones
-        return self.matches(r, shifts, sigma) and (not weigh or self.matches(best, shifts, sigma))
+        # the best-measured corners on the square side only (rounder than the window: not the
+        # other cut; it refused a Kennard 5h measuring 6.5 at its best corners)
+        return self.matches(r, shifts, sigma) and (not weigh or best >= self.rounding - self.rounding_tol
+                                                   and not self.nearer_other_cut(best, sigma))
 
     def _moving(self, bgr, quad, canon, streak, r):
         """The rounding of a moving card (`streak()`: its measured streak, or None) from its two

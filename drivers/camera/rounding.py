@@ -203,7 +203,7 @@ def rounding(bgr, quad, canon):
 # (refused), 0.58 and 0.73 in two (still read, single frames). The tuned decks' own cards
 # (bench/diag_cut_corners.py): on white 44-48% of cardsJS' and Responsive's checks have a corner
 # under half the best's contrast, on light grey 3-4%; of cardsJS' own checks that pass on main
-# (30 white scenes, 3 frames each) 0.5 refuses 4 of 651 on white and 0 of 610 on light grey; 0.6
+# (30 white scenes, 3 frames each) 0.5 refuses 3 of 651 on white and 0 of 610 on light grey; 0.6
 # refused at least 12 on white. A square-cut deck does not ask it (deckprint.card_matches)
 WELL = 0.5
 
