@@ -133,11 +133,12 @@ def corner_rounding(gray):
     return mended.get(0, v)
 
 
-def _corner_roundings(grays, mended=None):
+def _corner_roundings(grays, mended=None, contrast=None):
     """corner_rounding of each of n patches (n x (L+2P) x (L+2P)): the array work done once for
     all four corners of a card (per corner, numpy's call overhead was most of its cost). A corner
     measured by one side alone, the other off the outline, is nan there and its value put in
-    `mended` (by its index) when given."""
+    `mended` (by its index) when given. `contrast`: a list given is filled with each patch's
+    paper over its table (levels)."""
     n = len(grays)
     paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
     beyond_left, beyond_top = grays[:, :, :P - 3].reshape(n, -1), grays[:, :P - 3].reshape(n, -1)
@@ -156,6 +157,8 @@ def _corner_roundings(grays, mended=None):
         grays[border, :P - 3] = np.minimum(grays[border, :P - 3], lid)
         grays[border, :, :P - 3] = np.minimum(grays[border, :, :P - 3], lid)
         table = np.where(border, ring, table)
+    if contrast is not None:
+        contrast[:] = (paper - table).tolist()
     # compared with the float32 rows in float32, as a Python float mid was
     mids = [np.float32((paper + table) / 2)] * 2
     rows = np.concatenate([grays[:, P:], grays[:, :, P:].transpose(0, 2, 1)])   # left, then top
@@ -210,9 +213,46 @@ def rounding(bgr, quad, canon):
     return _median(np.float64(vals)) if len(vals) >= 2 else np.nan     # np.median's answer
 
 
-def corners_rounding(bgr, quad, canon):
+# A corner whose paper stands above its table less than WELL times the card's best-measured
+# corner's says nothing about the cut (roundings): on a white table the paper stands barely above
+# the table beside two of a card's sides, the mid level its outline is crossed at lies high on the
+# edge's rise (the contact shadow darkens the table just beyond the edge) and a square corner
+# measures round there. The eight single-frame foreign reads found on white (Responsive's cards by
+# cardsJS' templates, bench/probe_foreign_surface.py) each had the best-measured corner square
+# (0.0-2.1) and a worse-measured one round (2.4-4.9), at 0.33-0.48 of the best's contrast in six
+# (refused), 0.58 and 0.73 in two (still read, single frames). The tuned decks' own cards
+# (bench/diag_cut_corners.py): on white 44-48% of cardsJS' and Responsive's checks have a corner
+# under half the best's contrast, on light grey 3-4%; of cardsJS' own checks that pass on main
+# (30 white scenes, 3 frames each) 0.5 refuses 3 of 651 on white and 0 of 610 on light grey; 0.6
+# refused at least 12 on white. A square-cut deck does not ask it (deckprint.card_matches)
+WELL = 0.5
+
+
+def roundings(bgr, quad, canon):
+    """(rounding(), the median of the corners measured at WELL of the best-measured corner's
+    contrast or more: one such corner alone outvotes the worse-measured ones). Responsive's Kc
+    under cardsJS's templates (bench/probe_foreign_surface.py white, shadow scene 1, seat 6)
+    measured 2.4-3.8 at two corners 12-14 levels above the table, 1.4-1.6 at its best (37 above)
+    and -0.9 at one 17 above: the plain median 2.28-2.67 passed cardsJS' round cut, its
+    best-measured corner's 1.42-1.57 does not. Both nan with fewer than two corners measured."""
+    con = []
+    per = corners_rounding(bgr, quad, canon, con)
+    ok = [(v, c) for v, c in zip(per, con) if not math.isnan(v)]
+    if len(ok) < 2:
+        return np.nan, np.nan
+    return _median(np.float64([v for v, _ in ok])), well_measured(*zip(*ok))
+
+
+def well_measured(values, contrasts):
+    """The median of the values whose contrast is at least WELL times the highest."""
+    best = max(contrasts)
+    return _median(np.float64([v for v, c in zip(values, contrasts) if c >= WELL * best]))
+
+
+def corners_rounding(bgr, quad, canon, contrast=None):
     """Each of the card's four corners' rounding (canonical pixels, nan where not measured), as
-    rounding() takes their median."""
+    rounding() takes their median. `contrast`: a list given is filled with each corner's paper
+    over its table in the channel its rounding came from (gray's where none did)."""
     cw, ch = canon
     patches = []
     for k in range(4):
@@ -229,8 +269,9 @@ def corners_rounding(bgr, quad, canon):
     # square (-0.16, -1.59) and Responsive's templates (same artwork, square-cut) read its 5c
     # (review31); a card no corner of which is measured stays refused
     grays = cv2.cvtColor(both, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    mended = {}
-    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended)
+    mended, con = {}, []
+    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended, con)
+    mended_con = {k: con[k] for k in mended}
     # only at the photo scale: the table scale (125 px) not measured with it, kept as it was
     photo = min(np.linalg.norm(np.float32(quad)[[1, 2, 3, 0]] - np.float32(quad), axis=1)) >= SMALL
     for ch in (2, 0):
@@ -241,10 +282,16 @@ def corners_rounding(bgr, quad, canon):
         # corner in the first of them that shows it (a valid corner's rounding is the same in
         # each, within 0.2): a shadow or a gloss may leave a different corner clear in each
         one = np.ascontiguousarray(both[..., ch], np.float32).reshape(4, L + 2 * P, L + 2 * P)
-        more = {}
-        per = [v if not math.isnan(v) else w for v, w in zip(per, _corner_roundings(one, more))]
+        more, c2 = {}, []
+        vals = _corner_roundings(one, more, c2)
+        con = [c if not math.isnan(v) or math.isnan(w) else d for v, w, c, d in zip(per, vals, con, c2)]
+        per = [v if not math.isnan(v) else w for v, w in zip(per, vals)]
+        mended_con = {**{k: c2[k] for k in more}, **mended_con}
         mended = {**more, **mended}         # the first channel's first
     if sum(not math.isnan(v) for v in per) < 2:
         # too few corners whose two sides agree: those measured by one side, in any channel
+        con = [mended_con.get(k, c) if math.isnan(v) else c for k, (v, c) in enumerate(zip(per, con))]
         per = [mended.get(k, np.nan) if math.isnan(v) else v for k, v in enumerate(per)]
+    if contrast is not None:
+        contrast[:] = con
     return per
