@@ -133,7 +133,7 @@ def corner_rounding(gray):
     return mended.get(0, v)
 
 
-def _corner_roundings(grays, mended=None, contrast=None):
+def _corner_roundings(grays, mended=None, contrast=None, border=False):
     """corner_rounding of each of n patches (n x (L+2P) x (L+2P)): the array work done once for
     all four corners of a card (per corner, numpy's call overhead was most of its cost). A corner
     measured by one side alone, the other off the outline, is nan there and its value put in
@@ -143,14 +143,17 @@ def _corner_roundings(grays, mended=None, contrast=None):
     paper = _row_percentiles(grays[:, P + 2:, P + 2:].reshape(n, -1), 90)
     beyond_left, beyond_top = grays[:, :, :P - 3].reshape(n, -1), grays[:, :P - 3].reshape(n, -1)
     table = _row_percentiles(np.concatenate([beyond_top, beyond_left], axis=1), 50)
-    # the band just beyond the outline along both sides (the corner itself left out)
-    ring = _row_percentiles(np.concatenate([grays[:, P - 3:P, P + 2:].reshape(n, -1),
-                                            grays[:, P + 2:, P - 3:P].reshape(n, -1)], axis=1), 50)
-    # a dark line printed round the card's edge (svg-cards' border) on a table as light as the
+    # A dark line printed round the card's edge (svg-cards' border) on a table as light as the
     # paper: the outline lies on the line's inside, and the line, not the table, is what the
-    # paper rises from there; measured at the table's level the middle sat near the paper's top
-    border = (ring < BORDER_DARK * table) & (table - ring > BORDER_STEP)
-    if border.any():
+    # paper rises from there; measured at the table's level the middle sat near the paper's top.
+    # `border`: at the table's scale only, where it was measured (at the photo scale it split
+    # the held-out KDE deck's reference photos into two designs and moved glossy corners).
+    if border:
+        # the band just beyond the outline along both sides (the corner itself left out)
+        ring = _row_percentiles(np.concatenate([grays[:, P - 3:P, P + 2:].reshape(n, -1),
+                                                grays[:, P + 2:, P - 3:P].reshape(n, -1)], axis=1), 50)
+        border = (ring < BORDER_DARK * table) & (table - ring > BORDER_STEP)
+    if border is not False and border.any():
         # and the table beyond the line, as light as the paper, is not searched for the rise
         grays = grays.copy()
         lid = ring[border].astype(np.float32)[:, None, None]
@@ -269,11 +272,11 @@ def corners_rounding(bgr, quad, canon, contrast=None):
     # square (-0.16, -1.59) and Responsive's templates (same artwork, square-cut) read its 5c
     # (review31); a card no corner of which is measured stays refused
     grays = cv2.cvtColor(both, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    mended, con = {}, []
-    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended, con)
-    mended_con = {k: con[k] for k in mended}
     # only at the photo scale: the table scale (125 px) not measured with it, kept as it was
     photo = min(np.linalg.norm(np.float32(quad)[[1, 2, 3, 0]] - np.float32(quad), axis=1)) >= SMALL
+    mended, con = {}, []
+    per = _corner_roundings(grays.reshape(4, L + 2 * P, L + 2 * P), mended, con, not photo)
+    mended_con = {k: con[k] for k in mended}
     for ch in (2, 0):
         if _settled(per, photo):
             break
@@ -283,7 +286,7 @@ def corners_rounding(bgr, quad, canon, contrast=None):
         # each, within 0.2): a shadow or a gloss may leave a different corner clear in each
         one = np.ascontiguousarray(both[..., ch], np.float32).reshape(4, L + 2 * P, L + 2 * P)
         more, c2 = {}, []
-        vals = _corner_roundings(one, more, c2)
+        vals = _corner_roundings(one, more, c2, not photo)
         con = [c if not math.isnan(v) or math.isnan(w) else d for v, w, c, d in zip(per, vals, con, c2)]
         per = [v if not math.isnan(v) else w for v, w in zip(per, vals)]
         mended_con = {**{k: c2[k] for k in more}, **mended_con}
