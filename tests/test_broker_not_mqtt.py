@@ -239,13 +239,7 @@ def test_a_flood_of_queued_items_does_not_hold_the_loop_from_its_watchdog(tmp_pa
     table) or a /healthz snapshot. A pass now takes a bounded batch, then reports; the items
     left are taken by the next pass, in order."""
     from dealer_station.station_types import TimerDue
-    cfg, errors = check_config({
-        "table": {"id": "bj-01", "profile": "luxury21"}, "shoe": {"protocol": "none"},
-        "broker": {"port": free_tcp_port(), "connack_timeout_s": 1, "keepalive_s": 60,
-                   "reconnect_max_s": 1},
-        "paths": {"journal": str(tmp_path / "j.sqlite")}, "metrics": {"enabled": False}})
-    assert not errors, errors
-    d = Daemon(cfg)
+    d = _daemon_without_broker(tmp_path)
     try:
         d.recover()
         backlog = 2000
@@ -269,18 +263,23 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
-def test_the_acknowledged_mark_is_written_when_the_table_goes_quiet(tmp_path):
-    """The cold trial: a burst of events acknowledged by the broker, then a quiet table; the
-    journal's `acked_through` mark (written at most every MARK_EVERY_S, without a sync) waited
-    for the next PUBACK, so a kill -9 a minute later republished the whole burst. The loop now
-    writes it once the interval has passed, PUBACKs or not."""
+def _daemon_without_broker(tmp_path):
+    """A daemon whose broker port nobody listens on: its loop and journal, no broker."""
     cfg, errors = check_config({
         "table": {"id": "bj-01", "profile": "luxury21"}, "shoe": {"protocol": "none"},
         "broker": {"port": free_tcp_port(), "connack_timeout_s": 1, "keepalive_s": 60,
                    "reconnect_max_s": 1},
         "paths": {"journal": str(tmp_path / "j.sqlite")}, "metrics": {"enabled": False}})
     assert not errors, errors
-    d = Daemon(cfg)
+    return Daemon(cfg)
+
+
+def test_the_acknowledged_mark_is_written_when_the_table_goes_quiet(tmp_path):
+    """The cold trial: a burst of events acknowledged by the broker, then a quiet table; the
+    journal's `acked_through` mark (written at most every MARK_EVERY_S, without a sync) waited
+    for the next PUBACK, so a kill -9 a minute later republished the whole burst. The loop now
+    writes it once the interval has passed, PUBACKs or not."""
+    d = _daemon_without_broker(tmp_path)
     try:
         d.recover()
         j = d.journal
