@@ -142,3 +142,17 @@ def test_a_whole_card_under_its_neighbour_thin_at_the_index_is_not_read_as_its_t
     wrong, right = judged_reads(tigullio, frames, truth)
     assert wrong == []
     assert sum(c == "9s" for c, _ in right) >= 3
+
+
+def test_a_covered_three_thin_at_the_index_is_judged_by_its_blurred_suit(tigullio):
+    """bench/hunt_hands.py's hands scene 135312 (green felt, defocus), found by a hunt on the
+    final code of 2026-12-02: the held-out Tigullio's covered 3c read 3s in frame 2 (the index
+    0.042 over the club, the strips the club's by only 0.037, inside COVERED_TWIN's allowance).
+    A three's strips hold one pip's edge (learned 0.10-0.18 of the index's ink), too little to
+    part the twins: it is judged as a bare card is, by its suit glyph under matched blurs."""
+    deck, table, cond, truth, frames = hunted_hands(135312)
+    assert (deck, table, cond) == ("tigullio", "green_felt", "defocus")
+    assert "3c" in [c for c, _ in truth] and "3s" not in [c for c, _ in truth]
+    wrong, right = judged_reads(tigullio, frames, truth)
+    assert wrong == []
+    assert sum(c == "3d" for c, _ in right) >= 3     # the hand's other three still reads
