@@ -38,11 +38,11 @@ def _calibration(cfg, errors):
     try:
         with open(path, "rb") as f:
             cal = tomllib.load(f)     # a payload given twice is a TOML error (duplicate key)
-    except tomllib.TOMLDecodeError as e:
-        errors.append(f"{where}: not valid TOML: {e}")
-        return
     except (OSError, UnicodeDecodeError) as e:
         errors.append(f"{where}: {getattr(e, 'strerror', None) or e}")
+        return
+    except ValueError as e:           # TOMLDecodeError, or an integer past 4300 digits
+        errors.append(f"{where}: not valid TOML: {e}")
         return
     unknown = sorted(set(cal) - CALIBRATION_SECTIONS)
     if unknown:         # a typo ([cards]) would otherwise only show as "no [card]"
