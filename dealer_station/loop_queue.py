@@ -37,10 +37,11 @@ class Busy(tuple):
 
 
 def lane_of(item):
-    """The lane of an item put without one: the MQTT link's (commands by sender login), control."""
+    """The lane of an item put without one: the MQTT link's (commands by sender login), a
+    tool's engine input (LocalInput: its own, as a device's), else control (stop, reload)."""
     if isinstance(item, tuple) and item and item[0] == "mqtt":
         return ("login", item[7]) if item[1] == "command" else "link"
-    return "control"
+    return "local" if type(item).__name__ == "LocalInput" else "control"
 
 
 def refusable(lane):
