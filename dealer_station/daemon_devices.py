@@ -41,7 +41,8 @@ class Devices:
         self.hub = Hub(self.table_id, self.profile.name, t["decision_s"], t["insurance_s"])
         # a command from a page goes on the loop's queue as an MQTT one would
         self.console = Console(self.cfg["console"], self.hub,
-                               lambda payload, corr, account: self.q.put(("console", payload, corr, account)),
+                               lambda payload, corr, account: self.q.put(("console", payload, corr, account),
+                                                                        "console"),
                                self.metrics, self.camera, log,
                                export=functools.partial(export_round, self.cfg["paths"]["journal"],
                                                         profile=self.profile))

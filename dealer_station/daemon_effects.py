@@ -82,8 +82,9 @@ class Effects:
             self.journal.set_meta(e.key, e.value)
         elif t is Archive:
             self._archive()
-        elif t is ResendPage:   # back on the queue: a card queued meanwhile goes first
-            self.q.put(ResendRows(e.lo, e.hi, self.journal.outbox_from(e.lo, e.hi - e.lo + 1)))
+        elif t is ResendPage:   # back on the queue, its own lane: a card takes its turn
+            self.q.put(ResendRows(e.lo, e.hi, self.journal.outbox_from(e.lo, e.hi - e.lo + 1)),
+                       "resend")
         else:
             raise TypeError(f"unknown effect {t.__name__}")
 

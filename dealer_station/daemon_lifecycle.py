@@ -25,7 +25,7 @@ class Lifecycle:
             # The shoe first: its HELLO sets the sequence baseline before any command can start
             # a shoe or a round, so no card drawn after that can go unnoticed.
             devices["shoe"] = {"state": "connecting"}
-            self.shoe.start(self.q.put)
+            self.shoe.start(self.q.putter("shoe"))
             # only a protocol-v1 shoe says HELLO: a barcode scanner has nothing to wait for
             end = time.monotonic() + (shoe_wait if self.cfg["shoe"]["protocol"] == "v1" else 0)
             while time.monotonic() < end and "model" not in devices["shoe"]:
@@ -36,13 +36,13 @@ class Lifecycle:
                 self._flush_position()
         if self.wheel is not None:
             devices["wheel"] = {"state": "connecting"}
-            self.wheel.start(self.q.put)
+            self.wheel.start(self.q.putter("wheel"))
         if self.camera is not None:
             devices["camera"] = {"state": "connecting"}
-            self.camera.start(self.q.put)
+            self.camera.start(self.q.putter("camera"))
         if self.panel is not None:
             devices["panel"] = {"state": "connected", "key": False}
-            self.panel.start(self.q.put)
+            self.panel.start(self.q.putter("panel"))
             self.panel.show(panel_view(self.station.expectation(), self.table))
         m = self.cfg["metrics"]
         if m["enabled"]:

@@ -1,35 +1,146 @@
-"""The daemon loop's queue: each item with the monotonic time it was put.
+"""The daemon loop's queue: each item with the monotonic time it was put, in per-source lanes.
 
-A pass of the loop takes a bounded batch (daemon.PASS_ITEMS, PASS_S), then serves its timer. With
-only that, the timer overtook items put before its deadline: a player's decision sent 1.5 s into
-a 5 s decision timer, queued behind 20,000 malformed commands from one login, was handled 8 s
-later, after `decision_timeout` had stood the hand for them ("not_awaiting_decision": cold trial).
-The stamp lets the loop handle every item put before the deadline first, as one long pass did,
-and still report between passes."""
+Stamps. A pass of the loop takes a bounded batch (daemon.PASS_ITEMS, PASS_S), then serves its
+timer. With only that, the timer overtook items put before its deadline: a player's decision sent
+1.5 s into a 5 s decision timer, queued behind 20,000 malformed commands from one login, was
+handled 8 s later, after `decision_timeout` had stood the hand for them ("not_awaiting_decision":
+cold trial). The stamp lets the loop handle every item put before the deadline first.
+
+Lanes. One FIFO let any sender delay every other: a card dealt amid 20,000-50,000 malformed
+commands was journaled and published 8-40 s late (cold trial). The loop thread moves what was put
+into one lane per source (each device's driver, each MQTT sender login, the link's own items,
+the console, the loop's resend pages, control) and takes the lanes' heads in turn: each lane in
+its order, so a flood from one sender delays only that sender. A sender's lane holds at most
+LANE_MAX items; what comes beyond it goes to one more lane, BUSY, whose turn hands the loop up to
+BUSY_BATCH of them at once (a `Busy`) to refuse "busy" in one journal transaction
+(station_busy.py): answered, counted, never dropped, and cheaply enough to keep up with a flood.
+
+Why taking sources out of their arrival order is safe: the journal's order is the truth replay
+follows, whatever order the loop chose; arrival order across sources was never guaranteed (each
+driver has its own reader thread, paho its own, and the broker orders only one publisher's
+messages on one topic, which a lane keeps). RULES.md's orderings are within one source (a
+device's state and its cards, a login's commands) or against the loop's own timer, which the
+stamp keeps: the timer fires only once every item put before its deadline is handled. A card vs
+`betting_closed` from another source was a race between two networks before as well.
+"""
+import collections
 import queue
 import time
 
+LANE_MAX = 32       # commands one sender's lane holds (a client's burst); the rest: "busy"
+BUSY_BATCH = 200    # commands refused busy in one turn (one transaction: ~0.1 ms each here)
+BUSY = "busy"       # the lane of the commands beyond their sender's lane
+
+
+class Busy(tuple):
+    """A BUSY lane's turn: the (stamp, item)s to refuse busy, in the order they came."""
+
+
+def lane_of(item):
+    """The lane of an item put without one: the MQTT link's (commands by sender login), a
+    tool's engine input (LocalInput: its own, as a device's), else control (stop, reload)."""
+    if isinstance(item, tuple) and item and item[0] == "mqtt":
+        return ("login", item[7]) if item[1] == "command" else "link"
+    return "local" if type(item).__name__ == "LocalInput" else "control"
+
+
+def refusable(lane):
+    """A sender's lane: its excess can be answered (refused busy) instead of held."""
+    return isinstance(lane, tuple) and lane[0] == "login"
+
 
 class StampedQueue:
-    def __init__(self):
+    def __init__(self, lane_max=LANE_MAX):
         # SimpleQueue: its put() may be called from a signal handler (request_stop) that runs
         # while the loop's own get() holds the lock of a queue.Queue: that put deadlocked the
         # daemon for good (a SIGTERM at the wrong moment; found by a killed table-sim's orphan)
         self._q = queue.SimpleQueue()
-        self.stamp = None          # when the item last taken was put (monotonic)
+        self.lane_max = lane_max
+        self.lanes = {}                     # lane -> deque of (stamp, item); only the loop's
+        self.ring = collections.deque()     # lanes holding items, in turn order
+        self.stamp = None                   # when the item last taken was put (monotonic)
 
-    def put(self, item):
-        self._q.put((time.monotonic(), item))
+    # -- any thread -------------------------------------------------------------------------
+
+    def put(self, item, lane=None):
+        self._q.put((time.monotonic(), lane, item))
+
+    def putter(self, lane):
+        """`put` for one source (a driver's `emit`, the console's callback)."""
+        return lambda item: self._q.put((time.monotonic(), lane, item))
+
+    # -- the loop's thread only ------------------------------------------------------------
+
+    def _file(self, entry):
+        stamp, lane, item = entry
+        if lane is None:
+            lane = lane_of(item)
+        d = self.lanes.get(lane)
+        if d is None:
+            d = self.lanes[lane] = collections.deque()
+        if refusable(lane) and len(d) >= self.lane_max:
+            lane, d = BUSY, self.lanes.get(BUSY)
+            if d is None:
+                d = self.lanes[BUSY] = collections.deque()
+        if not d:
+            self.ring.append(lane)
+        d.append((stamp, item))
+
+    def drain(self, timeout=0.0, busy=True):
+        """Move what was put into the lanes; wait up to `timeout` when nothing can be taken
+        (`busy`: whether the BUSY lane can)."""
+        if timeout and not any(busy or lane != BUSY for lane in self.ring):
+            try:
+                self._file(self._q.get(True, timeout))
+            except queue.Empty:
+                return
+        while True:
+            try:
+                self._file(self._q.get_nowait())
+            except queue.Empty:
+                return
+
+    def oldest(self):
+        """The stamp of the oldest item held in a lane, or None. Not the BUSY lane's: a command
+        refused busy changes nothing, so it need not be answered before a timer."""
+        return min((self.lanes[k][0][0] for k in self.ring if k != BUSY), default=None)
+
+    def take(self, before=None, busy=True):
+        """The next lane's head, in turn (only items put before `before`, if given; the BUSY
+        lane only if `busy`); sets `stamp`. Raises queue.Empty."""
+        for _ in range(len(self.ring)):
+            lane = self.ring.popleft()
+            d = self.lanes[lane]
+            if lane == BUSY and not busy or lane != BUSY and before is not None \
+                    and d[0][0] >= before:
+                self.ring.append(lane)
+                continue
+            if lane == BUSY:
+                got = [d.popleft()]
+                while d and len(got) < BUSY_BATCH:
+                    got.append(d.popleft())
+                self.stamp, item = got[0][0], Busy(got)
+            else:
+                self.stamp, item = d.popleft()
+            if d:
+                self.ring.append(lane)
+            else:
+                del self.lanes[lane]        # a sender gone quiet leaves nothing behind
+            return item
+        raise queue.Empty
 
     def get(self, block=True, timeout=None):
-        self.stamp, item = self._q.get(block, timeout)
-        return item
+        """One item, lanes in turn (the daemon's start, before the loop runs)."""
+        self.drain(timeout if block and timeout else 0.0)
+        if not self.ring and block and timeout is None:
+            self._file(self._q.get())
+        return self.take()
 
     def get_nowait(self):
         return self.get(False)
 
     def qsize(self):
-        return self._q.qsize()
+        return self._q.qsize() + sum(len(d) for d in self.lanes.values())
 
     def empty(self):
-        return self._q.empty()
+        return self.qsize() == 0

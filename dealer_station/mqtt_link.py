@@ -294,6 +294,11 @@ class MqttLink:
         self.client.publish(response_topic or self.topics.replies, json.dumps(payload), qos=1,
                             properties=self._props(correlation=correlation))
 
+    def backlog(self):
+        """Messages paho holds for the broker (in flight or queued), read from the loop's thread
+        (a dict's length: one atomic read)."""
+        return len(getattr(self.client, "_out_messages", ()))
+
     def ack(self, mid, qos):
         if qos:
             self.client.ack(mid, qos)

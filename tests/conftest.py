@@ -24,7 +24,8 @@ GROUPS = {
     "hardening": ("test_archive", "test_checkpoint", "test_guard", "test_hostile_commands",
                   "test_shoe_hostile", "test_daemon_shoe", "test_journal_storage", "test_refused_budget",
                   "test_broker_security", "test_sim_client", "test_config_errors",
-                  "test_broker_not_mqtt", "test_protocol_zone"),
+                  "test_broker_not_mqtt", "test_protocol_zone", "test_flood_fair",
+                  "test_loop_lanes"),
     "fuzz": ("test_driver_fuzz", "test_hostile_devices", "test_signed_stream_properties"),
     "hid": ("test_hid_scanner",),                                           # #22
     "integrity": ("test_signed_events", "test_staff_rights", "test_round_export",

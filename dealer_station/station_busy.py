@@ -1,0 +1,32 @@
+"""A command beyond its sender's lane (loop_queue.py LANE_MAX), answered at once: refused `busy`
+(pure: no I/O, no clock; the station's own refusal budget and response-topic rule).
+
+It is refused, kept or counted by the station's refusal budget exactly as a malformed command
+(station_refusals.py: nothing silently lost), answered with a reply saying the table is busy
+(the sender may send it again), and acknowledged once the loop has journaled the refusal. Its
+type is not looked at: a legitimate command sent amid its own sender's flood is refused too, and
+said so; commands from other senders are in their own lanes and never reach here."""
+from . import commands
+from .station_commands import REFUSED_KEEP
+from .station_types import AckCommand, Count, Reply
+
+BUSY = "busy"
+
+
+def busy(station, ev, clock, waiting):
+    """[effects] for the Command `ev` refused busy; `waiting`: its sender's lane's length."""
+    try:
+        cid = commands.parse(ev.payload)["id"]
+    except commands.CommandError as e:
+        cid = e.id
+    rt = None if station._response_topic(ev.response_topic) else ev.response_topic
+    reason = (f"table busy: {waiting} commands from this sender are waiting; "
+              f"this one was not applied, send it again later")
+    effects = station.refusals.refused(ev.user or "", "command", BUSY, reason,
+                                       bytes(ev.payload[:REFUSED_KEEP]), clock.mono, clock.wall)
+    effects.append(Count("commands_refused_total", (("code", BUSY),)))
+    if ev.user is not None:
+        station.probe.other(clock.mono)      # a flood delays the probe (station.py, cold38)
+    return effects + [Reply({"type": "reply", "id": cid, "status": "rejected", "code": BUSY,
+                             "reason": reason}, rt, ev.correlation),
+                      AckCommand(ev.mid, ev.qos)]

@@ -1,0 +1,153 @@
+"""The loop's lanes (dealer_station/loop_queue.py) driven through the daemon's own `run_once`
+over generated interleavings of puts from many sources, passes, a timer deadline and a busy
+link: each source's order kept, nothing lost or answered twice, every command answered (handled
+or refused busy), a sender's lane never over its bound, and the timer fired only once every item
+put before its deadline is handled (cold38's rule)."""
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dealer_station import loop_queue
+from dealer_station.loop_queue import Busy, StampedQueue
+from dealer_station.station_types import TimerDue
+from test_broker_not_mqtt import _daemon_without_broker
+
+SOURCES = ("shoe", "camera", "console", "link", "a", "b", None)   # a, b, None: command senders
+LANE_MAX = 3
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = _daemon_without_broker(tmp_path_factory.mktemp("lanes"))
+    d.recover()
+    yield d
+    d.close()
+
+
+def _item(source, k):
+    """(lane given to put, item) as each source puts it (the drivers and the console by their
+    putter; the MQTT link's items classified by lane_of)."""
+    if source in ("shoe", "camera"):
+        return source, ("device", source, k)
+    if source == "console":
+        return "console", ("console", k)
+    if source == "link":
+        return None, ("mqtt", "puback", k)
+    return None, ("mqtt", "command", b"x", None, None, k, 1, source)
+
+
+ops = st.lists(st.one_of(st.tuples(st.just("put"), st.sampled_from(SOURCES)),
+                         st.tuples(st.just("run"), st.booleans())), max_size=120)
+
+
+def _source(item):
+    return item[1] if item[0] == "device" else "console" if item[0] == "console" else \
+        "link" if item[1] == "puback" else item[7]
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=ops, deadline_at=st.one_of(st.none(), st.integers(0, 120)),
+       backlog=st.lists(st.booleans(), min_size=1, max_size=8))
+def test_lanes_keep_each_sources_order_lose_nothing_and_the_timer_waits(daemon, monkeypatch,
+                                                                         ops, deadline_at, backlog):
+    d = daemon
+    monkeypatch.setattr(loop_queue, "BUSY_BATCH", 2)
+    d.q = StampedQueue(lane_max=LANE_MAX)
+    handled, turns = [], iter(backlog * 10_000)
+
+    def record(item):
+        for lane, dq in d.q.lanes.items():
+            assert not loop_queue.refusable(lane) or len(dq) <= LANE_MAX, (lane, len(dq))
+        if type(item) is Busy:
+            handled.append(("busy", [it for _, it in item]))
+        else:
+            handled.append(("item", item))
+    monkeypatch.setattr(d, "handle", record)
+    monkeypatch.setattr(d.link, "backlog", lambda: 10**6 if next(turns) else 0)
+    base = time.monotonic() - 1000.0          # every stamp and the deadline are in the past
+    # armed, and due from op number `deadline_at` on: as time goes, every item put after it is
+    # stamped past the deadline
+    d.timer_at = None if deadline_at is None else time.monotonic() + 3600
+    put, stamps = [], {}
+    for i, (op, arg) in enumerate(ops):
+        if i == deadline_at:
+            d.timer_at = d_at(deadline_at, base)
+        if op == "put":
+            lane, item = _item(arg, i)
+            stamps[i] = base + i
+            d.q._q.put((base + i, lane, item))    # put as StampedQueue.put does, stamp chosen
+            put.append(item)
+        elif arg:
+            d.run_once(0)
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)   # the broker catches up: all answered
+    if deadline_at is not None and deadline_at >= len(ops):
+        d.timer_at = d_at(deadline_at, base)       # due after the last op
+    for _ in range(10 * len(ops) + 10):
+        if not d.q.qsize() and d.timer_at is None:
+            break
+        d.run_once(0)
+    assert not d.q.qsize() and d.timer_at is None
+
+    flat = [(kind, it) for kind, x in handled for it in (x if kind == "busy" else [x])]
+    items = [it for _, it in flat if not isinstance(it, TimerDue)]
+    # nothing lost, nothing twice; every command answered, handled or refused busy
+    assert sorted(map(repr, items)) == sorted(map(repr, put))
+    # each source's order kept: among what was handled, and among what was refused busy
+    for s in SOURCES:
+        for kind in ("item", "busy"):
+            ks = [it[2] if it[0] == "device" else it[1] if it[0] == "console" else
+                  it[2] if it[1] == "puback" else it[5]
+                  for k, it in flat if k == kind and not isinstance(it, TimerDue)
+                  and _source(it) == s]
+            assert ks == sorted(ks), (s, kind, ks)
+    # only commands are refused busy, and only beyond their sender's bound
+    assert all(it[:2] == ("mqtt", "command") for k, it in flat if k == "busy")
+    # the timer: once, after every item put before its deadline, before every item put after
+    timers = [i for i, (_, it) in enumerate(flat) if isinstance(it, TimerDue)]
+    if deadline_at is None:
+        assert timers == []
+        return
+    assert len(timers) == 1
+    t = timers[0]
+    key = {"device": 2, "console": 1}
+    for i, (kind, it) in enumerate(flat):
+        if kind == "busy" or isinstance(it, TimerDue):
+            continue      # a command refused busy changes nothing: it may come either side
+        k = it[key[it[0]]] if it[0] in key else it[2] if it[1] == "puback" else it[5]
+        assert (i < t) == (stamps[k] < d_at(deadline_at, base)), (i, t, it)
+
+
+def d_at(deadline_at, base):
+    return base + deadline_at + 0.5
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flood=st.integers(0, 60), sources=st.lists(st.sampled_from(SOURCES), min_size=1,
+                                                  max_size=12))
+def test_whatever_one_sender_floods_every_sources_first_item_comes_in_the_first_round(
+        daemon, monkeypatch, flood, sources):
+    """The cold trial's shape: one login's flood queued ahead of everything else. Each other
+    source's first item is taken in the first round of the lanes: after at most one item (or
+    one busy batch) of each lane, not after the flood."""
+    d = daemon
+    d.q = StampedQueue(lane_max=LANE_MAX)
+    d.timer_at = None
+    order = []
+    monkeypatch.setattr(d, "handle", order.append)
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    for k in range(flood):
+        d.q.put(_item("a", k)[1])
+    for k, s in enumerate(sources):
+        lane, item = _item(s, 1000 + k)
+        d.q.put(item, lane)
+    d.run_once(0)
+    lanes = ({"a"} if flood else set()) | set(sources)
+    rounds = len(lanes) + (flood + sources.count("a") > LANE_MAX)   # and the busy lane
+    for s in set(sources) - {"a"}:
+        first = next(i for i, it in enumerate(order) if type(it) is not Busy and
+                     _source(it) == s)
+        assert first < rounds, (s, first, rounds)
