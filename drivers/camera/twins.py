@@ -59,6 +59,7 @@ SUIT_BLURRED = 0.02
 # margin is -0.013 to +0.001 (all ten reads): refused as before (measured, not tuned on). The
 # tuned decks' 147 correct thin bare reads above all keep or gain margin (a subset of the blurs).
 FIT_STEPS = 1
+FACE_RANK = 0.0
 
 
 class Twins:
@@ -76,6 +77,23 @@ class Twins:
         under defocus, refused now), most by 0.1 and more (docs/camera.md)."""
         index = self._index_over_twin(card, grays, corners)
         return index is None or index >= TWIN_INDEX or self._face_over_twin(f, card, FACE_SUIT)
+
+    def _face_rank_clear(self, f, card):
+        """Whether the card's face `f` is `card`'s more than any other rank's by FACE_RANK."""
+        return self._face_rank_margin(f, card) > FACE_RANK
+
+    def _face_rank_margin(self, f, card):
+        """How much more the card's face `f` is like `card`'s learned face than like the likest
+        learned face of another rank (any suit): face_score against each, in one product."""
+        cache = self.__dict__.setdefault("_rank_faces", {})
+        if not cache:
+            cards = sorted(self.t.faces)
+            cache["cards"] = cards
+            cache["m"] = np.stack([self.t.faces[c].ravel() for c in cards]).astype(np.float32)
+        cards, m = cache["cards"], cache["m"]
+        sc = (np.stack([f.ravel(), f[::-1, ::-1].ravel()]).astype(np.float32) @ m.T).max(axis=0)
+        mine = float(sc[cards.index(card)])
+        return mine - max(float(v) for c, v in zip(cards, sc) if c[0] != card[0])
 
     def _shown_twins_apart(self, card, grays, corners, score):
         """_twins_apart for a card partly under another (scene._read_occluded; _of_deck's
