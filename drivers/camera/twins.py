@@ -7,7 +7,7 @@ import numpy as np
 
 from .defocus import GRID
 from .deckprint import CORNER_FACE, corner_face_score
-from .index import CH, CW, FACE_H, FACE_SUIT, FACE_W, INK, S, TWIN, _product, _windows
+from .index import CH, CW, FACE_H, FACE_SUIT, FACE_W, INK, S, TWIN, _product, _unit, _windows
 
 # the read suit's index score over its twin's at the weaker corner under which the face must
 # also be the suit's: twice the reader's margin (the wrong reads found passed by 0.050-0.052;
@@ -59,7 +59,22 @@ SUIT_BLURRED = 0.02
 # margin is -0.013 to +0.001 (all ten reads): refused as before (measured, not tuned on). The
 # tuned decks' 147 correct thin bare reads above all keep or gain margin (a subset of the blurs).
 FIT_STEPS = 1
+# A rank read from a blurred index (visual._read_streaked) must be the face's too: the face no more
+# like the learned face of another rank than like the read card's (its margin over the likest
+# other rank's above FACE_RANK). Blurred indexes are all alike, and a moving svg-cards Td, its
+# streaked index split between T and 8 at its two corners, read 8d at both against the indexes
+# under defocus.FLOOR's round blur (8 over the runner-up by 0.058 and 0.113) and passed the deck
+# check's face at 0.752 (FACE_MIN_SMALL 0.75), while its face is the Td's at 0.872 (a margin of
+# -0.120; bench/hunt_hands.py scene 145290, frame 2). The four published tuned decks' correct
+# blurred reads stand 0.016 (svg-cards) to 0.046-0.054 (the others) clear at the least, 491 reads
+# (bench/diag_blurred_ranks.py --seeds 50000:50400, motion and defocus, 3 frames).
 FACE_RANK = 0.0
+# ... compared only with the ranks whose learned face differs from the read card's outside the
+# two index corners (their likeness there under this): the drawn deck prints one pip a card, its
+# faces of two ranks alike at 0.965-0.997 there, and the face tells it no rank (its correct
+# blurred reads were the likest other rank's by up to 0.059); the published decks' likest two
+# ranks are 0.835-0.927 alike there (the held-out ones 0.909 and 0.926, measured).
+RANK_FACES_ALIKE = 0.95
 
 
 class Twins:
@@ -79,21 +94,36 @@ class Twins:
         return index is None or index >= TWIN_INDEX or self._face_over_twin(f, card, FACE_SUIT)
 
     def _face_rank_clear(self, f, card):
-        """Whether the card's face `f` is `card`'s more than any other rank's by FACE_RANK."""
-        return self._face_rank_margin(f, card) > FACE_RANK
+        """Whether the card's face `f` is `card`'s more than any other rank's whose learned face
+        differs from `card`'s (_face_rank_margin), by FACE_RANK."""
+        m = self._face_rank_margin(f, card)
+        return m is None or m > FACE_RANK
 
     def _face_rank_margin(self, f, card):
         """How much more the card's face `f` is like `card`'s learned face than like the likest
-        learned face of another rank (any suit): face_score against each, in one product."""
+        learned face of another rank (any suit) that tells from `card`'s outside the index
+        (RANK_FACES_ALIKE); None when no other rank's face does (the drawn deck). face_score
+        against each learned face, in one product."""
         cache = self.__dict__.setdefault("_rank_faces", {})
         if not cache:
             cards = sorted(self.t.faces)
-            cache["cards"] = cards
-            cache["m"] = np.stack([self.t.faces[c].ravel() for c in cards]).astype(np.float32)
-        cards, m = cache["cards"], cache["m"]
-        sc = (np.stack([f.ravel(), f[::-1, ::-1].ravel()]).astype(np.float32) @ m.T).max(axis=0)
-        mine = float(sc[cards.index(card)])
-        return mine - max(float(v) for c, v in zip(cards, sc) if c[0] != card[0])
+            m = np.stack([self.t.faces[c].ravel() for c in cards]).astype(np.float32)
+            # the learned faces with both index corners masked out, each way round, as unit rows
+            keep = np.ones((FACE_H, FACE_W), bool)
+            x1, y1 = int(self.t.box[2] * FACE_W / CW) + 3, int(self.t.box[3] * FACE_H / CH) + 3
+            keep[:y1, :x1] = keep[-y1:, -x1:] = False
+            rows = lambda flip: _unit(np.stack([(self.t.faces[c][::-1, ::-1] if flip else self.t.faces[c])[keep]  # noqa: E731
+                                                for c in cards]))
+            plain = rows(False)
+            alike = np.maximum(plain @ plain.T, plain @ rows(True).T)
+            cache.update(cards=cards, m=m, others={
+                c: [j for j, o in enumerate(cards) if o[0] != c[0] and alike[i, j] < RANK_FACES_ALIKE]
+                for i, c in enumerate(cards)})
+        cards, others = cache["cards"], cache["others"][card]
+        if not others:
+            return None
+        sc = (np.stack([f.ravel(), f[::-1, ::-1].ravel()]).astype(np.float32) @ cache["m"].T).max(axis=0)
+        return float(sc[cards.index(card)]) - float(sc[others].max())
 
     def _shown_twins_apart(self, card, grays, corners, score):
         """_twins_apart for a card partly under another (scene._read_occluded; _of_deck's
