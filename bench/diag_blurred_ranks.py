@@ -2,7 +2,8 @@
 face of another rank) of every whole card whose rank came from a blurred index
 (visual._read_streaked), on bench/hunt_hands.py's scenes: how far the tuned decks' correct blurred
 reads stand from the guard (FACE_RANK), and where a wrong one falls. Also, for comparison, the
-margin of every whole card read at all (plain reads too), on its read outline.
+margin of every whole card read at all (plain reads too), on its read outline. A deck whose
+faces do not tell its ranks (twins.RANK_FACES_ALIKE: the drawn deck) has no margin.
 
 Usage: nice -n 10 .venv/bin/python bench/diag_blurred_ranks.py --seeds 50000:50300 --cpu 1 \\
            --decks cardsjs,svgcards,kennard,responsive,synth"""
@@ -67,6 +68,8 @@ def main():
             blurred.clear()
             got = rec.read_image(f)
             for m, card, q in blurred:
+                if m is None:       # a deck whose faces do not tell its ranks: not asked
+                    continue
                 there = _place(q, truth)
                 out["blurred"].append({"seed": seed, "frame": i, "deck": deck, "cond": cond, "card": card,
                                        "there": there and there[0], "margin": round(m, 4)})
@@ -75,6 +78,8 @@ def main():
                     continue
                 there = _place(q, truth)
                 m = orig(rec, face(f, np.float32(q)), card)
+                if m is None:
+                    continue
                 out["read"].append({"seed": seed, "deck": deck, "cond": cond, "card": card, "kind": k,
                                     "there": there and there[0], "margin": round(m, 4)})
         print("scene", seed, deck, cond, kind, len(out["blurred"]), len(out["read"]), flush=True)
