@@ -27,14 +27,16 @@ from drivers.camera.recognize import VisualRecognizer  # noqa: E402
 
 
 def main():
+    from cli_args import cpu, names, parse, positive, seed_range   # strict: a typo is a usage error
+    from drivers.camera import camera_model as cm
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", default="50000:50100")
-    ap.add_argument("--decks", default="cardsjs,svgcards,kennard,responsive,synth")
-    ap.add_argument("--conditions", default="motion,defocus")
-    ap.add_argument("--frames", type=int, default=3)
-    ap.add_argument("--cpu", type=int, default=None)
+    ap.add_argument("--seeds", type=seed_range, default="50000:50100", help="A:B, hunt_hands' scenes")
+    ap.add_argument("--decks", type=names(cm.DECKS, "deck"), default="cardsjs,svgcards,kennard,responsive,synth")
+    ap.add_argument("--conditions", default="motion,defocus", help="only the scenes of these conditions")
+    ap.add_argument("--frames", type=positive, default=3, help="frames a scene (fresh sensor noise each)")
+    ap.add_argument("--cpu", type=cpu, default=None)
     ap.add_argument("--off", action="store_true", help="the guard off (FACE_RANK -inf): every margin logged")
-    a = ap.parse_args()
+    a = parse(ap)
     if a.cpu is not None:
         os.sched_setaffinity(0, {a.cpu})
     cv2.setNumThreads(1)
