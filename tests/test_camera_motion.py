@@ -13,6 +13,7 @@ from drivers.camera import camera_model as cm
 from drivers.camera import smear, streak, visual
 from drivers.camera.outline import refine
 from drivers.camera.visual import VisualRecognizer
+from hunt_scenes import hunted_turned, judged_reads
 
 SIZE = (640, 400)
 ZONES = {"a": [(100, 120), (220, 120), (220, 280), (100, 280)],
@@ -145,3 +146,20 @@ def test_the_streak_is_measured_on_the_card(length, angle):
     dx, dy = streak.estimate(frame, quad)
     want = np.float32([length * math.cos(math.radians(angle)), -length * math.sin(math.radians(angle))])
     assert min(np.linalg.norm(want - (dx, dy)), np.linalg.norm(want + (dx, dy))) < 1.0
+
+
+def test_a_moving_ten_is_not_read_as_the_eight_its_face_is_not():
+    """bench/hunt_hands.py's turned-cards scene 145290 (svg-cards, white table, motion), found by
+    a hunt on the final code of 2026-12-02: seat 7's moving Td read 8d in frame 2. Its streaked
+    index left the rank between T and 8 (one corner each), and against the learned indexes under
+    the round blur of defocus.FLOOR both corners read 8 (0.80 and 0.86, the runner-up 9 and 6 by
+    0.058 and 0.115); its face passed the 8d's at 0.752 (FACE_MIN_SMALL 0.75), but it is the
+    Td's at 0.872. A rank read from a blurred index must be the face's too (twins.FACE_RANK)."""
+    deck, table, cond, truth, frames = hunted_turned(145290, n=3)
+    assert (deck, table, cond) == ("svgcards", "white", "motion")
+    assert "Td" in [c for c, _ in truth] and "8d" not in [c for c, _ in truth]
+    rec = VisualRecognizer(cm.reference_templates(deck, seed=cm.DECKS.index(deck)))
+    wrong, right = judged_reads(rec, frames[2:], truth)
+    assert wrong == []
+    # the frame's other cards still read (the guard asks nothing of a card read sharp)
+    assert {"2c", "2d", "3c", "Ks"} <= {c for c, _ in right}

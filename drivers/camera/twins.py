@@ -7,7 +7,7 @@ import numpy as np
 
 from .defocus import GRID
 from .deckprint import CORNER_FACE, corner_face_score
-from .index import CH, CW, FACE_H, FACE_SUIT, FACE_W, INK, S, TWIN, _product, _windows
+from .index import CH, CW, FACE_H, FACE_SUIT, FACE_W, INK, S, TWIN, _product, _unit, _windows
 
 # the read suit's index score over its twin's at the weaker corner under which the face must
 # also be the suit's: twice the reader's margin (the wrong reads found passed by 0.050-0.052;
@@ -59,6 +59,22 @@ SUIT_BLURRED = 0.02
 # margin is -0.013 to +0.001 (all ten reads): refused as before (measured, not tuned on). The
 # tuned decks' 147 correct thin bare reads above all keep or gain margin (a subset of the blurs).
 FIT_STEPS = 1
+# A rank read from a blurred index (visual._read_streaked) must be the face's too: the face no more
+# like the learned face of another rank than like the read card's (its margin over the likest
+# other rank's above FACE_RANK). Blurred indexes are all alike, and a moving svg-cards Td, its
+# streaked index split between T and 8 at its two corners, read 8d at both against the indexes
+# under defocus.FLOOR's round blur (8 over the runner-up by 0.058 and 0.113) and passed the deck
+# check's face at 0.752 (FACE_MIN_SMALL 0.75), while its face is the Td's at 0.872 (a margin of
+# -0.120; bench/hunt_hands.py scene 145290, frame 2). The four published tuned decks' correct
+# blurred reads stand 0.016 (svg-cards) to 0.046-0.054 (the others) clear at the least, 491 reads
+# (bench/diag_blurred_ranks.py --seeds 50000:50400, motion and defocus, 3 frames).
+FACE_RANK = 0.0
+# ... on a deck whose faces tell its ranks apart: where two ranks of a suit, their index corners
+# masked out, are mostly (the median pair) less alike than this. The drawn deck prints one pip a
+# card: its two ranks of a suit are 0.909-0.997 alike there (median 0.972), its face tells no rank
+# and its correct blurred reads were another rank's face by up to 0.059 (asked there, the guard
+# cost it a read of the white sweep); the published decks' median pairs 0.05-0.21 (at most 0.93).
+RANK_FACES_ALIKE = 0.6
 
 
 class Twins:
@@ -76,6 +92,37 @@ class Twins:
         under defocus, refused now), most by 0.1 and more (docs/camera.md)."""
         index = self._index_over_twin(card, grays, corners)
         return index is None or index >= TWIN_INDEX or self._face_over_twin(f, card, FACE_SUIT)
+
+    def _face_rank_clear(self, f, card):
+        """Whether the card's face `f` is `card`'s more than any other rank's by FACE_RANK, on a
+        deck whose faces tell its ranks apart (_face_rank_margin)."""
+        m = self._face_rank_margin(f, card)
+        return m is None or m > FACE_RANK
+
+    def _face_rank_margin(self, f, card):
+        """How much more the card's face `f` is like `card`'s learned face than like the likest
+        learned face of another rank (any suit), in one product; None on a deck whose faces
+        do not tell its ranks apart (RANK_FACES_ALIKE)."""
+        cache = self.__dict__.setdefault("_rank_faces", {})
+        if not cache:
+            cards = sorted(self.t.faces)
+            # the learned faces with both index corners masked out, each way round, unit rows:
+            # how alike two ranks of a suit are where the deck prints its pips
+            keep = np.ones((FACE_H, FACE_W), bool)
+            x1, y1 = int(self.t.box[2] * FACE_W / CW) + 3, int(self.t.box[3] * FACE_H / CH) + 3
+            keep[:y1, :x1] = keep[-y1:, -x1:] = False
+            rows = [_unit(np.stack([(self.t.faces[c][::-1, ::-1] if flip else self.t.faces[c])[keep]
+                                    for c in cards])) for flip in (False, True)]
+            alike = np.maximum(rows[0] @ rows[0].T, rows[0] @ rows[1].T)
+            pairs = [alike[i, j] for i, a in enumerate(cards) for j, b in enumerate(cards)
+                     if a[1] == b[1] and a[0] != b[0]]
+            cache.update(cards=cards, tells=bool(np.median(pairs) < RANK_FACES_ALIKE),
+                         m=np.stack([self.t.faces[c].ravel() for c in cards]).astype(np.float32))
+        if not cache["tells"]:
+            return None
+        cards = cache["cards"]
+        sc = (np.stack([f.ravel(), f[::-1, ::-1].ravel()]).astype(np.float32) @ cache["m"].T).max(axis=0)
+        return float(sc[cards.index(card)]) - max(float(v) for c, v in zip(cards, sc) if c[0] != card[0])
 
     def _shown_twins_apart(self, card, grays, corners, score):
         """_twins_apart for a card partly under another (scene._read_occluded; _of_deck's

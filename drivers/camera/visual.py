@@ -191,13 +191,12 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
                             for q, cand in zip(corners, cands))
         if a and b and a != b:
             return None, 0.0, False
-        f = None
+        f, blurred = None, False
         if need_both and not (a and b):
             card = None
             if short:
                 f = face(bgr, quad)
                 card = self._suit_by_face(f, a, b, short)
-            blurred = False
             plain = dict(grays)         # the sharp reads' patches and scores (_one_corner's deck check)
             if not card and max(ca, cb) >= BLURRED_MIN:
                 # a card photographed moving: both corners again against the learned indexes
@@ -217,6 +216,10 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
                 return None, 0.0, False
         if need_both and not self._of_deck(bgr, quad, a, grays, f):
             return None, 0.0, a
+        if blurred and not self._face_rank_clear(f, a):
+            # a rank read from a blurred index whose face is another rank's: the deck's card
+            # (not another deck's: the deck check above passed it), its rank unknown (twins.py)
+            return None, 0.0, False
         return a or b, max(ca, cb) if (a or b) else 0.0, False
 
     def _read_streaked(self, bgr, quad, grays):
