@@ -83,6 +83,11 @@ class Daemon(Lifecycle, Devices, Effects):
         # third of the time), and the shoe ACKs held until it is written (_flush_position)
         self.pos_write = None
         self.held_acks = []
+        # a flood's counted refusals (station_refusals.py), summed and written once per burst as
+        # the position is, each command's PUBACK held until then: a crash before it has the
+        # broker deliver them again, to be counted again (station_refusals.tally)
+        self.counts_write = {}
+        self.held_cmd_acks = []
         self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
                              {"state": "offline", "table": self.table_id, "reason": "connection lost"})
         self.shoe = self._build_shoe()
