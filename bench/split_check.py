@@ -94,6 +94,9 @@ CHANGED = {
         "merged after the split in 0573f92; tests/test_refused_budget.py); a counted Refuse "
         "summed for the burst's end, a command's PUBACK held behind it (flood38; "
         "tests/test_refused_flood.py)",
+    "dealer_station.daemon.Daemon.__init__":
+        "counts_write and held_cmd_acks: a burst's counted refusals and the PUBACKs held for "
+        "them (flood38)",
     "dealer_station.daemon.Daemon._flush_position":
         "also writes the burst's counted refusals in one transaction, then the PUBACKs held for "
         "them (flood38; tests/test_refused_flood.py)",
