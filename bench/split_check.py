@@ -97,6 +97,10 @@ CHANGED = {
     "dealer_station.daemon.Daemon.__init__":
         "counts_write and held_cmd_acks: a burst's counted refusals and the PUBACKs held for "
         "them (flood38)",
+    "dealer_station.daemon.Daemon.run_once":
+        "the queue empty while counted refusals wait for their write, the next item is waited "
+        "for up to GATHER_S (_gather): one write for the broker's window (flood38; "
+        "bench/bench_flood.py)",
     "dealer_station.daemon.Daemon._flush_position":
         "also writes the burst's counted refusals in one transaction, then the PUBACKs held for "
         "them (flood38; tests/test_refused_flood.py)",

@@ -190,7 +190,7 @@ class Daemon(Lifecycle, Devices, Effects):
             try:
                 item = self.q.get_nowait()
             except queue.Empty:
-                item = None
+                item = self._gather()
         if self.timer_at is not None and time.monotonic() >= self.timer_at:
             self.timer_at = None
             self.handle(TimerDue())

@@ -4,6 +4,7 @@ the MQTT link (publish, acknowledge, reply), the shoe, the wheel and the lights,
 deadline, metrics and the log. A mixin of `Daemon` (dealer_station/daemon.py): it reads the
 loop's state (`journal`, `link`, `pos_write`, `held_acks`, `mids`, `sent`, ...) set there."""
 import logging
+import queue
 import sqlite3
 import time
 
@@ -13,6 +14,10 @@ from .station_types import (AckCommand, AckShoe, Archive, Audit, Count, Lights, 
                             SetMeta, Status, Timer, WheelCommand)
 
 log = logging.getLogger("dealer-station")
+# While counted refusals wait for their write, the loop waits up to this long for the next item
+# before writing: their PUBACKs are held until then, and the broker sends no more than its
+# in-flight window (Mosquitto's max_inflight_messages, 20) until they go
+GATHER_S = 0.02
 
 
 class Effects:
@@ -33,6 +38,16 @@ class Effects:
         cmd_acks, self.held_cmd_acks = self.held_cmd_acks, []
         for e in cmd_acks:
             self.link.ack(e.mid, e.qos)
+
+    def _gather(self):
+        """The next queued item, waited for up to GATHER_S while counted refusals wait for their
+        write (one write for the broker's window, not one per command or two); else None."""
+        if not self.counts_write:
+            return None
+        try:
+            return self.q.get(timeout=GATHER_S)
+        except queue.Empty:
+            return None
 
     def do(self, e):
         t = type(e)
