@@ -16,12 +16,38 @@ import traceback
 ROOT = os.path.dirname(os.path.abspath(__file__))      # the folder holding the packages
 
 
+def _unnamed(e):
+    """The file of a SyntaxError that names none (a NUL byte in the source: its traceback ends in
+    importlib, whose frames are removed), found as the first of our files whose source gives the
+    same error; None if none does. Cold trial: it named dealer_station_main.py, the importer."""
+    for pkg in ("dealer_station", "controller", "drivers", "calibration"):
+        for dirpath, dirs, files in sorted(os.walk(os.path.join(ROOT, pkg))):
+            dirs.sort()
+            for f in sorted(files):
+                if not f.endswith(".py"):
+                    continue
+                path = os.path.join(dirpath, f)
+                try:
+                    with open(path, "rb") as fh:
+                        compile(fh.read(), path, "exec")
+                except SyntaxError as x:
+                    if x.msg == e.msg:
+                        return path
+                except (OSError, ValueError):
+                    pass
+    return None
+
+
 def _where(e):
     """(file, what) of the code that does not load, the file relative to ROOT when it is ours."""
     if isinstance(e, SyntaxError) and e.filename:
         file, what = e.filename, f"line {e.lineno}: {e.msg}"
+    elif isinstance(e, SyntaxError) and _unnamed(e):
+        file, what = _unnamed(e), e.msg
     else:
-        frames = traceback.extract_tb(e.__traceback__)
+        # the innermost frame of our code: the module whose top level raised (not importlib's)
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if not f.filename.startswith("<")]
         file = frames[-1].filename if frames else "?"
         what = f"line {frames[-1].lineno}: " if frames else ""
         what += f"{type(e).__name__}: {e}"
@@ -58,11 +84,13 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         from dealer_station.cli import main as cli_main
-    except (SyntaxError, ImportError) as e:
+    except Exception as e:
+        # not only SyntaxError and ImportError: a file that parses but raises at its top level
+        # (a line cut out: NameError; 1/0: ZeroDivisionError) gave a traceback and exit 1
         if argv[:1] == ["manifest"]:
             try:
                 rc = _manifest_check(argv[1:])
-            except (SyntaxError, ImportError) as e2:      # integrity.py itself, or drivers/
+            except Exception as e2:      # integrity.py itself, or drivers/
                 e = e2
             else:
                 if rc is not None:

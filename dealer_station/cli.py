@@ -1,6 +1,8 @@
 """The `dealer-station` command."""
 import argparse
+import os
 import sys
+import traceback
 
 from . import __version__
 
@@ -207,20 +209,37 @@ def _console_password(args):
 
 
 def _unloadable(e):
-    """The installed code does not load (a byte changed, a file cut short): no traceback, the
-    integrity failure's exit status (systemd does not restart into it)."""
-    print(f"dealer-station: software integrity failed: the code does not load ({e.filename}, "
-          f"line {e.lineno}: {e.msg}); `dealer-station manifest --check` names what changed "
-          f"(reinstall: scripts/install)", file=sys.stderr)
+    """The installed code does not load (a byte changed, a file cut short; or a module that
+    parses raises at its top level): no traceback, the integrity failure's exit status (systemd
+    does not restart into it)."""
+    where = (f"{e.filename}, line {e.lineno}: {e.msg}" if isinstance(e, SyntaxError)
+             else f"{_module_top(e)}: {type(e).__name__}: {e}")
+    print(f"dealer-station: software integrity failed: the code does not load ({where}); "
+          f"`dealer-station manifest --check` names what changed (reinstall: scripts/install)",
+          file=sys.stderr)
     return 3
+
+
+def _module_top(e):
+    """'FILE, line N' of the module of ours whose top level raised `e` while it was imported
+    (a game module that parses but fails to load: cold trial, a NameError or 1/0 in
+    controller/blackjack.py gave a traceback and exit 1), None for an error at run time."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for f in reversed(traceback.extract_tb(e.__traceback__)):
+        path = os.path.abspath(f.filename)
+        if f.name == "<module>" and path.startswith(root + os.sep):
+            return f"{os.path.relpath(path, root)}, line {f.lineno}"
+    return None
 
 
 def main(argv=None):
     try:
         p = parser()
-    except SyntaxError as e:
+    except Exception as e:
         # the installed code does not load (the parser takes subcommands from its modules):
         # only `manifest` runs, to name what changed
+        if not isinstance(e, SyntaxError) and _module_top(e) is None:
+            raise
         if (sys.argv[1:] if argv is None else list(argv))[:1] != ["manifest"]:
             return _unloadable(e)
         p = argparse.ArgumentParser(prog="dealer-station")
@@ -237,7 +256,9 @@ def main(argv=None):
         # file even when the change leaves that code unable to load
         from controller.profiles import ProfileError
         if not isinstance(e, ProfileError):
-            raise
+            if _module_top(e) is None:
+                raise
+            return _unloadable(e)
         for x in e.errors:
             print(f"dealer-station: {x}", file=sys.stderr)
         return 2

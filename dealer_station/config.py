@@ -111,7 +111,7 @@ def read_config(path):
         raise ConfigError([f"{path}: {e.strerror}"]) from None
     except UnicodeDecodeError:
         raise ConfigError([f"{path}: not UTF-8 text"]) from None
-    except tomllib.TOMLDecodeError as e:
+    except ValueError as e:     # TOMLDecodeError, or an integer past 4300 digits
         raise ConfigError([f"{path}: not valid TOML: {e}"]) from None
     cfg, errors = check_config(data)
     if not errors:
@@ -130,7 +130,7 @@ def read_calibration(path):
         raise ConfigError([f"{path}: {e.strerror}"]) from None
     except UnicodeDecodeError:
         raise ConfigError([f"{path}: not UTF-8 text"]) from None
-    except tomllib.TOMLDecodeError as e:
+    except ValueError as e:     # TOMLDecodeError, or an integer past 4300 digits
         raise ConfigError([f"{path}: not valid TOML: {e}"]) from None
 
 

@@ -38,11 +38,11 @@ def _calibration(cfg, errors):
     try:
         with open(path, "rb") as f:
             cal = tomllib.load(f)     # a payload given twice is a TOML error (duplicate key)
-    except tomllib.TOMLDecodeError as e:
-        errors.append(f"{where}: not valid TOML: {e}")
-        return
     except (OSError, UnicodeDecodeError) as e:
         errors.append(f"{where}: {getattr(e, 'strerror', None) or e}")
+        return
+    except ValueError as e:           # TOMLDecodeError, or an integer past 4300 digits
+        errors.append(f"{where}: not valid TOML: {e}")
         return
     unknown = sorted(set(cal) - CALIBRATION_SECTIONS)
     if unknown:         # a typo ([cards]) would otherwise only show as "no [card]"
@@ -89,12 +89,14 @@ def _zone_names(profile, zones, where, errors):
     """A zone the game has no place for ("seat 9", "seat_5" at a three-seat table): every card
     the camera saw there would pause the table as a misplaced card."""
     from controller.games import game_of
+    from drivers.section import name as shown
     names = game_of(profile).zone_names(profile)
     for name in zones:
         if names and name not in names:
-            errors.append(f"{where}: zones.{name}: not a place of this table ({profile.game}, "
-                          f"{profile.name}: {', '.join(names)})")
-            return
+            # every one (check-config names every error), each on one line: a name with a
+            # newline or a zero-width space printed raw (cold trial) split the line or hid why
+            errors.append(f"{where}: zones.{shown(name)}: not a place of this table "
+                          f"({profile.game}, {profile.name}: {', '.join(names)})")
 
 
 def _templates(cfg, errors):

@@ -23,6 +23,7 @@ from .daemon_devices import Devices
 from .daemon_effects import Effects
 from .daemon_lifecycle import IntegrityFailed, Lifecycle
 from .journal import Journal, JournalError
+from .loop_queue import StampedQueue
 from .metrics import Metrics
 from .mqtt_link import MqttLink
 from .notify import Notifier
@@ -56,10 +57,8 @@ class Daemon(Lifecycle, Devices, Effects):
         self.cfg = cfg
         self.profile = cfg["profile"]
         self.table_id = cfg["table"]["id"]
-        # SimpleQueue: its put() may be called from a signal handler (request_stop) that runs
-        # while the loop's own get() holds the lock of a queue.Queue: that put deadlocked the
-        # daemon for good (a SIGTERM at the wrong moment; found by a killed table-sim's orphan)
-        self.q = queue.SimpleQueue()
+        self.q = StampedQueue()            # items with the time they were put (loop_queue.py)
+        self.carried = (None, None)        # (item, stamp) taken from q, for the next pass
         self.journal = Journal(cfg["paths"]["journal"], self.table_id, self.profile.name)
         self.signer = None
         if cfg["integrity"]["signing_key"]:
@@ -174,24 +173,33 @@ class Daemon(Lifecycle, Devices, Effects):
     # -- the loop -----------------------------------------------------------------------------
 
     def run_once(self, max_wait):
-        wait = max_wait
-        if self.timer_at is not None:
-            wait = max(0.0, min(wait, self.timer_at - time.monotonic()))
-        try:
-            item = self.q.get(timeout=wait)
-        except queue.Empty:
-            item = None
+        (item, at), self.carried = self.carried, (None, None)
+        if item is None:
+            wait = max_wait
+            if self.timer_at is not None:
+                wait = max(0.0, min(wait, self.timer_at - time.monotonic()))
+            try:
+                item, at = self.q.get(timeout=wait), self.q.stamp
+            except queue.Empty:
+                item = None
         taken, until = 0, time.monotonic() + PASS_S
         while item is not None:
+            if self.timer_at is not None and self.timer_at <= min(at, time.monotonic()):
+                break          # put after the timer's deadline: the timer goes first
             self.handle(item)
             taken += 1
-            if taken >= PASS_ITEMS or time.monotonic() >= until:
-                break          # the rest at the next pass, which takes it without waiting
             try:
-                item = self.q.get_nowait()
+                item, at = self.q.get_nowait(), self.q.stamp
             except queue.Empty:
-                item = self._gather()
-        if self.timer_at is not None and time.monotonic() >= self.timer_at:
+                item = self._gather()        # counted refusals waiting: their window first
+                at = self.q.stamp if item is not None else at
+            if taken >= PASS_ITEMS or time.monotonic() >= until:
+                break          # the rest at the next pass, `item` first, taken without waiting
+        self.carried = (item, at)
+        # the timer once every item put before its deadline is handled (loop_queue.py): a
+        # decision sent in time is not overtaken by its timeout behind a flood
+        if self.timer_at is not None and time.monotonic() >= self.timer_at \
+                and (item is None or at >= self.timer_at):
             self.timer_at = None
             self.handle(TimerDue())
         self._flush_position()

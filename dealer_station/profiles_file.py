@@ -16,6 +16,8 @@ def load_profile(spec):
         data = tomllib.loads(path.read_text())
     except OSError as e:
         raise ProfileError(f"{path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
+    except UnicodeDecodeError:
+        raise ProfileError(f"{path}: not UTF-8 text") from None
+    except ValueError as e:           # TOMLDecodeError, or an integer past 4300 digits
         raise ProfileError(f"{path}: not valid TOML: {e}") from None
     return profile_from_mapping(data, where=str(path))

@@ -80,11 +80,16 @@ class ProbeWatch:
             return True
         if payload in self.old:
             return True
+        self.other(mono)
+        return False
+
+    def other(self, mono):
+        """A message on the commands tree that is no probe of ours (on `commands`, or on a
+        login's `commands/<login>`, where no probe goes)."""
         if self.out is not None and mono <= self.out[1]:
-            # the topic delivers to this table (its read ACL works): a probe that then misses its
+            # the tree delivers to this table (its read ACL works): a probe that then misses its
             # deadline is behind them (a flood of commands), not dropped by the broker's ACL
             self.out_others += 1
-        return False
 
     def _expire(self, mono):
         self._forget(self.out[0])
@@ -130,8 +135,9 @@ class ProbeWatch:
         if self.verdict == "deaf" and self.others:
             return {"state": "fault", "reason": (
                 f"commands delayed: the table's probe on {self.topic} did not come back within "
-                f"{self.timeout:g} s, behind {self.others} other message(s) the topic delivered "
-                f"meanwhile (its ACL lets the table read it): the table or its broker is behind, "
+                f"{self.timeout:g} s, behind {self.others} other message(s) the commands topics "
+                f"delivered meanwhile (the ACL lets the table read them): the table or its broker "
+                f"is behind, "
                 f"a flood of commands?")}
         if self.verdict == "deaf":
             return {"state": "fault", "reason": (

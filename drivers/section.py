@@ -47,7 +47,14 @@ def check_value(section, key, spec, v, errors):
     """The value if it fits the key, else None with the error appended."""
     where = f"{section}.{key}"
     if spec.kind is float and isinstance(v, int) and not isinstance(v, bool):
-        v = float(v)
+        try:
+            v = float(v)
+        except OverflowError:
+            # TOML integers have no bound here: one past the largest float raised OverflowError,
+            # a traceback instead of the key's error (cold trial)
+            errors.append(f"{where}: must be {spec.lo:g}-{spec.hi:g}, got {show(v, spec.secret)}"
+                          if spec.lo is not None else f"{where}: too large, got {show(v, spec.secret)}")
+            return None
     if spec.kind is int and isinstance(v, bool) or not isinstance(v, spec.kind):
         errors.append(f"{where}: expected {spec.kind.__name__}, got {show(v, spec.secret)}")
         return None

@@ -257,6 +257,42 @@ def test_a_flood_of_queued_items_does_not_hold_the_loop_from_its_watchdog(tmp_pa
         d.close()
 
 
+
+def test_a_timer_does_not_overtake_items_put_before_its_deadline(tmp_path):
+    """The cold trial: a player's decision sent 1.5 s into a 5 s decision timer, queued behind
+    20,000 malformed commands from one login; the loop's bounded pass served the timer after 200
+    of them, so `decision_timeout` stood the hand and the decision, handled 8 s later, was
+    refused `not_awaiting_decision`. Every item put before the deadline goes first (as one long
+    pass had it), the timer next, then the items put after it; the loop still reports between
+    passes."""
+    from dealer_station.daemon import PASS_ITEMS
+    from dealer_station.station_types import TimerDue
+    d = _daemon_without_broker(tmp_path)
+    try:
+        d.recover()
+        order = []
+        d.handle = lambda item: order.append(item)
+        d.notifier.watchdog = lambda now, healthy: order.append("report")
+        before = 3 * PASS_ITEMS
+        for k in range(before):
+            d.q.put(("before", k))
+        d.timer_at = time.monotonic()        # the deadline: every item above was put before it
+        for k in range(PASS_ITEMS):
+            d.q.put(("after", k))
+        passes = 0
+        while (d.q.qsize() or getattr(d, "carried", (None,))[0] is not None) and passes < 100:
+            d.run_once(0)
+            passes += 1
+        items = [x for x in order if x != "report"]
+        timer = [i for i, x in enumerate(items) if isinstance(x, TimerDue)]
+        assert timer == [before], (timer, len(items))
+        assert items[:before] == [("before", k) for k in range(before)]
+        assert items[before + 1:] == [("after", k) for k in range(PASS_ITEMS)]
+        assert order.index("report") < order.index(items[before]), "no report until the timer"
+    finally:
+        d.close()
+
+
 def free_tcp_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

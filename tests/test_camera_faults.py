@@ -247,6 +247,21 @@ def test_a_zone_the_table_cannot_use_is_named(saved, tmp_path, zones, text):
     assert len(errs) == 1 and errs[0].startswith("table.calibration: ") and text in errs[0], errs
 
 
+def test_every_zone_the_table_cannot_use_is_named_each_on_one_line(saved, tmp_path):
+    """The cold trial: only the first misnamed zone was named (check-config promises every
+    error), and a name was printed raw: "seat_1\\nx" split the error over two lines, and
+    "seat_1" with a zero-width space read as the right name refused."""
+    cal = tmp_path / "cal.toml"
+    p = table_config(tmp_path, saved, {})
+    cal.write_text('[zones]\nseat_01 = [[100, 300], [256, 300], [256, 500]]\n'
+                   '"seat_1\\nx" = [[300, 300], [456, 300], [456, 500]]\n'
+                   '"seat_1\\u200b" = [[500, 300], [656, 300], [656, 500]]\n')
+    errs = config_errors(p)
+    assert len(errs) == 3 and all("\n" not in e for e in errs), errs
+    for shown in ("zones.seat_01: ", "zones.'seat_1\\nx': ", "zones.'seat_1\\u200b': "):
+        assert any(shown + "not a place of this table" in e for e in errs), (shown, errs)
+
+
 POINT = st.one_of(st.integers(-5, 1300), st.floats(allow_nan=True), st.booleans(), st.text(max_size=2),
                   st.none())
 

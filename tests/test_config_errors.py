@@ -277,3 +277,29 @@ def test_a_key_in_error_is_not_the_ground_of_another_error():
                               "shoe": {"protocol": "none"},
                               "broker": {"keepalive_s": "x", "connack_timeout_s": 30}})
     assert errors == ["broker.keepalive_s: expected int, got 'x'"], errors
+
+
+@pytest.mark.parametrize("key", ["commands.refused_window_s", "timers.decision_s"])
+def test_an_integer_past_the_largest_float_is_a_range_error_not_a_crash(key):
+    """The cold trial: `refused_window_s = 1000...0` (401 digits; TOML integers have no bound
+    here) raised OverflowError from float() out of check-config, a traceback."""
+    section, name = key.split(".")
+    _, errors = check_config({"table": {"id": "t1", "profile": "luxury21"},
+                              "shoe": {"protocol": "none"}, section: {name: 10 ** 400}})
+    assert len(errors) == 1 and errors[0].startswith(f"{key}: must be "), errors
+
+
+def test_an_integer_of_more_than_4300_digits_is_a_toml_error_not_a_crash(tmp_path):
+    """The cold trial: Python's 4300-digit limit on int() raised ValueError out of tomllib (not
+    its TOMLDecodeError), a traceback from check-config and run."""
+    p = write(tmp_path, {"commands": f"refused_window_s = {'1' * 5000}\n"})
+    check_and_run(p, f"{p}: not valid TOML: Exceeds the limit")
+
+
+def test_a_profile_file_not_utf8_is_named_not_a_crash(tmp_path):
+    """The cold trial: a profile TOML that is not UTF-8 raised UnicodeDecodeError (a traceback)."""
+    prof = tmp_path / "house.toml"
+    prof.write_bytes(b'base = "lucky7"\nname = "\xff"\n')
+    check_and_run(write(tmp_path, raw=f'[table]\nid = "t1"\nprofile = "{prof}"\n'
+                                      '[shoe]\nprotocol = "none"\n'),
+                  f"table.profile: {prof}: not UTF-8 text")

@@ -3,6 +3,7 @@ install (`dealer-station manifest`) and checked by the daemon at start; a change
 table closed: the retained status says `integrity_failed` and names the file, exit 3."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,15 +91,19 @@ def test_the_daemon_refuses_to_open_the_table_when_a_byte_changed(tmp_path):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def test_a_change_that_leaves_the_code_unable_to_load_is_named_not_a_traceback(tmp_path):
+@pytest.mark.parametrize("how", ["syntax", "raises", "name"])
+def test_a_change_that_leaves_the_code_unable_to_load_is_named_not_a_traceback(tmp_path, how):
     """A byte flipped near blackjack.py's end turned its last `)` into `(`: the command imported
     the game's code before it checked anything, so `manifest --check` and `run` died with a
-    SyntaxError traceback instead of naming the changed file."""
+    SyntaxError traceback instead of naming the changed file. A game module that parses but
+    raises at its top level (1/0, a NameError) gave a traceback and exit 1 (cold trial)."""
     src, run = _site(tmp_path)
     manifest = str(tmp_path / "manifest.sha256")
     assert run("manifest", "--out", manifest).returncode == 0
     path = src / "controller" / "blackjack.py"
-    path.write_text(path.read_text().rstrip("\n") + "(\n")
+    text = path.read_text()
+    path.write_text({"syntax": text.rstrip("\n") + "(\n", "raises": text + "1 / 0\n",
+                     "name": text + "undefined_name_here\n"}[how])
     r = run("manifest", "--check", "--out", manifest)
     assert r.returncode == 1 and "controller/blackjack.py: changed" in r.stderr, r.stderr
     cfg = tmp_path / "table.toml"
@@ -113,7 +118,8 @@ def test_a_change_that_leaves_the_code_unable_to_load_is_named_not_a_traceback(t
 
 @pytest.mark.parametrize("broken, how", [
     ("dealer_station/cli.py", "syntax"), ("dealer_station/__init__.py", "syntax"),
-    ("dealer_station/__init__.py", "import")])
+    ("dealer_station/__init__.py", "import"), ("dealer_station/cli.py", "raises"),
+    ("dealer_station/__init__.py", "raises"), ("dealer_station/cli.py", "nul")])
 def test_the_console_script_names_a_broken_cli_or_package_init_exit_3(tmp_path, broken, how):
     """The cold trial: with dealer_station/cli.py or the package's __init__.py itself unable to
     load, `manifest --check` and `run` died with a traceback and exit 1 (systemd restarts that
@@ -132,7 +138,10 @@ def test_the_console_script_names_a_broken_cli_or_package_init_exit_3(tmp_path, 
     assert run("manifest", "--check", "--out", manifest).returncode == 0
     path = src / broken
     text = path.read_text()
-    path.write_text(text + "(\n" if how == "syntax" else text.replace("__version__ =", "_v ="))
+    # raises: parses, then fails at its top level (cold trial: a traceback, exit 1); nul: a NUL
+    # byte, whose SyntaxError names no file (cold trial: dealer_station_main.py was named)
+    path.write_text({"syntax": text + "(\n", "import": text.replace("__version__ =", "_v ="),
+                     "raises": "1 / 0\n" + text, "nul": text + "\0\n"}[how])
     r = run("manifest", "--check", "--out", manifest)
     assert r.returncode == 1 and f"{broken}: changed" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
@@ -144,7 +153,8 @@ def test_the_console_script_names_a_broken_cli_or_package_init_exit_3(tmp_path, 
         r = run(*args)
         assert r.returncode == 3 and "Traceback" not in r.stderr, (args, r.stderr)
         # a name gone from __init__.py: the import in cli.py that needs it, and the module
-        assert (f"the code does not load ({broken}" if how == "syntax" else
-                "the code does not load (dealer_station/cli.py, line 5: ImportError") in r.stderr
+        assert re.search(re.escape(f"the code does not load ({broken}") if how != "import" else
+                         r"the code does not load \(dealer_station/cli\.py, line \d+: ImportError",
+                         r.stderr), r.stderr
         assert broken in r.stderr, r.stderr
     assert run("manifest", "--check", "--out", manifest).returncode == 1   # not rewritten

@@ -265,3 +265,18 @@ class ProbeLoop(RuleBasedStateMachine):
 ProbeLoop.TestCase.settings = settings(max_examples=300, stateful_step_count=40, deadline=None,
                                        suppress_health_check=[HealthCheck.too_slow])
 TestProbeLoop = ProbeLoop.TestCase
+
+
+def test_a_probe_late_behind_a_flood_on_login_topics_says_delayed_not_the_acl():
+    """The cold trial: 50,000 malformed commands on 20 logins' `commands/<login>` (none on
+    `commands`) held the probe's echo behind them in the loop's queue; it expired as "commands not
+    delivered: broker ACL?" (ERROR in the log, /healthz unhealthy with the ACL as the cause), since
+    only messages on `commands` itself were counted as the tree delivering."""
+    s = station()
+    probes(s.step(BrokerUp(False), at(0.0)))
+    for k in range(3):
+        s.step(Command(b'{"type":"nope","id":"f%d"}' % k, mid=3, user=f"d-{k}"), at(1.0 + k))
+    s.step(TimerDue(), at(TIMEOUT + 0.01))
+    d = s.devices["commands"]
+    assert d["state"] == "fault" and d["reason"].startswith("commands delayed"), d
+    assert "behind 3 other message(s)" in d["reason"] and "ACL?" not in d["reason"]

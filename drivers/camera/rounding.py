@@ -152,14 +152,14 @@ def _corner_roundings(grays, mended=None, contrast=None, border=False):
         # the band just beyond the outline along both sides (the corner itself left out)
         ring = _row_percentiles(np.concatenate([grays[:, P - 3:P, P + 2:].reshape(n, -1),
                                                 grays[:, P + 2:, P - 3:P].reshape(n, -1)], axis=1), 50)
-        border = (ring < BORDER_DARK * table) & (table - ring > BORDER_STEP)
-    if border is not False and border.any():
-        # and the table beyond the line, as light as the paper, is not searched for the rise
-        grays = grays.copy()
-        lid = ring[border].astype(np.float32)[:, None, None]
-        grays[border, :P - 3] = np.minimum(grays[border, :P - 3], lid)
-        grays[border, :, :P - 3] = np.minimum(grays[border, :, :P - 3], lid)
-        table = np.where(border, ring, table)
+        lined = (ring < BORDER_DARK * table) & (table - ring > BORDER_STEP)
+        if lined.any():
+            # and the table beyond the line, as light as the paper, is not searched for the rise
+            grays = grays.copy()
+            lid = ring[lined].astype(np.float32)[:, None, None]
+            grays[lined, :P - 3] = np.minimum(grays[lined, :P - 3], lid)
+            grays[lined, :, :P - 3] = np.minimum(grays[lined, :, :P - 3], lid)
+            table = np.where(lined, ring, table)
     if contrast is not None:
         contrast[:] = (paper - table).tolist()
     # compared with the float32 rows in float32, as a Python float mid was
