@@ -91,7 +91,19 @@ CHANGED = {
         "sim_devices_cli.py)",
     "dealer_station.daemon.Daemon.do":
         "a Refuse is handed to journal.refuse whole, for the refused-command budget (flood37, "
-        "merged after the split in 0573f92; tests/test_refused_budget.py)",
+        "merged after the split in 0573f92; tests/test_refused_budget.py); a counted Refuse "
+        "summed for the burst's end, a command's PUBACK held behind it (flood38; "
+        "tests/test_refused_flood.py)",
+    "dealer_station.daemon.Daemon.__init__":
+        "counts_write and held_cmd_acks: a burst's counted refusals and the PUBACKs held for "
+        "them (flood38)",
+    "dealer_station.daemon.Daemon.run_once":
+        "the queue empty while counted refusals wait for their write, the next item is waited "
+        "for up to GATHER_S (_gather): one write for the broker's window (flood38; "
+        "bench/bench_flood.py)",
+    "dealer_station.daemon.Daemon._flush_position":
+        "also writes the burst's counted refusals in one transaction, then the PUBACKs held for "
+        "them (flood38; tests/test_refused_flood.py)",
 }
 
 

@@ -13,8 +13,10 @@ The archive is gzip-compressed JSON Lines (docs/architecture.md, "Journal archiv
     {"kind": "input", "n": 1, "at": 1764500000.1, "origin": "command", "body": {...}, "shoe_seq": null}
     {"kind": "output", "seq": 1, "input_n": 1, "body": {...}}
     {"kind": "command", "id": "...", "input_n": 1, "reply": {...}}
-    {"kind": "refused", "n": 1, "at": ..., "origin": "command", "code": ..., "reason": ..., "payload_hex": "..."}
-    {"kind": "refused", "counted": 480, "window_at": ..., "sender": "alice", "first_at": ..., "at": ...,
+    {"kind": "refused", "n": 1, "at": ..., "origin": "command", "sender": "alice", "code": ...,
+     "reason": ..., "payload_hex": "..."}
+    {"kind": "refused", "counted": 480, "window_at": ..., "sender": "alice", "refused": "malformed"
+     (or "rights", "engine"), "first_at": ..., "at": ...,
      "origin": "command", "code": ..., "reason": ..., "payload_hex": "..."}   (the first one's)
     {"end": {"inputs": N, "outputs": M, "commands": C, "refused": R, "sha256": HEX of the lines above}}
 `start` is the table before the archive's first input, as a checkpoint document
@@ -144,6 +146,11 @@ def archive(journal, out_dir, keep_shoes=2, keep_rounds=1000, profile=None):
         db.close()
 
 
+def _columns(db, table):
+    """A table's column names; empty when the journal has no such table."""
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
 def _has(db, table):
     """A journal last opened by a version before the table was made has none."""
     return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
@@ -174,18 +181,25 @@ def _write(db, path, meta, first, cut, cut_at):
                 "SELECT id, input_n, reply FROM commands WHERE input_n < ?", (cut,)):
             line({"kind": "command", "id": cid, "input_n": input_n, "reply": json.loads(reply)})
             counts["commands"] += 1
-        for n, at, origin, code, reason, payload in db.execute(
-                "SELECT n, at, origin, code, reason, payload FROM refused WHERE at < ?", (cut_at,)):
-            line({"kind": "refused", "n": n, "at": at, "origin": origin, "code": code,
-                  "reason": reason, "payload_hex": bytes(payload).hex()})
+        # each kept refusal names its sender (the login of commands/<login>, "" for the shared
+        # topic; null in a journal from before flood37, which did not keep it)
+        sender = "sender" if "sender" in _columns(db, "refused") else "NULL"
+        for n, at, origin, code, reason, payload, who in db.execute(
+                f"SELECT n, at, origin, code, reason, payload, {sender} FROM refused WHERE at < ?",
+                (cut_at,)):
+            line({"kind": "refused", "n": n, "at": at, "origin": origin, "sender": who,
+                  "code": code, "reason": reason, "payload_hex": bytes(payload).hex()})
             counts["refused"] += 1
         # a flood's refusals beyond the budget (station_refusals.py): one line per counted row
-        counted = db.execute("SELECT * FROM refused_counts WHERE last_at < ?",
-                             (cut_at,)) if _has(db, "refused_counts") else ()
-        for w, sender, origin, first_at, last_at, count, code, reason, payload in counted:
-            line({"kind": "refused", "counted": count, "window_at": w, "sender": sender,
-                  "first_at": first_at, "at": last_at, "origin": origin, "code": code,
-                  "reason": reason, "payload_hex": bytes(payload).hex()})
+        have = _columns(db, "refused_counts")
+        kind = "kind" if "kind" in have else "'malformed'"      # before flood38: malformed only
+        counted = db.execute(
+            f"SELECT window_at, sender, {kind}, origin, first_at, last_at, count, code, reason, "
+            "payload FROM refused_counts WHERE last_at < ?", (cut_at,)) if have else ()
+        for w, who, k, origin, first_at, last_at, count, code, reason, payload in counted:
+            line({"kind": "refused", "counted": count, "window_at": w, "sender": who,
+                  "refused": k, "first_at": first_at, "at": last_at, "origin": origin,
+                  "code": code, "reason": reason, "payload_hex": bytes(payload).hex()})
             counts["refused"] += 1
         f.write(_dumps({"end": {**counts, "sha256": h.hexdigest()}}).encode() + b"\n")
         f.flush()

@@ -84,6 +84,11 @@ class Daemon(Lifecycle, Devices, Effects):
         # third of the time), and the shoe ACKs held until it is written (_flush_position)
         self.pos_write = None
         self.held_acks = []
+        # a flood's counted refusals (station_refusals.py), summed and written once per burst as
+        # the position is, each command's PUBACK held until then: a crash before it has the
+        # broker deliver them again, to be counted again (station_refusals.tally)
+        self.counts_write = {}
+        self.held_cmd_acks = []
         self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
                              {"state": "offline", "table": self.table_id, "reason": "connection lost"})
         self.shoe = self._build_shoe()
@@ -175,14 +180,20 @@ class Daemon(Lifecycle, Devices, Effects):
         if self.timer_at is not None:
             wait = max(0.0, min(wait, self.timer_at - time.monotonic()))
         q.drain(wait, self._busy_ok())
-        taken, until = 0, time.monotonic() + PASS_S
+        taken, until, gathered = 0, time.monotonic() + PASS_S, False
         while True:
             # past the timer's deadline, only items put before it: the timer goes next
             due = self.timer_at is not None and self.timer_at <= time.monotonic()
             try:
                 item = q.take(self.timer_at if due else None, self._busy_ok())  # lanes in turn
             except queue.Empty:
-                break
+                # counted refusals waiting for their write: the rest of their window first,
+                # once (a take that still finds nothing ends the pass)
+                if gathered or not self._gather():
+                    break
+                gathered = True
+                continue
+            gathered = False
             self.handle(item)
             taken += 1
             if taken >= PASS_ITEMS or time.monotonic() >= until:
@@ -231,7 +242,9 @@ class Daemon(Lifecycle, Devices, Effects):
                 evs.append(ev)
                 lane = self.q.lanes.get(("login", ev.user))
                 for e in busy(self.station, ev, now, len(lane) if lane else 0):
-                    (kept if type(e) is Refuse else after).append(e)
+                    # a kept refusal's row in the batch's transaction; a counted one summed
+                    # with the burst's counts (do), its PUBACK held until they are written
+                    (kept if type(e) is Refuse and e.counted is None else after).append(e)
             self.journal.refuse_many(kept)
             for e in after:
                 self.do(e)

@@ -7,11 +7,16 @@ import logging
 import sqlite3
 import time
 
+from .station_refusals import tally
 from .station_types import (AckCommand, AckShoe, Archive, Audit, Count, Lights, Log, MarkSent,
                             Probe, Publish, Record, Refresh, Refuse, Reply, ResendPage, ResendRows,
                             SetMeta, Status, Timer, WheelCommand)
 
 log = logging.getLogger("dealer-station")
+# While counted refusals wait for their write, the loop waits up to this long for the next item
+# before writing: their PUBACKs are held until then, and the broker sends no more than its
+# in-flight window (Mosquitto's max_inflight_messages, 20) until they go
+GATHER_S = 0.02
 
 
 class Effects:
@@ -25,6 +30,22 @@ class Effects:
         acks, self.held_acks = self.held_acks, []
         for seq in acks:            # each, in order, as before: only the write is batched
             self.shoe.command("ack", seq)
+        # the burst's counted refusals too: one transaction, then the PUBACKs held for it
+        if self.counts_write:
+            self.journal.count_refused(self.counts_write)
+            self.counts_write = {}
+        cmd_acks, self.held_cmd_acks = self.held_cmd_acks, []
+        for e in cmd_acks:
+            self.link.ack(e.mid, e.qos)
+
+    def _gather(self):
+        """While counted refusals wait for their write, what is put within GATHER_S is filed
+        into the lanes (one write for the broker's window, not one per command or two). True
+        when anything is held to take."""
+        if not self.counts_write:
+            return False
+        self.q.drain(GATHER_S, self._busy_ok())
+        return not self.q.empty()
 
     def do(self, e):
         t = type(e)
@@ -33,6 +54,12 @@ class Effects:
             return
         if t is AckShoe and (self.pos_write is not None or self.held_acks):
             self.held_acks.append(e.seq)      # behind a position not yet written: held, in order
+            return
+        if t is Refuse and e.counted is not None:
+            tally([e], self.counts_write)     # written at the burst's end (_flush_position)
+            return
+        if t is AckCommand and (self.counts_write or self.held_cmd_acks):
+            self.held_cmd_acks.append(e)      # behind counts not yet written: held, in order
             return
         if t is Record and (self.pos_write is not None or self.held_acks):
             # an input (a settled door fault, a card) keeps its order with the frames before it,

@@ -20,8 +20,14 @@ import sqlite3
 import time
 
 from .lock import InstanceLock, LockedError
+from .station_refusals import tally
 
 PAGE_SIZE = 512      # bytes a commit rewrites per page touched (measured: bench/bench_storage.py)
+COUNTS = """CREATE TABLE IF NOT EXISTS refused_counts (
+    window_at REAL NOT NULL, sender TEXT NOT NULL, kind TEXT NOT NULL, code TEXT NOT NULL,
+    origin TEXT NOT NULL, first_at REAL NOT NULL, last_at REAL NOT NULL, count INTEGER NOT NULL,
+    reason TEXT NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (window_at, sender, kind, code))
+    WITHOUT ROWID;"""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- n_out: how many outputs the input gave, checked by replay (kept here: an index on
@@ -42,11 +48,9 @@ CREATE TABLE IF NOT EXISTS refused (
     n INTEGER PRIMARY KEY, at REAL NOT NULL, origin TEXT NOT NULL, code TEXT NOT NULL,
     reason TEXT NOT NULL, payload BLOB NOT NULL);
 -- refused commands beyond a sender's budget in a window (station_refusals.py): counted, one row
--- per sender and window, one added to its count for each; code, reason and payload: the first one's
-CREATE TABLE IF NOT EXISTS refused_counts (
-    window_at REAL NOT NULL, sender TEXT NOT NULL, origin TEXT NOT NULL, first_at REAL NOT NULL,
-    last_at REAL NOT NULL, count INTEGER NOT NULL, code TEXT NOT NULL, reason TEXT NOT NULL,
-    payload BLOB NOT NULL, PRIMARY KEY (window_at, sender)) WITHOUT ROWID;
+-- per sender, window, kind (malformed, rights, engine) and code, one added to its count for each;
+-- reason and payload: the first one's
+COUNTS_TABLE
 -- the audit log: every staff decision (who, role, what, why, the outcome) and every start of the
 -- software (its version and configuration hash); each entry names the hash of the one before
 -- (signing.chain_entry) and SQLite refuses to change or delete one: append-only
@@ -55,9 +59,10 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-"""
+""".replace("COUNTS_TABLE", COUNTS)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
 
 
 class JournalError(RuntimeError):
@@ -140,6 +145,15 @@ class Journal:
             db.execute("ALTER TABLE inputs ADD COLUMN n_out INTEGER")
         if "sender" not in {r[1] for r in db.execute("PRAGMA table_info(refused)")}:
             db.execute("ALTER TABLE refused ADD COLUMN sender TEXT")   # who refused: a login
+        if "kind" not in {r[1] for r in db.execute("PRAGMA table_info(refused_counts)")}:
+            # counted per kind and code since flood38 (its key is new): a malformed count each
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ALTER TABLE refused_counts RENAME TO refused_counts_v1")
+            db.execute(COUNTS)
+            db.execute("INSERT INTO refused_counts SELECT window_at, sender, 'malformed', code, "
+                       "origin, first_at, last_at, count, reason, payload FROM refused_counts_v1")
+            db.execute("DROP TABLE refused_counts_v1")
+            db.execute("COMMIT")
         if db.execute("SELECT 1 FROM inputs WHERE n_out IS NULL LIMIT 1").fetchone():
             db.execute("BEGIN IMMEDIATE")
             db.execute("UPDATE inputs SET n_out = g.c FROM (SELECT input_n, COUNT(*) AS c FROM "
@@ -268,18 +282,40 @@ class Journal:
                 yield n, None
 
     def refuse(self, r):
-        """A station `Refuse`: a `refused` row, or one more on its sender's `refused_counts` row
-        of the window (a new row with count 1 the first time, or after it was archived)."""
+        """A station `Refuse`: a `refused` row, or one more counted (`count_refused`)."""
         if r.counted is None:
             self.db.execute("INSERT INTO refused (at, origin, code, reason, payload, sender) "
                             "VALUES (?, ?, ?, ?, ?, ?)",
                             (time.time(), r.origin, r.code, r.reason, bytes(r.payload), r.sender))
             return
-        window_at, at = r.counted
-        self.db.execute(
-            "INSERT INTO refused_counts VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT (window_at, "
-            "sender) DO UPDATE SET last_at = excluded.last_at, count = count + 1",
-            (window_at, r.sender, r.origin, at, at, r.code, r.reason, bytes(r.payload)))
+        self.count_refused(tally([r]))      # station_refusals.tally
+
+    def count_refused(self, counts):
+        """Counted refusals (`tally`), in one transaction: each added to its sender's
+        `refused_counts` row of the window, kind and code (a new row the first time, or after it
+        was archived). The daemon writes a burst's at once: one fsync, not one per command."""
+        rows = [(*key, origin, first, last, n, reason, payload)
+                for key, (origin, first, last, n, reason, payload) in counts.items()]
+        if not rows:
+            return
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany(
+                "INSERT INTO refused_counts (window_at, sender, kind, code, origin, first_at, "
+                "last_at, count, reason, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (window_at, sender, kind, code) DO UPDATE SET last_at = "
+                "MAX(last_at, excluded.last_at), count = count + excluded.count", rows)
+            db.execute("COMMIT")
+        except BaseException as e:
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass    # as in write: e is the real error
+            if isinstance(e, sqlite3.Error):
+                raise storage_error(self.path, e) from e
+            raise
 
     def refuse_many(self, rs):
         """Several `Refuse` in one transaction: one sync for a burst of commands refused busy

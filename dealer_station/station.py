@@ -237,13 +237,21 @@ class Station(StationCommands, StationDevices):
     # -- inputs to the engine -------------------------------------------------------------------
 
     def process(self, body, origin, clock, shoe_seq=None, command_id=None, decision=None,
-                action=None):
+                action=None, counted=None):
         """Step the engine on `body`. Returns ([effects], messages, reply). `decision`: the
-        staff rights' decision (controller/rights.py) that let it in, for the audit log."""
+        staff rights' decision (controller/rights.py) that let it in, for the audit log.
+        `counted(reply)`: for a rejection that left the table as it was, the effects that count
+        it instead of journaling it (a flood's, station_refusals.py), or None to journal it."""
         body = dict(body)
         body["ts"] = iso(clock.wall)
         errors = []
         t, outputs = guarded_step(self.table, body, errors.append)
+        if counted is not None and t is self.table and not errors and len(outputs) == 1 \
+                and outputs[0]["type"] == "rejected":
+            reply = self._reply_of(command_id, outputs, ())
+            effects = counted(reply)
+            if effects is not None:
+                return effects, [], reply
         n = self.next_n
         messages = []
         seq, prev = self.next_seq, self.prev

@@ -9,7 +9,7 @@ from controller import rights
 from controller.protocol import SCHEMAS, Rejected, validate
 
 from . import commands
-from .station_types import AckCommand, Command, Count, Reply
+from .station_types import AckCommand, Audit, Command, Count, Refuse, Reply
 
 REFUSED_KEEP = 256     # bytes of a refused payload kept: enough to know it, not a way to fill a card
 RESEND_IDS = 1000       # resend ids remembered (in memory, since the daemon's start)
@@ -65,7 +65,8 @@ class StationCommands:
             cmd = commands.parse(ev.payload)
             # One id, one command, whatever its type (cold trial: a resend reusing a decision's
             # id ran, and a decision reusing a resend's id was applied): a reuse is a duplicate.
-            prior = self.resends.get(cmd["id"]) or reads.get("command_reply")
+            prior = (self.resends.get(cmd["id"]) or self.refusals.ids.get(cmd["id"])
+                     or reads.get("command_reply"))
             if prior is not None:
                 effects, reply = [], {**prior, "status": "duplicate", "original": prior["status"]}
             elif cmd["type"] == "resend":
@@ -81,17 +82,18 @@ class StationCommands:
                 if d.code is None and cmd["type"] == "correct_result":
                     self._corrects(cmd, reads.get("outbox_row"))
                 if d.code is not None:
-                    effects = self._refuse_right(clock, "command", cmd["type"], cmd["id"], d)
                     reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
                              "code": d.code, "reason": d.reason}
+                    effects = (self._counted(ev, clock, "rights", reply)
+                               or self._refuse_right(clock, "command", cmd["type"], cmd["id"], d))
                 else:
                     body = commands.to_input(cmd)
                     need = SCHEMAS.get(body["type"], {}).get("by")
                     if d.who is not None and "by" not in body and need and need[1]:
                         body["by"] = d.who     # required: the login the broker vouched for
-                    effects, _, reply = self.process(body, "command", clock,
-                                                     command_id=cmd["id"], decision=d,
-                                                     action=cmd["type"])
+                    effects, _, reply = self.process(
+                        body, "command", clock, command_id=cmd["id"], decision=d,
+                        action=cmd["type"], counted=lambda r: self._counted(ev, clock, "engine", r))
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
             # ...up to its sender's budget, then counted (station_refusals.py): a flood cannot
@@ -104,6 +106,29 @@ class StationCommands:
                      "reason": e.reason}
         return effects + [Reply(reply, ev.response_topic, ev.correlation),
                           AckCommand(ev.mid, ev.qos)]
+
+    def _counted(self, ev, clock, kind, reply):
+        """A well-formed command refused by the staff rights, or rejected by the engine with the
+        table unchanged (`process` asks only then: nothing there for replay to rebuild), beyond
+        its sender's budget: [effects] that count it (station_refusals.py); None within the
+        budget, where it is kept in full (its audit entry; its input, event and reply)."""
+        over = self.refusals.over(ev.user or "", kind, reply["code"], reply["reason"],
+                                  bytes(ev.payload[:REFUSED_KEEP]), clock.mono, clock.wall)
+        if over is None:
+            return None
+        effects, first = over
+        if first:     # the audit log says where the rest of this sender's refusals went
+            b = self.refusals
+            # the budget's sender: "*" for those beyond the first SENDERS of a window
+            who = next(e.sender for e in effects if isinstance(e, Refuse)) or None
+            note = rights.Decision(who, None, False, None,
+                                   f"more than {b.keep} refused in {b.window_s:g} s: the rest "
+                                   f"counted in refused_counts (window_at {b.start[1]!r})")
+            effects.insert(0, Audit(self._audit_entry(clock, "command", "refusals_counted", None,
+                                                      note, f"counted:{kind}")))
+        if kind == "engine":
+            self.refusals.remember(reply["id"], reply)
+        return effects + [Count("rejected_total", (("code", reply["code"]),))]
 
     @staticmethod
     def _corrects(cmd, row):

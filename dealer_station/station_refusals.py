@@ -1,63 +1,109 @@
-"""The budget of refused commands kept in the journal (a part of the station core, pure: no I/O,
-no clock; time arrives with each event).
+"""The budget of refused commands kept in full in the journal (a part of the station core, pure:
+no I/O, no clock; time arrives with each event).
 
-Every refused (malformed) command was a row of the journal's `refused` table: three floods of
-20,000 grew a journal to 31 MB, and any login may write its own `commands/<login>`, so a
-sustained flood filled the SD card and the table stopped on disk full (cold trial). Now, in each
-window of `window_s` (monotonic, from the first refusal after the last window ended), a sender
-has `keep` rows kept in full; beyond that its refusals are counted: one `refused_counts` row per
-sender and window (the count, the first and last time, the first one's code, reason and payload
-as a sample), whose count the journal adds one to for each (so a row archived while its window
-is open goes on in a new row: the sum stays exact). Nothing is silently lost: kept + counted is
-every refusal. At most SENDERS senders have their own budget in a window; the rest share one
-(sender "*"), so a broker that let anyone write any `commands/<name>` still bounds the rows: at
-most (SENDERS + 1) * (keep + 1) per window.
+Three kinds of refusal (docs/protocol.md, "Replies"): `malformed` (never parsed: a `refused` row
+each), `rights` (well formed, refused by the staff rights: an audit entry each) and `engine` (well
+formed, rejected by the engine with the table unchanged: a journaled input, its `rejected` event
+and its reply each). Unbounded, a flood of any of them grew the journal by a row (three, for
+the engine's) per command: three floods of 20,000 malformed ones made 31 MB, and any login may
+write its own `commands/<login>` (cold trials). Now, in each window of `window_s` (monotonic,
+from the first refusal after the last window ended), a sender has `keep` refusals of any kind
+kept in full; beyond that they are counted: one `refused_counts` row per sender, kind and code
+in the window (the count, the first and last time, the first one's reason and payload as a
+sample), which the journal adds one to for each (a row archived while its window is open goes
+on in a new row: the sum stays exact). Nothing is silently lost: kept + counted is every
+refusal, and every command is still answered. A counted engine rejection needs no input row:
+the engine returned the same table, so replay rebuilds the same state without it.
+
+Bounded whatever comes: at most SENDERS senders have their own budget in a window, the rest share
+one (sender "*"); a sender has at most CODES counted rows of their own code, the rest of each
+kind share its code "*". So a window adds at most `bound()` rows.
 """
+from collections import OrderedDict
+
 from .station_types import Count, Log, Refuse
 
 SENDERS = 16        # senders with their own budget in one window; the others share "*"
 OTHERS = "*"
+KINDS = ("malformed", "rights", "engine")
+CODES = 8           # counted rows of their own (kind, code) a sender has in one window
+IDS = 1000          # counted engine rejections' ids remembered (in memory, since the start)
 
 
 class RefusalBudget:
     def __init__(self, keep=20, window_s=60.0):
         self.keep, self.window_s = keep, window_s
         self.start = None          # (monotonic, wall) of the window's first refusal
-        self.kept = {}             # sender -> rows kept in full this window
-        self.counted = {}          # sender -> refusals counted (not kept) this window
+        self.kept = {}             # sender -> refusals kept in full this window
+        self.counted = {}          # sender -> {(kind, code): refusals counted} this window
         self.flooding = set()      # senders counted in the window before: said once per flood
+        # id -> reply of the last IDS engine rejections counted: no `commands` row answers a
+        # retry with the same id `duplicate`, so this does (one id, one command)
+        self.ids = OrderedDict()
 
     def configure(self, keep, window_s):
         self.keep, self.window_s = keep, window_s
 
     def bound(self):
         """Rows (kept and counted) one window can add to the journal."""
-        return (SENDERS + 1) * (self.keep + 1)
+        return (SENDERS + 1) * (self.keep + CODES + len(KINDS))
 
-    def refused(self, sender, origin, code, reason, sample, mono, wall):
-        """[effects] for one refused command from `sender` ("" for the shared `commands` topic)."""
+    def _window(self, mono, wall):
         if self.start is None or mono >= self.start[0] + self.window_s or mono < self.start[0]:
             # the senders counted in the window just before: the same flood, not said again
             gone = self.start is None or mono >= self.start[0] + 2 * self.window_s
             self.flooding = set() if gone else set(self.counted)
             self.start, self.kept, self.counted = (mono, wall), {}, {}
-        who = sender             # a kept row names its sender even when its budget is shared
+
+    def over(self, sender, kind, code, reason, sample, mono, wall):
+        """One refusal of `kind` from `sender` ("" for the shared `commands` topic). None while
+        the sender has budget left: the caller keeps it in full (its row, audit entry or input).
+        Else ([effects] that count it, first): first is True for the sender's first refusal of
+        this kind counted in the window (the station says so in the audit log)."""
+        self._window(mono, wall)
         if sender not in self.kept and sender not in self.counted:
             named = {s for s in (*self.kept, *self.counted) if s != OTHERS}
             if len(named) >= SENDERS:
                 sender = OTHERS
         if self.kept.get(sender, 0) < self.keep:
             self.kept[sender] = self.kept.get(sender, 0) + 1
-            return [Refuse(origin, code, reason, sample, who)]
-        effects = []
-        if sender not in self.counted:
-            self.counted[sender] = 0
-            if sender not in self.flooding:
-                named = (f"login {sender}" if sender not in ("", OTHERS) else "the shared "
-                         "commands topic" if sender == "" else f"senders beyond the first {SENDERS}")
-                effects.append(Log("warning", f"refused commands from {named}: more than "
-                                   f"{self.keep} in {self.window_s:g} s, the rest only counted "
-                                   f"(journal table refused_counts) while the flood lasts"))
-        self.counted[sender] += 1
-        return effects + [Refuse(origin, code, reason, sample, sender, (self.start[1], wall)),
-                          Count("commands_refused_counted_total")]
+            return None
+        effects, rows = [], self.counted.setdefault(sender, {})
+        if not rows and sender not in self.flooding:
+            named = (f"login {sender}" if sender not in ("", OTHERS) else "the shared "
+                     "commands topic" if sender == "" else f"senders beyond the first {SENDERS}")
+            effects.append(Log("warning", f"refused commands from {named}: more than "
+                               f"{self.keep} in {self.window_s:g} s, the rest only counted "
+                               f"(journal table refused_counts) while the flood lasts"))
+        first = not any(k == kind for k, _ in rows)
+        key = (kind, code) if (kind, code) in rows or len(rows) < CODES else (kind, OTHERS)
+        rows[key] = rows.get(key, 0) + 1
+        return effects + [Refuse("command", key[1], reason, sample, sender, (self.start[1], wall),
+                                 kind),
+                          Count("commands_refused_counted_total", (("kind", kind),))], first
+
+    def remember(self, cid, reply):
+        self.ids[cid] = reply
+        while len(self.ids) > IDS:
+            self.ids.popitem(last=False)
+
+    def refused(self, sender, origin, code, reason, sample, mono, wall):
+        """[effects] for one malformed command: its `refused` row (naming its own sender even
+        when its budget is the shared one), or its count."""
+        over = self.over(sender, "malformed", code, reason, sample, mono, wall)
+        return [Refuse(origin, code, reason, sample, sender)] if over is None else over[0]
+
+
+def tally(refuses, into=None):
+    """Counted `Refuse` effects summed by (window, sender, kind, code): {key: [origin, first at,
+    last at, count, reason, payload]} (the first one's origin, reason and payload)."""
+    into = {} if into is None else into
+    for r in refuses:
+        window_at, at = r.counted
+        row = into.get((window_at, r.sender, r.kind, r.code))
+        if row is None:
+            into[(window_at, r.sender, r.kind, r.code)] = [r.origin, at, at, 1, r.reason,
+                                                           bytes(r.payload)]
+        else:
+            row[2], row[3] = max(row[2], at), row[3] + 1
+    return into

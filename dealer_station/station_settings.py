@@ -58,8 +58,9 @@ CONFIG = Section("timers", {
     "void_after_outage_s": Key(float, 600.0, lo=0, hi=86400),
 })
 
-# refused (malformed) commands: how many a sender has kept in full in the journal per window; the
-# rest of the window's are counted in one row (station_refusals.py)
+# refused commands (malformed, refused by the staff rights, rejected by the engine): how many a
+# sender has kept in full in the journal per window; the rest of the window's are counted, a row
+# per kind and code (station_refusals.py)
 COMMANDS = Section("commands", {
     "refused_keep": Key(int, 20, lo=1, hi=10000),
     "refused_window_s": Key(float, 60.0, lo=1, hi=86400),

@@ -108,15 +108,17 @@ class Record(NamedTuple):
 
 
 class Refuse(NamedTuple):
-    """Input that never reached the engine (a malformed command), kept in the journal: a row of
-    `refused`, or (`counted` given: (window start, this one's wall time)) one more counted on the
-    sender's `refused_counts` row of that window (station_refusals.py)."""
+    """A refused command kept in the journal: a malformed one's row of `refused`, or (`counted`
+    given: (window start, this one's wall time)) one more counted on the sender's
+    `refused_counts` row of that window, kind and code (station_refusals.py: `kind` malformed,
+    rights or engine; the kept rights and engine refusals are audit entries and inputs)."""
     origin: str
     code: str
     reason: str
     payload: bytes
     sender: str = ""
     counted: tuple = None
+    kind: str = "malformed"
 
 
 class Audit(NamedTuple):

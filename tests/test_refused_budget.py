@@ -145,6 +145,8 @@ def test_an_archive_takes_the_counted_rows_of_its_shoes_and_the_sum_stays_exact(
     from test_archive import played
     path = tmp_path / "journal.sqlite"
     d = played(path)
+    d.journal.refuse(Refuse("command", "malformed", "not JSON", b"kept", "mallory"))
+    d.journal.db.execute("UPDATE refused SET at = 1000.0")      # before the cut: archived
     old = Refuse("command", "malformed", "not JSON", b"old", "alice", (1000.0, 1000.5))
     for _ in range(7):
         d.journal.refuse(old)
@@ -153,11 +155,15 @@ def test_an_archive_takes_the_counted_rows_of_its_shoes_and_the_sum_stays_exact(
         d.journal.refuse(new)
     d.journal.close()
     r = ar.archive(str(path), str(tmp_path / "arch"), keep_shoes=1)
-    assert ar.verify(r["archive"])["refused"] == r["refused"] == 1
+    assert ar.verify(r["archive"])["refused"] == r["refused"] == 2
     with gzip.open(r["archive"]) as f:
-        lines = [json.loads(b) for b in f if b"counted" in b]
-    assert [(x["sender"], x["counted"], bytes.fromhex(x["payload_hex"])) for x in lines] == \
-        [("alice", 7, b"old")]
+        lines = [json.loads(b) for b in f if b'"kind":"refused"' in b]
+    # a kept row's line names its sender, as a counted row's does
+    assert [(x["sender"], bytes.fromhex(x["payload_hex"])) for x in lines if "counted" not in x] \
+        == [("mallory", b"kept")]
+    lines = [x for x in lines if "counted" in x]
+    assert [(x["sender"], x["refused"], x["counted"], bytes.fromhex(x["payload_hex"]))
+            for x in lines] == [("alice", "malformed", 7, b"old")]
     j = Journal(str(path), "t1", "luxury21")
     j.refuse(old._replace(counted=(1000.0, 1001.0)))    # alice's window goes on after the cut
     rows = j.db.execute("SELECT sender, count FROM refused_counts ORDER BY sender").fetchall()

@@ -272,6 +272,25 @@ def test_daemon_runs_with_user_and_password_through_the_acl(tmp_path):
         b.stop()
 
 
+def _ready_bridge(root):
+    """The installed table.toml's `[bridge]` filled in as docs/install.md says: enabled, a
+    password file holding "bridge-secret" and a CA made here. Each line replaced must be there
+    (the example changed: this test says so, not a bridge that stays refused). Returns (the
+    file, its new text)."""
+    from dealer_station.sim.tls import make_ca
+    ca = make_ca(str(root / "tls"))["ca"]
+    (root / "pw").write_text("bridge-secret\n")
+    toml = root / "etc/dealer-station/table.toml"
+    text = toml.read_text()
+    for old, new in (("enabled = false                   # true, then", "enabled = true # then"),
+                     ('"/etc/dealer-station/bridge.secret"', f'"{root}/pw"'),
+                     ('"/etc/dealer-station/central-ca.pem"', f'"{ca}"')):
+        assert old in text, old
+        text = text.replace(old, new)
+    toml.write_text(text)
+    return toml, text
+
+
 def test_install_script_puts_every_part_in_place(tmp_path):
     """The install on a new Pi, with --broker and --bridge. The cold trial: `install --bridge`
     with the example table.toml (`[bridge] enabled = false`) stopped after the key, before
@@ -313,17 +332,7 @@ def test_install_script_puts_every_part_in_place(tmp_path):
     assert os.stat(tmp_path / "etc/dealer-station/events.key").st_mode & 0o777 == 0o600
     assert (tmp_path / "etc/dealer-station/events.key.pub").exists()
     # filled in as docs/install.md says: the same command installs the bridge
-    from dealer_station.sim.tls import make_ca
-    ca = make_ca(str(tmp_path / "tls"))["ca"]
-    (tmp_path / "pw").write_text("bridge-secret\n")
-    toml = tmp_path / "etc/dealer-station/table.toml"
-    text = toml.read_text()
-    for old, new in (("enabled = false                   # true, then", "enabled = true # then"),
-                     ('"/etc/dealer-station/bridge.secret"', f'"{tmp_path}/pw"'),
-                     ('"/etc/dealer-station/central-ca.pem"', f'"{ca}"')):
-        assert old in text, old
-        text = text.replace(old, new)
-    toml.write_text(text)
+    _ready_bridge(tmp_path)
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     assert (tmp_path / "etc/mosquitto/conf.d/dealer-station-bridge.conf").exists()
@@ -341,16 +350,7 @@ def test_install_bridge_again_says_what_it_leaves_and_creates_no_empty_directory
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 1 and "nothing of the bridge installed" in p.stderr, p.stderr[-2000:]
     assert not (tmp_path / "etc/mosquitto").exists()           # no empty conf.d
-    from dealer_station.sim.tls import make_ca
-    ca = make_ca(str(tmp_path / "tls"))["ca"]
-    (tmp_path / "pw").write_text("bridge-secret\n")
-    toml = tmp_path / "etc/dealer-station/table.toml"
-    text = toml.read_text()
-    for old, new in (("enabled = false                   # true, then", "enabled = true # then"),
-                     ('"/etc/dealer-station/bridge.secret"', f'"{tmp_path}/pw"'),
-                     ('"/etc/dealer-station/central-ca.pem"', f'"{ca}"')):
-        text = text.replace(old, new)
-    toml.write_text(text)
+    toml, text = _ready_bridge(tmp_path)
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     conf = tmp_path / "etc/mosquitto/conf.d/dealer-station-bridge.conf"

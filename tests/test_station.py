@@ -94,7 +94,10 @@ class StationMachine(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="ds-station-")
         self.wall, self.mono = 1_800_000_000.0, 1000.0
         self.ids = 0
-        self.sent_commands = []     # (id, payload, first reply)
+        # (id, payload, first reply, the restart it was counted in or None): a rejection beyond
+        # the flood budget is counted, not journaled (station_refusals.py)
+        self.sent_commands = []
+        self.restarts = 0
         self.published = set()      # seqs the broker has received at least once
         self.in_broker = []         # seqs handed to the broker, not yet acknowledged
         self.shoe_seq = 0
@@ -153,8 +156,13 @@ class StationMachine(RuleBasedStateMachine):
         ev = Command(payload, None, None, self.ids, 1)
         effects = self.after(self.rig.step(ev, self.clock()), ev)
         reply = next(e.payload for e in effects if isinstance(e, Reply))
-        self.sent_commands.append((cid, payload, reply))
+        self.sent_commands.append((cid, payload, reply, self._counted(reply, effects)))
         return reply, effects
+
+    def _counted(self, reply, effects):
+        """The restart a rejection was counted in (no Record: station_refusals.py), or None."""
+        counted = any(isinstance(e, Refuse) and e.counted is not None for e in effects)
+        return self.restarts if counted and reply.get("code") != "malformed" else None
 
     # -- rules ----------------------------------------------------------------------------------
 
@@ -220,12 +228,20 @@ class StationMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.sent_commands)
     @rule(pick=st.randoms(use_true_random=False))
     def repeat_a_command(self, pick):
-        cid, payload, original = pick.choice(self.sent_commands)
+        i = pick.randrange(len(self.sent_commands))
+        cid, payload, original, counted = self.sent_commands[i]
         inputs = self.rig.j.last_input()[0]
         queued = len(self.rig.st.pending)
         ev = Command(payload, None, None, 0, 1)
         effects = self.after(self.rig.step(ev, self.clock()), ev)
         reply = next(e.payload for e in effects if isinstance(e, Reply))
+        if counted is not None and counted != self.restarts:
+            # a counted rejection's id is remembered since the start only (no journal row): after
+            # a restart it is judged again as a new command, and that is its answer from now on
+            event("a counted rejection repeated after a restart")
+            assert reply["status"] != "duplicate"
+            self.sent_commands[i] = (cid, payload, reply, self._counted(reply, effects))
+            return
         assert first(effects, Record) is None and self.rig.j.last_input()[0] == inputs
         if b'"resend"' in payload:
             # a resend is not journaled: its id is remembered in memory (the same id again
@@ -298,6 +314,7 @@ class StationMachine(RuleBasedStateMachine):
         self.mono += down
         self.in_broker = []
         self.rig.open()
+        self.restarts += 1
         assert self.rig.st.shoe_resume() == resume, "the shoe resumes where we were"
         effects = self.after(self.rig.recover(self.clock()))
         st1 = self.rig.st
