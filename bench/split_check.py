@@ -100,7 +100,14 @@ CHANGED = {
     "dealer_station.daemon.Daemon.run_once":
         "the queue empty while counted refusals wait for their write, the next item is waited "
         "for up to GATHER_S (_gather): one write for the broker's window (flood38; "
-        "bench/bench_flood.py)",
+        "bench/bench_flood.py); per-source lanes taken in turn (fair38; tests/test_loop_lanes.py)",
+    "dealer_station.daemon.Daemon._build_console":
+        "the console's commands put into their own lane (fair38; tests/test_loop_lanes.py)",
+    "dealer_station.daemon.Daemon.start":
+        "each device's events put into its own lane (fair38; tests/test_flood_fair.py)",
+    "dealer_station.daemon.Daemon.handle":
+        "a batch of commands beyond their sender's lane answered busy (fair38; "
+        "tests/test_flood_fair.py)",
     "dealer_station.daemon.Daemon._flush_position":
         "also writes the burst's counted refusals in one transaction, then the PUBACKs held for "
         "them (flood38; tests/test_refused_flood.py)",
