@@ -1,8 +1,7 @@
 """The white table's speed (issue 17, bench_camera.py --speed-only --speed-surface white): the same
 arithmetic done faster, so the same reads. find._cut_spurs opens each streak-joined blob by
-OpenCV's ellipse as the union of its centred rectangles (morph.py); the deck check's blur estimate
-(defocus.estimate) takes the windows read_corner laid out of the same corner patches. Each is
-checked against the plain computation over generated masks and frames, to the bit."""
+OpenCV's ellipse as the union of its centred rectangles (morph.py), checked against OpenCV's own
+opening over generated masks and light tables' frames, to the bit."""
 import cv2
 import numpy as np
 import pytest
@@ -10,8 +9,6 @@ import pytest
 from bench.bench_camera import ZONES, noisy
 from drivers.camera import camera_model as cm
 from drivers.camera import find
-from drivers.camera.hands import both_corners
-from drivers.camera.index import S, _windows
 from drivers.camera.morph import ellipse_rects, open_ellipse
 from drivers.camera.visual import VisualRecognizer
 
@@ -78,34 +75,3 @@ def test_find_cards_finds_what_opencvs_opening_finds(rec, monkeypatch, surface, 
             assert len(a) == len(b)
             assert all(np.array_equal(x, y) for x, y in zip(a, b))
     assert calls
-
-
-@pytest.mark.parametrize("surface,condition", [("white", "clean"), ("white", "defocus"), ("white", "motion"),
-                                               ("light_grey", "defocus")])
-def test_the_kept_windows_are_the_kept_patchs_and_the_blur_is_the_same(rec, surface, condition):
-    """read_corner's keep (plain, and with a streak or a round blur): its windows are _windows of
-    its own patch's rank and suit parts, bit for bit; the blur estimated from what it kept is the
-    blur estimated afresh."""
-    from controller.cards import CARDS as ALL
-    rng = np.random.default_rng(1000 * cm.SURFACES.index(surface) + cm.CONDITIONS.index(condition))
-    cards = {z: ALL[int(rng.integers(52))] for z in ZONES}
-    frame, _ = cm.table_frame("cardsjs", cards, ZONES, surface, condition, rng)
-    t = rec.t
-    s = t.cut + S
-    quads = find.find_cards(frame, t.card_size)
-    assert len(quads) >= 6
-    checked = 0
-    for i, q in enumerate(quads[:4]):
-        # plain; at a round blur of the bank's; by a streak (every learned index blurred: once)
-        for streak in (None, 1.5) + (((3.0, 1.0),) if i == 0 else ()):
-            grays = {}
-            for c in both_corners(q):
-                rec.read_corner(frame, c, keep=grays, streak=streak)
-            for gray, _, _, _, (ranks, suits) in grays.values():
-                for got, want in ((ranks, _windows(gray[:s + S], t.part_shapes[0])),
-                                  (suits, _windows(gray[s - S:], t.part_shapes[1]))):
-                    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-                    checked += 1
-            if streak is None and grays:
-                assert rec.defocus_of(frame, q, grays) == rec.defocus_of(frame, q)
-    assert checked

@@ -38,22 +38,20 @@ def estimate(bgr, corners, templates, blurred, known=None):
     the index at tl): the grid's blur whose learned indexes (`blurred`, bank()) both corners
     match best, refined by a parabola through it and its neighbours; None when no corner's ink
     colour is clear. `known`: {a corner's np.float32 bytes: (its compared patch, its ink's
-    colour[, its rank's and suit's _windows])} the reader made of the same corners (read_corner's
-    `keep`): the same pixels, not warped, divided nor laid out in windows again (the deck check
-    asks the blur of 3 of a white frame's 8 cards)."""
+    colour)} the reader made of the same corners (read_corner's `keep`): the same pixels, not
+    warped and divided again (the deck check asks every card's blur on a light table)."""
     total, n = np.zeros(len(GRID)), 0
     s = templates.cut + S
     for q in corners:
-        gray, colour, *parts = known.get(np.float32(q).tobytes(), (None, None)) if known else (None, None)
+        gray, colour = known.get(np.float32(q).tobytes(), (None, None)) if known else (None, None)
         if gray is None:
             patch = corner(bgr, q, templates.box, SEARCH)
             colour = _ink(patch[SEARCH:-SEARCH, SEARCH:-SEARCH])[2]
             if colour is None:
                 continue
             gray = _match_gray(patch)
-        # the windows read_corner laid out of this patch (the same function of the same pixels)
-        parts = parts[0] if parts else (_windows(gray[:s + S], templates.part_shapes[0]),
-                                         _windows(gray[s - S:], templates.part_shapes[1]))
+        parts = (_windows(gray[:s + S], templates.part_shapes[0]),
+                 _windows(gray[s - S:], templates.part_shapes[1]))
         # every learned index at FLOOR, then at the other blurs only the few best there (the
         # products were two thirds of the estimate's time)
         best = []

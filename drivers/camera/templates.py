@@ -247,7 +247,7 @@ def index_offsets(t, bgr, quad, card, gray=None):
     growing into the card."""
     rsc = usc = None
     if isinstance(gray, tuple):
-        gray, cards, rs, us = gray[:4]      # (read_corner's keep: its windows after)
+        gray, cards, rs, us = gray
         if card in cards:
             j = cards.index(card)
             rsc, usc = rs[:, j], us[:, j]

@@ -13,7 +13,7 @@ from .deckprint import CORNER_FACE_MIN, SMALL, corner_face_score, proportioned, 
 from .hands import both_corners
 from .index import (
     BLURRED_MIN, CH, CW, FACE_MIN, FACE_MIN_SMALL, FACE_SUIT, MATCH, NEAR, S, SEARCH, STRICT, TWIN,
-    _best_over_shifts, _ink, _match_gray, _product, _windows, corner, face, face_score)
+    _best_over_shifts, _ink, _match_gray, _product, _scores, _windows, corner, face, face_score)
 from .onecorner import OneCorner
 from .twins import Twins
 from .scene import SceneReader, VISIBLE, _shows
@@ -125,13 +125,11 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
             other = motion.blurred(self._small[other_colour], self.t.cut, k)[1]
         s = self.t.cut + S
         top, bottom = gray[:s + S], gray[s - S:]
-        ranks = _windows(top, self.t.part_shapes[0])
-        rsc = _product(ranks, rank_m)
+        rsc = _scores(top, self.t.part_shapes[0], rank_m)
         windows = _windows(bottom, self.t.part_shapes[1])
         ssc = _product(windows, suit_m)
         if keep is not None:        # the compared patch and its scores, for the fingerprint's index_shift
-            # (and its windows: the deck check's blur estimate compares the same patch again)
-            keep[np.float32(quad).tobytes()] = (gray, cards, rsc, ssc, (ranks, windows))
+            keep[np.float32(quad).tobytes()] = (gray, cards, rsc, ssc)
         rs, ss = rsc.max(axis=0), ssc.max(axis=0)
         (ranks, rp, rat), (suits, sp, sat) = self._groups[colour]
         rank = zip(np.maximum.reduceat(rs[rp], rat).tolist(), ranks)     # (best score, rank)
@@ -265,7 +263,7 @@ class VisualRecognizer(OneCorner, Twins, SceneReader):
         known = None
         if grays:
             colour = {id(v[0]): c for c, v in self._by_colour.items()}     # a kept read's cards: its colour's
-            known = {k: (v[0], colour[id(v[1])], v[4]) for k, v in grays.items() if id(v[1]) in colour}
+            known = {k: (v[0], colour[id(v[1])]) for k, v in grays.items() if id(v[1]) in colour}
         return defocus.estimate(bgr, both_corners(quad), self.t, self._defocused, known)
 
     def _blur_for_cut(self, bgr, quad, grays=None):
