@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 
 from . import gapblob
+from .morph import open_ellipse
 from .frame import to_size
 from .outline import _card_like, _centre, _fit_sides, _misfit, _order, _refine_in, whiteness
 from .tablelevel import light_table, ratio_masks
@@ -318,7 +319,7 @@ def _cut_spurs(contour, card_size):
     k = int(card_size[0] / 3) | 1
     m = np.zeros((h + 2 * k, w + 2 * k), np.uint8)
     cv2.drawContours(m, [contour], -1, 255, -1, offset=(k - x, k - y))
-    opened = cv2.morphologyEx(m, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+    opened = open_ellipse(m, k)     # the disc's opening (morph.py: the same pixels, in half the time)
     rim = cv2.subtract(m, cv2.erode(m, np.ones((5, 5), np.uint8)))      # the blob's outline, 2 wide
     cs, _ = cv2.findContours(opened, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
     out = []
