@@ -151,3 +151,36 @@ def test_whatever_one_sender_floods_every_sources_first_item_comes_in_the_first_
         first = next(i for i, it in enumerate(order) if type(it) is not Busy and
                      _source(it) == s)
         assert first < rounds, (s, first, rounds)
+
+
+def test_a_defect_refusing_one_command_busy_loses_none_of_its_batch(daemon, monkeypatch):
+    """A busy batch is many commands: a defect while refusing one of them (an exception in
+    station_busy.busy) costs that one only, as `handle` does for one item. It was the whole
+    batch's: those before it acknowledged with their kept refusals never written, those after
+    it taken from the queue and never answered, acknowledged or journaled."""
+    from dealer_station import daemon as daemon_mod
+    d = daemon
+    d.q = StampedQueue(lane_max=1)
+    d.timer_at = None
+    acked, replied = [], []
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: acked.append(mid))
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: replied.append(payload))
+    real = daemon_mod.busy
+
+    def busy(station, ev, clock, waiting):
+        if ev.payload == b"defect":
+            raise ZeroDivisionError("a defect")
+        return real(station, ev, clock, waiting)
+    monkeypatch.setattr(daemon_mod, "busy", busy)
+    before = d.journal.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0]
+    payloads = [b"x0", b"x1", b"x2", b"defect", b"x4", b"x5"]   # x0 has the lane, the rest: busy
+    for mid, p in enumerate(payloads):
+        d.q.put(("mqtt", "command", p, None, None, 500 + mid, 1, "flooder"))
+    for _ in range(5):
+        d.run_once(0)
+    assert not d.q.qsize()
+    assert sorted(acked) == [500 + mid for mid in range(len(payloads))]     # each once
+    assert len(replied) == len(payloads) - 1       # the defect's own command: acknowledged only
+    kept = d.journal.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0] - before
+    assert kept == len(payloads) - 1               # within the budget: each kept in full
