@@ -254,7 +254,15 @@ class Daemon(Lifecycle, Devices, Effects):
             rows = [type(e) is Refuse and e.counted is None for e in effects]
             kept += [e for e, r in zip(effects, rows) if r]
             after.append((ev, [e for e, r in zip(effects, rows) if not r]))
-        self.journal.refuse_many(kept)   # a storage error: unacknowledged, delivered again
+        try:
+            self.journal.refuse_many(kept)
+        except STORAGE_ERRORS:
+            raise        # unacknowledged: the broker delivers them again
+        except Exception as e:      # each acknowledged (or it comes back at every reconnect)
+            for ev, _ in after:
+                self.link.ack(ev.mid, ev.qos)
+            self._defect(e, None, "journaling commands refused busy")
+            return
         for ev, effects in after:
             try:
                 for e in effects:
