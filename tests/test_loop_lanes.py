@@ -189,3 +189,26 @@ def test_a_defect_refusing_one_command_busy_loses_none_of_its_batch(daemon, monk
     assert len(replied) == len(payloads) - 1       # the defect's own command: acknowledged only
     kept = d.journal.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0] - before
     assert kept == len(payloads) - 1               # within the budget: each kept in full
+
+
+def test_a_defect_journaling_a_busy_batch_acknowledges_it_and_the_loop_goes_on(daemon,
+                                                                             monkeypatch):
+    """Not a storage error (those end the process, unacknowledged): a defect in the batch's
+    transaction. Each of its commands is acknowledged (or it would come back at every
+    reconnect) and the loop goes on, as `handle` does for one item."""
+    d = daemon
+    d.q = StampedQueue(lane_max=1)
+    d.timer_at = None
+    acked = []
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: acked.append(mid))
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: None)
+
+    def refuse_many(rs):
+        raise TypeError("a defect")
+    monkeypatch.setattr(d.journal, "refuse_many", refuse_many)
+    for mid in range(4):                       # the first has the lane, the rest: busy
+        d.q.put(("mqtt", "command", b"x%d" % mid, None, None, 600 + mid, 1, "flooder2"))
+    for _ in range(4):
+        d.run_once(0)
+    assert not d.q.qsize() and sorted(acked) == [600, 601, 602, 603]
