@@ -105,9 +105,14 @@ CHANGED = {
         "the console's commands put into their own lane (fair38; tests/test_loop_lanes.py)",
     "dealer_station.daemon.Daemon.start":
         "each device's events put into its own lane (fair38; tests/test_flood_fair.py)",
+    "dealer_station.daemon.Daemon.close":
+        "a storage error writing the burst's held position or counts no longer stops the rest "
+        "from closing (the link, devices, journal and its lock); raised at the end (review38; "
+        "tests/test_journal_storage.py)",
     "dealer_station.daemon.Daemon.handle":
         "a batch of commands beyond their sender's lane answered busy (fair38; "
-        "tests/test_flood_fair.py)",
+        "tests/test_flood_fair.py); its defect's log and acknowledgement in _defect, shared "
+        "with the busy batch's (review38; tests/test_loop_lanes.py)",
     "dealer_station.daemon.Daemon._flush_position":
         "also writes the burst's counted refusals in one transaction, then the PUBACKs held for "
         "them (flood38; tests/test_refused_flood.py)",

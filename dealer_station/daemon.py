@@ -230,32 +230,57 @@ class Daemon(Lifecycle, Devices, Effects):
 
     def _answer_busy(self, excess):
         """Commands beyond their sender's lane (loop_queue.py), refused `busy` (station_busy.py):
-        their refusals kept or counted in one transaction, then each answered and acknowledged.
-        Nothing dropped; one sync for the batch keeps up with a flood."""
-        now, kept, after, evs = clock(), [], [], []
+        the kept refusals' rows in one transaction, the counted ones with the burst's counts
+        (do: their PUBACKs held until written), then each answered and acknowledged. Nothing
+        dropped; one sync for the batch keeps up with a flood. A defect refusing one command
+        costs that one only, as `handle` does one item: the rest of the batch is still
+        journaled and answered (it was taken off the queue: nothing else would)."""
+        now, kept, after = clock(), [], []
+        for _, item in excess:
+            ev = self._event(item)
+            if ev.user is None and bytes(ev.payload[:16]) == b'{"type":"probe",':
+                self.handle(item)     # the station's own probe echo: consumed, never refused
+                continue
+            lane = self.q.lanes.get(("login", ev.user))
+            try:
+                effects = busy(self.station, ev, now, len(lane) if lane else 0)
+            except STORAGE_ERRORS:
+                raise
+            except Exception as e:
+                self._defect(e, ev, "refusing a command busy")
+                continue
+            # a kept refusal's row in the batch's transaction; a counted one summed with the
+            # burst's counts (do), its PUBACK held until they are written
+            rows = [type(e) is Refuse and e.counted is None for e in effects]
+            kept += [e for e, r in zip(effects, rows) if r]
+            after.append((ev, [e for e, r in zip(effects, rows) if not r]))
         try:
-            for _, item in excess:
-                ev = self._event(item)
-                if ev.user is None and bytes(ev.payload[:16]) == b'{"type":"probe",':
-                    self.handle(item)     # the station's own probe echo: consumed, never refused
-                    continue
-                evs.append(ev)
-                lane = self.q.lanes.get(("login", ev.user))
-                for e in busy(self.station, ev, now, len(lane) if lane else 0):
-                    # a kept refusal's row in the batch's transaction; a counted one summed
-                    # with the burst's counts (do), its PUBACK held until they are written
-                    (kept if type(e) is Refuse and e.counted is None else after).append(e)
             self.journal.refuse_many(kept)
-            for e in after:
-                self.do(e)
         except STORAGE_ERRORS:
             raise        # unacknowledged: the broker delivers them again
-        except Exception as e:
-            for ev in evs:
+        except Exception as e:      # each acknowledged (or it comes back at every reconnect)
+            for ev, _ in after:
                 self.link.ack(ev.mid, ev.qos)
-            self.metrics.inc("loop_errors_total", (("error", type(e).__name__),))
-            log.error("defect: %s refusing commands busy; the table goes on\n%s",
-                      type(e).__name__, "".join(traceback.format_tb(e.__traceback__)))
+            self._defect(e, None, "journaling commands refused busy")
+            return
+        for ev, effects in after:
+            try:
+                for e in effects:
+                    self.do(e)
+            except STORAGE_ERRORS:
+                raise
+            except Exception as e:
+                self._defect(e, ev, "answering a command refused busy")
+
+    def _defect(self, e, ev, doing):
+        """An error that is no storage error: a defect, logged (its traceback, not its message:
+        it may hold a card) and counted; a command is acknowledged, or it would come back at
+        every reconnect. The table goes on."""
+        if isinstance(ev, Command):
+            self.link.ack(ev.mid, ev.qos)
+        self.metrics.inc("loop_errors_total", (("error", type(e).__name__),))
+        log.error("defect: %s %s; the table goes on\n%s", type(e).__name__, doing,
+                  "".join(traceback.format_tb(e.__traceback__)))
 
     def handle(self, item):
         """One queued item. Nothing an item carries may end the loop: an error here is a
@@ -281,11 +306,7 @@ class Daemon(Lifecycle, Devices, Effects):
         except STORAGE_ERRORS:
             raise        # a command stays unacknowledged: the broker delivers it again
         except Exception as e:
-            if isinstance(ev, Command):
-                self.link.ack(ev.mid, ev.qos)   # or it would come back at every reconnect
-            self.metrics.inc("loop_errors_total", (("error", type(e).__name__),))
-            log.error("defect: %s handling %s; the table goes on\n%s", type(e).__name__,
-                      type(ev).__name__, "".join(traceback.format_tb(e.__traceback__)))
+            self._defect(e, ev, f"handling {type(ev).__name__}")
 
     def _event(self, item):
         """A queued item as a station event: the MQTT link's tuples are translated here."""

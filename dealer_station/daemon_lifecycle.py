@@ -3,11 +3,13 @@
 `Daemon` (dealer_station/daemon.py), whose loop (`handle`, `recover`) it calls."""
 import logging
 import queue
+import sqlite3
 import time
 
 from drivers.panel import panel_view
 
 from . import __version__
+from .journal import JournalError
 from .station import Settings
 
 log = logging.getLogger("dealer-station")
@@ -117,7 +119,13 @@ class Lifecycle:
 
     def close(self):
         self.notifier.stopping()
-        self._flush_position()
+        failed = None
+        try:
+            self._flush_position()
+        except (JournalError, sqlite3.Error) as e:
+            # the burst's position or counts not written, their ACKs and PUBACKs not sent (the
+            # shoe and the broker send them again): the rest still closed, the error raised last
+            failed = e
         if self.shoe is not None:
             self.shoe.close()
         if self.panel is not None:
@@ -132,3 +140,5 @@ class Lifecycle:
             self.console.close()
         self.link.close({"state": "offline", "table": self.table_id, "reason": "stopped"})
         self.journal.close()
+        if failed is not None:
+            raise failed

@@ -25,8 +25,9 @@ def busy(station, ev, clock, waiting):
     effects = station.refusals.refused(ev.user or "", "command", BUSY, reason,
                                        bytes(ev.payload[:REFUSED_KEEP]), clock.mono, clock.wall)
     effects.append(Count("commands_refused_total", (("code", BUSY),)))
-    if ev.user is not None:
-        station.probe.other(clock.mono)      # a flood delays the probe (station.py, cold38)
+    # a flood delays the probe (station.py, cold38): on `commands` too, where step's echo()
+    # counts it (the loop never refuses our own probe busy: daemon._answer_busy)
+    station.probe.other(clock.mono)
     return effects + [Reply({"type": "reply", "id": cid, "status": "rejected", "code": BUSY,
                              "reason": reason}, rt, ev.correlation),
                       AckCommand(ev.mid, ev.qos)]

@@ -195,3 +195,29 @@ def test_the_lock_file_names_the_holder(tmp_path):
     with open(path + ".lock") as f:
         assert json.loads(f.read()) == os.getpid()
     j.close()
+
+
+def test_a_storage_error_writing_held_counts_at_close_still_closes_the_rest(tmp_path):
+    """A burst's counted refusals are written at its end (daemon_effects._flush_position), their
+    PUBACKs held until then; close() writes what is left first. Refused there (the disk full that
+    ended the loop, still full), close() stopped: the broker link, the devices and the journal
+    (its lock) never closed. Now the rest closes, the PUBACKs stay unsent (the broker delivers
+    those commands again, to be counted again), and the storage error is raised at the end."""
+    from dealer_station.station_types import AckCommand
+    from test_broker_not_mqtt import _daemon_without_broker
+    d = _daemon_without_broker(tmp_path)
+    d.recover()
+    acked, closed = [], []
+    d.link.ack = lambda mid, qos: acked.append(mid)
+    real_close = d.link.close
+    d.link.close = lambda *a, **k: (closed.append("link"), real_close(*a, **k))
+
+    def full(counts):
+        raise JournalError(f"journal {d.journal.path}: disk full")
+    d.journal.count_refused = full
+    d.counts_write = {(1.0, "m0", "malformed", "malformed"): ["command", 1.0, 1.0, 3, "r", b""]}
+    d.held_cmd_acks = [AckCommand(7, 1)]
+    with pytest.raises(JournalError, match="disk full"):
+        d.close()
+    assert acked == [] and closed == ["link"]
+    Journal(d.journal.path, "bj-01", "luxury21").close()  # its lock released: opens again

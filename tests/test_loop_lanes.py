@@ -6,7 +6,7 @@ put before its deadline is handled (cold38's rule)."""
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dealer_station import loop_queue
@@ -128,6 +128,7 @@ def d_at(deadline_at, base):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(flood=st.integers(0, 60), sources=st.lists(st.sampled_from(SOURCES), min_size=1,
                                                   max_size=12))
+@example(flood=0, sources=["b", "b", "b", "b", "shoe"])     # the bound missed b's busy lane
 def test_whatever_one_sender_floods_every_sources_first_item_comes_in_the_first_round(
         daemon, monkeypatch, flood, sources):
     """The cold trial's shape: one login's flood queued ahead of everything else. Each other
@@ -146,8 +147,68 @@ def test_whatever_one_sender_floods_every_sources_first_item_comes_in_the_first_
         d.q.put(item, lane)
     d.run_once(0)
     lanes = ({"a"} if flood else set()) | set(sources)
-    rounds = len(lanes) + (flood + sources.count("a") > LANE_MAX)   # and the busy lane
+    # and the busy lane, if any sender's commands overflowed its lane (not only the flood's:
+    # four of b's put the busy lane ahead of the shoe's first item, as it should)
+    over = any(sources.count(s) + (flood if s == "a" else 0) > LANE_MAX
+               for s in ("a", "b", None))
+    rounds = len(lanes) + over
     for s in set(sources) - {"a"}:
         first = next(i for i, it in enumerate(order) if type(it) is not Busy and
                      _source(it) == s)
         assert first < rounds, (s, first, rounds)
+
+
+def test_a_defect_refusing_one_command_busy_loses_none_of_its_batch(daemon, monkeypatch):
+    """A busy batch is many commands: a defect while refusing one of them (an exception in
+    station_busy.busy) costs that one only, as `handle` does for one item. It was the whole
+    batch's: those before it acknowledged with their kept refusals never written, those after
+    it taken from the queue and never answered, acknowledged or journaled."""
+    from dealer_station import daemon as daemon_mod
+    d = daemon
+    d.q = StampedQueue(lane_max=1)
+    d.timer_at = None
+    acked, replied = [], []
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: acked.append(mid))
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: replied.append(payload))
+    real = daemon_mod.busy
+
+    def busy(station, ev, clock, waiting):
+        if ev.payload == b"defect":
+            raise ZeroDivisionError("a defect")
+        return real(station, ev, clock, waiting)
+    monkeypatch.setattr(daemon_mod, "busy", busy)
+    before = d.journal.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0]
+    payloads = [b"x0", b"x1", b"x2", b"defect", b"x4", b"x5"]   # x0 has the lane, the rest: busy
+    for mid, p in enumerate(payloads):
+        d.q.put(("mqtt", "command", p, None, None, 500 + mid, 1, "flooder"))
+    for _ in range(5):
+        d.run_once(0)
+    assert not d.q.qsize()
+    assert sorted(acked) == [500 + mid for mid in range(len(payloads))]     # each once
+    assert len(replied) == len(payloads) - 1       # the defect's own command: acknowledged only
+    kept = d.journal.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0] - before
+    assert kept == len(payloads) - 1               # within the budget: each kept in full
+
+
+def test_a_defect_journaling_a_busy_batch_acknowledges_it_and_the_loop_goes_on(daemon,
+                                                                             monkeypatch):
+    """Not a storage error (those end the process, unacknowledged): a defect in the batch's
+    transaction. Each of its commands is acknowledged (or it would come back at every
+    reconnect) and the loop goes on, as `handle` does for one item."""
+    d = daemon
+    d.q = StampedQueue(lane_max=1)
+    d.timer_at = None
+    acked = []
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: acked.append(mid))
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: None)
+
+    def refuse_many(rs):
+        raise TypeError("a defect")
+    monkeypatch.setattr(d.journal, "refuse_many", refuse_many)
+    for mid in range(4):                       # the first has the lane, the rest: busy
+        d.q.put(("mqtt", "command", b"x%d" % mid, None, None, 600 + mid, 1, "flooder2"))
+    for _ in range(4):
+        d.run_once(0)
+    assert not d.q.qsize() and sorted(acked) == [600, 601, 602, 603]

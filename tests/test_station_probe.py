@@ -280,3 +280,18 @@ def test_a_probe_late_behind_a_flood_on_login_topics_says_delayed_not_the_acl():
     d = s.devices["commands"]
     assert d["state"] == "fault" and d["reason"].startswith("commands delayed"), d
     assert "behind 3 other message(s)" in d["reason"] and "ACL?" not in d["reason"]
+
+
+def test_a_probe_late_behind_commands_refused_busy_on_commands_says_delayed_not_the_acl():
+    """Commands beyond the shared `commands` topic's lane are refused busy (station_busy.py)
+    without a step, so the probe's watch did not hear of them (only commands/<login>'s were
+    counted there): a probe that expired behind a flood answered busy said "broker ACL?"."""
+    from dealer_station.station_busy import busy
+    s = station()
+    probes(s.step(BrokerUp(False), at(0.0)))
+    for k in range(3):
+        busy(s, Command(b'{"type":"nope","id":"f%d"}' % k, mid=3), at(1.0 + k), 32)
+    s.step(TimerDue(), at(TIMEOUT + 0.01))
+    d = s.devices["commands"]
+    assert d["state"] == "fault" and d["reason"].startswith("commands delayed"), d
+    assert "behind 3 other message(s)" in d["reason"] and "ACL?" not in d["reason"]
