@@ -88,7 +88,7 @@ class Daemon(Lifecycle, Devices, Effects):
         # the position is, each command's PUBACK held until then: a crash before it has the
         # broker deliver them again, to be counted again (station_refusals.tally)
         self.counts_write = {}
-        self.held_cmd_acks = []
+        self.held_cmd_acks = []           # replies and PUBACKs behind counts not yet written
         self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
                              {"state": "offline", "table": self.table_id, "reason": "connection lost"})
         self.shoe = self._build_shoe()

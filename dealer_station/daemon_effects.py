@@ -34,9 +34,9 @@ class Effects:
         if self.counts_write:
             self.journal.count_refused(self.counts_write)
             self.counts_write = {}
-        cmd_acks, self.held_cmd_acks = self.held_cmd_acks, []
-        for e in cmd_acks:
-            self.link.ack(e.mid, e.qos)
+        held, self.held_cmd_acks = self.held_cmd_acks, []
+        for e in held:              # replies and PUBACKs, in their order
+            self.do(e)
 
     def _gather(self):
         """While counted refusals wait for their write, what is put within GATHER_S is filed
@@ -58,8 +58,11 @@ class Effects:
         if t is Refuse and e.counted is not None:
             tally([e], self.counts_write)     # written at the burst's end (_flush_position)
             return
-        if t is AckCommand and (self.counts_write or self.held_cmd_acks):
-            self.held_cmd_acks.append(e)      # behind counts not yet written: held, in order
+        if t in (AckCommand, Reply) and (self.counts_write or self.held_cmd_acks):
+            # behind counts not yet written: held, in order. The reply too: a counted rejection
+            # answered and then lost in a crash before its count was written was delivered again
+            # by the broker and applied, a round later (review: "rejected", then accepted)
+            self.held_cmd_acks.append(e)
             return
         if t is Record and (self.pos_write is not None or self.held_acks):
             # an input (a settled door fault, a card) keeps its order with the frames before it,

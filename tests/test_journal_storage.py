@@ -221,3 +221,37 @@ def test_a_storage_error_writing_held_counts_at_close_still_closes_the_rest(tmp_
         d.close()
     assert acked == [] and closed == ["link"]
     Journal(d.journal.path, "bj-01", "luxury21").close()  # its lock released: opens again
+
+
+def test_a_counted_rejections_reply_waits_for_its_count_to_be_written(tmp_path):
+    """A counted engine rejection is not journaled: only its count, written at the burst's end.
+    Its reply went out at once and only its PUBACK waited, so a crash before the write left a
+    client told "rejected" and the broker holding the command, delivered again after the restart
+    and applied (a round later: review). Now the reply waits with the PUBACK; the write refused
+    (the crash's place), neither goes out; written, both go, in order."""
+    from dealer_station.station_types import AckCommand, Refuse, Reply
+    from test_broker_not_mqtt import _daemon_without_broker
+    d = _daemon_without_broker(tmp_path)
+    d.recover()
+    out = []
+    d.link.ack = lambda mid, qos: out.append(("ack", mid))
+    d.link.reply = lambda payload, rt, corr: out.append(("reply", payload["id"]))
+    burst = [Refuse("command", "no_round", "no round", b"{}", "bs", (1.0, 2.0), "engine"),
+             Reply({"type": "reply", "id": "x", "status": "rejected"}, None, None),
+             AckCommand(7, 1)]
+    for e in burst:
+        d.do(e)
+    assert out == []
+    written = d.journal.count_refused
+    d.journal.count_refused = lambda counts: (_ for _ in ()).throw(
+        JournalError(f"journal {d.journal.path}: disk full"))
+    with pytest.raises(JournalError):
+        d._flush_position()
+    assert out == []
+    d.journal.count_refused = written
+    d.counts_write, d.held_cmd_acks = {}, []
+    for e in burst:
+        d.do(e)
+    d._flush_position()
+    assert out == [("reply", "x"), ("ack", 7)]
+    d.journal.close()
