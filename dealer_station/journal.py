@@ -13,6 +13,7 @@ drop by sequence number).
 The journal holds the hole card (it is the audit record), so the file is created readable by the
 daemon's user only.
 """
+import contextlib
 import errno
 import json
 import os
@@ -179,12 +180,29 @@ class Journal:
             raise JournalError(f"{self.path} is the journal of {key} {row[0]!r}, not {value!r}: "
                                f"a journal belongs to one table and one profile")
 
-    def write(self, r):
-        """One station `Record` (dealer_station/station_types.py) in one transaction: the input
-        as number r.n, its outputs, the command's reply, the checkpoint after it."""
+    @contextlib.contextmanager
+    def _transaction(self):
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error; a SQLite error raised as the
+        journal's own (storage_error: names the file, says disk full or read only)."""
         db = self.db
         try:
             db.execute("BEGIN IMMEDIATE")
+            yield db
+            db.execute("COMMIT")
+        except BaseException as e:
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass    # SQLite may have rolled back itself (disk full): e is the real error
+            if isinstance(e, sqlite3.Error):
+                raise storage_error(self.path, e) from e
+            raise
+
+    def write(self, r):
+        """One station `Record` (dealer_station/station_types.py) in one transaction: the input
+        as number r.n, its outputs, the command's reply, the checkpoint after it."""
+        with self._transaction() as db:
             db.execute("INSERT INTO inputs (n, at, origin, body, shoe_seq, n_out) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
                        (r.n, r.at, r.origin, _dumps(r.body), r.shoe_seq, len(r.messages)))
@@ -196,16 +214,6 @@ class Journal:
             if r.checkpoint is not None:
                 self._checkpoint(r.n, r.checkpoint)
             db.executemany("INSERT INTO audit (entry, hash) VALUES (?, ?)", r.audit)
-            db.execute("COMMIT")
-        except BaseException as e:
-            if db.in_transaction:
-                try:
-                    db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass    # SQLite may have rolled back itself (disk full): e is the real error
-            if isinstance(e, sqlite3.Error):
-                raise storage_error(self.path, e) from e
-            raise
         if r.messages:
             self.next_seq = r.messages[-1][0] + 1
 
@@ -298,43 +306,21 @@ class Journal:
                 for key, (origin, first, last, n, reason, payload) in counts.items()]
         if not rows:
             return
-        db = self.db
-        try:
-            db.execute("BEGIN IMMEDIATE")
+        with self._transaction() as db:
             db.executemany(
                 "INSERT INTO refused_counts (window_at, sender, kind, code, origin, first_at, "
                 "last_at, count, reason, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (window_at, sender, kind, code) DO UPDATE SET last_at = "
                 "MAX(last_at, excluded.last_at), count = count + excluded.count", rows)
-            db.execute("COMMIT")
-        except BaseException as e:
-            if db.in_transaction:
-                try:
-                    db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass    # as in write: e is the real error
-            if isinstance(e, sqlite3.Error):
-                raise storage_error(self.path, e) from e
-            raise
 
     def refuse_many(self, rs):
         """Several `Refuse` in one transaction: one sync for a burst of commands refused busy
         (loop_queue.py), where one each held the loop ~2-8 ms a command (cold trial's flood)."""
-        db = self.db
-        try:
-            db.execute("BEGIN IMMEDIATE")
+        if any(r.counted is not None for r in rs):
+            raise ValueError("refuse_many: kept refusals only (counted ones: count_refused)")
+        with self._transaction():
             for r in rs:
                 self.refuse(r)
-            db.execute("COMMIT")
-        except BaseException as e:
-            if db.in_transaction:
-                try:
-                    db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-            if isinstance(e, sqlite3.Error):
-                raise storage_error(self.path, e) from e
-            raise
 
     def inputs_after(self, n):
         """(n, at, origin, body, shoe_seq, number of outputs) after input n, in order."""
