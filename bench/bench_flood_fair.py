@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import paho.mqtt.client as mqtt  # noqa: E402
 
 import mqtt_rig  # noqa: E402
+from cli_args import parse, positive  # noqa: E402
 from broker_rig import ShippedBroker, make_pki  # noqa: E402
 from drivers.virtual_shoe import VirtualShoe  # noqa: E402
 from mqtt_rig import Client, DaemonProc, wait_for, workdir  # noqa: E402
@@ -140,14 +141,25 @@ def run(flood, logins, qos, gap, root=None):
         broker.stop()
 
 
+def _gap(text):
+    """Seconds between the cards dealt: a number over 0 and at most 60."""
+    try:
+        g = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}")
+    if not 0 < g <= 60:
+        raise argparse.ArgumentTypeError(f"expected seconds over 0 and at most 60, got {text}")
+    return g
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--flood", type=int, default=20000)
-    ap.add_argument("--logins", type=int, default=1)
+    ap.add_argument("--flood", type=positive, default=20000)
+    ap.add_argument("--logins", type=positive, default=1)
     ap.add_argument("--qos", type=int, default=1, choices=(0, 1))
-    ap.add_argument("--gap", type=float, default=3.0)
+    ap.add_argument("--gap", type=_gap, default=3.0)
     ap.add_argument("--root", default=None)
-    a = ap.parse_args()
+    a = parse(ap)   # strict by hand, lenient under scripts/bench (cli_args.py)
     print(json.dumps(run(a.flood, a.logins, a.qos, a.gap, a.root)))
 
 
