@@ -67,7 +67,7 @@ class StampedQueue:
 
     def putter(self, lane):
         """`put` for one source (a driver's `emit`, the console's callback)."""
-        return lambda item: self._q.put((time.monotonic(), lane, item))
+        return lambda item: self.put(item, lane)
 
     # -- the loop's thread only ------------------------------------------------------------
 
