@@ -48,6 +48,7 @@ RELOAD = object()     # queued by SIGHUP: the loop re-reads the configuration
 PASS_ITEMS = 200
 PASS_S = 0.5
 BACKLOG = 200       # messages held by the MQTT link before commands are refused busy again
+DROPPED_SAY_S = 60.0    # QoS 0 commands dropped (loop_queue.BUSY_MAX): said at most this often
 
 
 def clock():
@@ -89,6 +90,8 @@ class Daemon(Lifecycle, Devices, Effects):
         # broker deliver them again, to be counted again (station_refusals.tally)
         self.counts_write = {}
         self.held_cmd_acks = []           # replies and PUBACKs behind counts not yet written
+        self.dropped = {}                 # QoS 0 commands dropped by login, not yet logged
+        self.dropped_said = float("-inf")
         self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
                              {"state": "offline", "table": self.table_id, "reason": "connection lost"})
         self.shoe = self._build_shoe()
@@ -208,6 +211,7 @@ class Daemon(Lifecycle, Devices, Effects):
                 self.timer_at = None
                 self.handle(TimerDue())
         self._flush_position()
+        self._dropped(time.monotonic())
         # one write for a burst of PUBACKs; and, the table gone quiet, the mark the last burst
         # moved is written once MARK_EVERY_S have passed (it waited for the next PUBACK: a kill
         # a minute after a burst republished it, cold trial)
@@ -228,6 +232,22 @@ class Daemon(Lifecycle, Devices, Effects):
         after it was journaled) and in memory (peak RSS 50 -> 177 MB): the broker's pace sets it."""
         return self.link.backlog() < BACKLOG
 
+    def _dropped(self, now):
+        """QoS 0 commands dropped, the busy lane full (loop_queue.BUSY_MAX): counted at once
+        (commands_dropped_total), logged by sender once they stop, or once a minute meanwhile."""
+        new, self.q.dropped = self.q.dropped, {}
+        for who, n in new.items():
+            self.metrics.inc("commands_dropped_total", (("qos", "0"),), n)
+            self.dropped[who] = self.dropped.get(who, 0) + n
+        if self.dropped and (not new or now - self.dropped_said >= DROPPED_SAY_S):
+            top = sorted(self.dropped.items(), key=lambda kv: -kv[1])
+            log.warning("dropped %d QoS 0 commands, not answered, %d commands already waiting to "
+                        "be refused busy (QoS 0 is at most once; the senders may send them "
+                        "again): %s", sum(self.dropped.values()), self.q.busy_max, ", ".join(
+                            f"{'login ' + who if who else 'the shared commands topic'} {n}"
+                            for who, n in top[:10]) + (", ..." if len(top) > 10 else ""))
+            self.dropped, self.dropped_said = {}, now
+
     def _answer_busy(self, excess):
         """Commands beyond their sender's lane (loop_queue.py), refused `busy` (station_busy.py):
         the kept refusals' rows in one transaction, the counted ones with the burst's counts
@@ -243,7 +263,10 @@ class Daemon(Lifecycle, Devices, Effects):
                 continue
             lane = self.q.lanes.get(("login", ev.user))
             try:
-                effects = busy(self.station, ev, now, len(lane) if lane else 0)
+                # the answer its id already has, if any: a copy of it is a duplicate
+                cid = self.station.reads(ev).get("command_reply")
+                reads = {} if cid is None else {"command_reply": self.journal.command_reply(cid)}
+                effects = busy(self.station, ev, now, len(lane) if lane else 0, reads)
             except STORAGE_ERRORS:
                 raise
             except Exception as e:

@@ -13,7 +13,14 @@ the console, the loop's resend pages, control) and takes the lanes' heads in tur
 its order, so a flood from one sender delays only that sender. A sender's lane holds at most
 LANE_MAX items; what comes beyond it goes to one more lane, BUSY, whose turn hands the loop up to
 BUSY_BATCH of them at once (a `Busy`) to refuse "busy" in one journal transaction
-(station_busy.py): answered, counted, never dropped, and cheaply enough to keep up with a flood.
+(station_busy.py): answered, counted, and cheaply enough to keep up with a flood. The BUSY lane
+takes its senders in turn too (`BusyLane`): one sender's overflow waits behind one batch of a
+flooder's, not behind all of it (a FIFO lane kept a light login's `busy` answers 20 s behind a
+QoS 0 flood's, lows39). It holds at most BUSY_MAX commands: QoS 1 ones beyond it are kept (the
+broker sends the table's session only a window of them unacknowledged: they are bounded there),
+QoS 0 ones beyond it are dropped and counted by sender (`dropped`; the daemon logs and counts
+them): at most once is what QoS 0 asks for, and about 300 B a command held without bound was a
+QoS 0 flood's way into the table's memory.
 
 Why taking sources out of their arrival order is safe: the journal's order is the truth replay
 follows, whatever order the loop chose; arrival order across sources was never guaranteed (each
@@ -30,10 +37,48 @@ import time
 LANE_MAX = 32       # commands one sender's lane holds (a client's burst); the rest: "busy"
 BUSY_BATCH = 200    # commands refused busy in one turn (one transaction: ~0.1 ms each here)
 BUSY = "busy"       # the lane of the commands beyond their sender's lane
+BUSY_MAX = 10_000   # commands the BUSY lane holds (~3 MB); QoS 0 ones beyond it: dropped, counted
 
 
 class Busy(tuple):
-    """A BUSY lane's turn: the (stamp, item)s to refuse busy, in the order they came."""
+    """A BUSY lane's turn: the (stamp, item)s to refuse busy, each sender's in the order they
+    came, the senders in turn."""
+
+
+class BusyLane:
+    """The BUSY lane: a FIFO per sender lane, taken one command of each sender in turn."""
+
+    def __init__(self):
+        self.per = {}                       # sender lane -> deque of (stamp, item)
+        self.ring = collections.deque()     # sender lanes holding commands, in turn order
+        self.n = 0
+
+    def __len__(self):
+        return self.n
+
+    def append(self, lane, entry):
+        d = self.per.get(lane)
+        if d is None:
+            d = self.per[lane] = collections.deque()
+            self.ring.append(lane)
+        d.append(entry)
+        self.n += 1
+
+    def first(self):
+        return self.per[self.ring[0]][0]
+
+    def take(self, most):
+        got = []
+        while self.ring and len(got) < most:
+            lane = self.ring.popleft()
+            d = self.per[lane]
+            got.append(d.popleft())
+            if d:
+                self.ring.append(lane)
+            else:
+                del self.per[lane]
+        self.n -= len(got)
+        return got
 
 
 def lane_of(item):
@@ -59,6 +104,8 @@ class StampedQueue:
         self.lanes = {}                     # lane -> deque of (stamp, item); only the loop's
         self.ring = collections.deque()     # lanes holding items, in turn order
         self.stamp = None                   # when the item last taken was put (monotonic)
+        self.busy_max = BUSY_MAX
+        self.dropped = {}                   # login -> QoS 0 commands dropped (BUSY full)
 
     # -- any thread -------------------------------------------------------------------------
 
@@ -79,9 +126,16 @@ class StampedQueue:
         if d is None:
             d = self.lanes[lane] = collections.deque()
         if refusable(lane) and len(d) >= self.lane_max:
-            lane, d = BUSY, self.lanes.get(BUSY)
-            if d is None:
-                d = self.lanes[BUSY] = collections.deque()
+            b = self.lanes.get(BUSY)
+            if b is None:
+                b = self.lanes[BUSY] = BusyLane()
+            if len(b) >= self.busy_max and item[6] == 0:     # the MQTT link's tuple: its QoS
+                self.dropped[lane[1]] = self.dropped.get(lane[1], 0) + 1
+                return
+            if not b:
+                self.ring.append(BUSY)
+            b.append(lane, (stamp, item))
+            return
         if not d:
             self.ring.append(lane)
         d.append((stamp, item))
@@ -116,9 +170,7 @@ class StampedQueue:
                 self.ring.append(lane)
                 continue
             if lane == BUSY:
-                got = [d.popleft()]
-                while d and len(got) < BUSY_BATCH:
-                    got.append(d.popleft())
+                got = d.take(BUSY_BATCH)
                 self.stamp, item = got[0][0], Busy(got)
             else:
                 self.stamp, item = d.popleft()

@@ -5,7 +5,11 @@ It is refused, kept or counted by the station's refusal budget exactly as a malf
 (station_refusals.py: nothing silently lost), answered with a reply saying the table is busy
 (the sender may send it again), and acknowledged once the loop has journaled the refusal. Its
 type is not looked at: a legitimate command sent amid its own sender's flood is refused too, and
-said so; commands from other senders are in their own lanes and never reach here."""
+said so; commands from other senders are in their own lanes and never reach here.
+
+A copy of a command already answered (its id journaled with a reply, a remembered resend or a
+counted rejection) is answered `duplicate` with that answer, as in its lane (station_commands):
+"not applied, send it again" was untrue of it (review38)."""
 from . import commands
 from .station_commands import REFUSED_KEEP
 from .station_types import AckCommand, Count, Reply
@@ -13,21 +17,29 @@ from .station_types import AckCommand, Count, Reply
 BUSY = "busy"
 
 
-def busy(station, ev, clock, waiting):
-    """[effects] for the Command `ev` refused busy; `waiting`: its sender's lane's length."""
+def busy(station, ev, clock, waiting, reads=None):
+    """[effects] for the Command `ev` refused busy; `waiting`: its sender's lane's length;
+    `reads`: the journal's reply to its id, as for `step` ({"command_reply": reply or None})."""
     try:
-        cid = commands.parse(ev.payload)["id"]
+        cid = known = commands.parse(ev.payload)["id"]
     except commands.CommandError as e:
-        cid = e.id
-    rt = None if station._response_topic(ev.response_topic) else ev.response_topic
+        cid, known = e.id, None          # malformed in its lane too, not a duplicate
+    bad_topic = station._response_topic(ev.response_topic)
+    rt = None if bad_topic else ev.response_topic
+    # a flood delays the probe (station.py, cold38): on `commands` too, where step's echo()
+    # counts it (the loop never refuses our own probe busy: daemon._answer_busy)
+    station.probe.other(clock.mono)
+    prior = known is not None and not bad_topic and (
+        station.resends.get(known) or station.refusals.ids.get(known)
+        or (reads or {}).get("command_reply"))
+    if prior:
+        return [Reply({**prior, "status": "duplicate", "original": prior["status"]}, rt,
+                      ev.correlation), AckCommand(ev.mid, ev.qos)]
     reason = (f"table busy: {waiting} commands from this sender are waiting; "
               f"this one was not applied, send it again later")
     effects = station.refusals.refused(ev.user or "", "command", BUSY, reason,
                                        bytes(ev.payload[:REFUSED_KEEP]), clock.mono, clock.wall)
     effects.append(Count("commands_refused_total", (("code", BUSY),)))
-    # a flood delays the probe (station.py, cold38): on `commands` too, where step's echo()
-    # counts it (the loop never refuses our own probe busy: daemon._answer_busy)
-    station.probe.other(clock.mono)
     return effects + [Reply({"type": "reply", "id": cid, "status": "rejected", "code": BUSY,
                              "reason": reason}, rt, ev.correlation),
                       AckCommand(ev.mid, ev.qos)]

@@ -173,10 +173,10 @@ def test_a_defect_refusing_one_command_busy_loses_none_of_its_batch(daemon, monk
     monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: replied.append(payload))
     real = daemon_mod.busy
 
-    def busy(station, ev, clock, waiting):
+    def busy(station, ev, clock, waiting, reads=None):
         if ev.payload == b"defect":
             raise ZeroDivisionError("a defect")
-        return real(station, ev, clock, waiting)
+        return real(station, ev, clock, waiting, reads)
     monkeypatch.setattr(daemon_mod, "busy", busy)
     before = d.journal.db.execute("SELECT COUNT(*) FROM refused").fetchone()[0]
     payloads = [b"x0", b"x1", b"x2", b"defect", b"x4", b"x5"]   # x0 has the lane, the rest: busy
