@@ -9,12 +9,17 @@ cards `--gap` s apart, the first 0.5 s into the flood; the betting system then s
 decision on `commands`. Reported: each card's deal-to-journal and deal-to-publish (the client's
 receipt of its event) latency, the flood replies that came after each card's event, the
 decision's reply latency, the flood's replies by code, the daemon's peak RSS (VmHWM).
+`--light N`: a light login (l0) also sends N commands at once (QoS 0: at QoS 1 the broker hands
+them over a window at a time, none waits beyond its lane), 0.5 s into the flood;
+beyond its lane's 32 they are refused busy: reported, when its first and last `busy` answers
+came and its replies by code (the busy lane's fairness across senders, lows39).
 
 `--root DIR` runs the daemon from another checkout (the code measured before a change).
 """
 import argparse
 import json
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -51,11 +56,24 @@ def flooder(port, login, n, qos, done):
     return c
 
 
-def run(flood, logins, qos, gap, root=None):
+def light_burst(port, n):
+    """l0's n commands at once, QoS 0; returns (its client, when they were all handed to paho)."""
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="l0", protocol=mqtt.MQTTv5)
+    c.username_pw_set("l0", "pw")
+    c.max_inflight_messages_set(1000)
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    for k in range(n):
+        c.publish(f"{BASE}/commands/l0", json.dumps({"type": "resume", "id": f"l0-{k}"}), qos=0)
+    return c, time.monotonic()
+
+
+def run(flood, logins, qos, gap, root=None, light=0):
     if root:
         mqtt_rig.ROOT = root
     d = workdir()
-    users = {"t1": "pw-t1", "betting-system": "pw-bs", **{f"m{i}": "pw" for i in range(logins)}}
+    users = {"t1": "pw-t1", "betting-system": "pw-bs", "l0": "pw",
+             **{f"m{i}": "pw" for i in range(logins)}}
     broker = ShippedBroker(d, users, make_pki(os.path.join(d, "pki")))
     text = open(broker.conf).read().replace("log_type all", "log_type error")
     open(broker.conf, "w").write(text)
@@ -91,6 +109,10 @@ def run(flood, logins, qos, gap, root=None):
         for t in threads:
             t.start()
         time.sleep(0.5)
+        light_at = None
+        if light:
+            lc, light_at = light_burst(broker.port, light)
+            flooders.append(lc)
         deals = []
         for _ in range(4):
             deals.append((time.monotonic(), time.time(), shoe.deal()))
@@ -123,7 +145,26 @@ def run(flood, logins, qos, gap, root=None):
                 codes[m.get("code") or m.get("status")] = codes.get(m.get("code")
                                                                     or m.get("status"), 0) + 1
         reply_at = min(t for t, tp, p in got if tp.endswith("/replies") and cid.encode() in p)
-        return {"flood": flood, "logins": logins, "qos": qos,
+        extra = {}
+        if light:
+            wait_for(lambda: sum(b'"l0-' in p for _, tp, p in list(got)
+                                 if tp.endswith("/replies")) >= light, 300, "l0's replies")
+            mine = [(t, json.loads(p)) for t, tp, p in got
+                    if tp.endswith("/replies") and b'"l0-' in p]
+            busy_at = [t - light_at for t, m in mine if m.get("code") == "busy"]
+            by = {}
+            for _, m in mine:
+                by[m.get("code") or m["status"]] = by.get(m.get("code") or m["status"], 0) + 1
+            lane_at = [t - light_at for t, m in mine if m.get("code") != "busy"]
+            extra = {"light": light, "light replies": by,
+                     "light lane first_s": round(min(lane_at), 2) if lane_at else None,
+                     "light busy first_s": round(min(busy_at), 2) if busy_at else None,
+                     "light busy last_s": round(max(busy_at), 2) if busy_at else None,
+                     "light last reply_s": round(max(t for t, _ in mine) - light_at, 2)}
+        daemon.stop()        # its last words: the QoS 0 commands it dropped, said once they stop
+        said = open(os.path.join(d, "daemon.log")).read()
+        extra["daemon said dropped"] = sum(map(int, re.findall(r"dropped (\d+) QoS 0", said)))
+        return {**extra,"flood": flood, "logins": logins, "qos": qos,
                 "publish_s": round(max(done) - t0, 2),
                 "cards (journal_s, publish_s, flood replies after)": rows,
                 "decision reply_s": round(reply_at - sent_at, 2),
@@ -159,8 +200,10 @@ def main():
     ap.add_argument("--qos", type=int, default=1, choices=(0, 1))
     ap.add_argument("--gap", type=_gap, default=3.0)
     ap.add_argument("--root", default=None)
+    ap.add_argument("--light", type=positive, default=None,
+                    help="a light login's burst of this many commands during the flood")
     a = parse(ap)   # strict by hand, lenient under scripts/bench (cli_args.py)
-    print(json.dumps(run(a.flood, a.logins, a.qos, a.gap, a.root)))
+    print(json.dumps(run(a.flood, a.logins, a.qos, a.gap, a.root, a.light or 0)))
 
 
 if __name__ == "__main__":

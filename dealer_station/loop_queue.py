@@ -19,8 +19,9 @@ flooder's, not behind all of it (a FIFO lane kept a light login's `busy` answers
 QoS 0 flood's, lows39). It holds at most BUSY_MAX commands: QoS 1 ones beyond it are kept (the
 broker sends the table's session only a window of them unacknowledged: they are bounded there),
 QoS 0 ones beyond it are dropped and counted by sender (`dropped`; the daemon logs and counts
-them): at most once is what QoS 0 asks for, and about 300 B a command held without bound was a
-QoS 0 flood's way into the table's memory.
+them), except while their sender holds fewer than LANE_MAX there (a flooder filling it does not
+have a light sender's overflow dropped): at most once is what QoS 0 asks for, and about 300 B a
+command held without bound was a QoS 0 flood's way into the table's memory.
 
 Why taking sources out of their arrival order is safe: the journal's order is the truth replay
 follows, whatever order the loop chose; arrival order across sources was never guaranteed (each
@@ -64,8 +65,9 @@ class BusyLane:
         d.append(entry)
         self.n += 1
 
-    def first(self):
-        return self.per[self.ring[0]][0]
+    def held(self, lane):
+        d = self.per.get(lane)
+        return len(d) if d else 0
 
     def take(self, most):
         got = []
@@ -129,7 +131,10 @@ class StampedQueue:
             b = self.lanes.get(BUSY)
             if b is None:
                 b = self.lanes[BUSY] = BusyLane()
-            if len(b) >= self.busy_max and item[6] == 0:     # the MQTT link's tuple: its QoS
+            # full: a QoS 0 command (the MQTT link's tuple: item[6]) is dropped, unless its
+            # sender holds fewer than lane_max there (a light sender's overflow is not dropped
+            # for a flooder's: the lane holds at most busy_max + lane_max a sender)
+            if item[6] == 0 and len(b) >= self.busy_max and b.held(lane) >= self.lane_max:
                 self.dropped[lane[1]] = self.dropped.get(lane[1], 0) + 1
                 return
             if not b:

@@ -104,7 +104,9 @@ def test_the_busy_lane_is_bounded_for_qos0_and_the_rest_counted(daemon, monkeypa
     """fair38: the busy lane held a QoS 0 flood without bound (~300 B a command). Now it holds
     BUSY_MAX; QoS 0 commands beyond it are dropped (at most once is what QoS 0 asks for) and
     counted by sender: commands_dropped_total and a warning naming the login. QoS 1 ones are
-    kept (the broker's window bounds them), and what the lane holds is still answered."""
+    kept (the broker's window bounds them), and so is a sender's while it holds fewer than its
+    lane's bound there (the flooder filling it does not have a light sender's overflow dropped);
+    what the lane holds is still answered."""
     d = daemon
     d.q = StampedQueue(lane_max=2)
     d.q.busy_max = 5
@@ -117,17 +119,19 @@ def test_the_busy_lane_is_bounded_for_qos0_and_the_rest_counted(daemon, monkeypa
     for k in range(3):                                         # QoS 1 beyond the bound: kept
         d.q.put(_cmd(b"y", 100 + k, "flood", qos=1))
     d.q.put(_cmd(b"z", 200, None, qos=0))                      # the shared topic: its own lane
+    for k in range(2 + 3):              # a light sender: its lane's 2, then 2 kept, 1 dropped
+        d.q.put(_cmd(b"w", 300 + k, "light", qos=0))
     with caplog.at_level(logging.WARNING, logger="dealer-station"):
         d.run_once(0)
         d.run_once(0)      # no new drop: the drops are said
-    assert len(d.q.lanes[BUSY]) == 5 + 3
-    assert d.metrics.counters[("commands_dropped_total", (("qos", "0"),))] == 30
+    assert len(d.q.lanes[BUSY]) == 5 + 3 + 2
+    assert d.metrics.counters[("commands_dropped_total", (("qos", "0"),))] == 31
     said = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
-    assert len(said) == 1 and "dropped 30 QoS 0 commands" in said[0] \
-        and "login flood 30" in said[0], said
+    assert len(said) == 1 and "dropped 31 QoS 0 commands" in said[0] \
+        and "login flood 30, login light 1" in said[0], said
     monkeypatch.setattr(d.link, "backlog", lambda: 0)
     for _ in range(5):
         d.run_once(0)
     assert not d.q.qsize()
-    # answered: the lane's 2, the busy lane's 8, the shared topic's 1; dropped: 30
-    assert len(replies) == 2 + 8 + 1
+    # answered: flood's lane 2 and busy 8, the shared topic's 1, light's 2 and 2; dropped: 31
+    assert len(replies) == 2 + 8 + 1 + 4
