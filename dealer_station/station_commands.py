@@ -119,7 +119,7 @@ class StationCommands:
         effects, first = over
         if first:     # the audit log says where the rest of this sender's refusals went
             b = self.refusals
-            # the budget's sender: "*" for those beyond the first SENDERS of a window
+            # the budget's sender: OTHERS ("+") for those beyond the first SENDERS of a window
             who = next(e.sender for e in effects if isinstance(e, Refuse)) or None
             note = rights.Decision(who, None, False, None,
                                    f"more than {b.keep} refused in {b.window_s:g} s: the rest "

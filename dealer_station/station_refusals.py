@@ -16,15 +16,23 @@ refusal, and every command is still answered. A counted engine rejection needs n
 the engine returned the same table, so replay rebuilds the same state without it.
 
 Bounded whatever comes: at most SENDERS senders have their own budget in a window, the rest share
-one (sender "*"); a sender has at most CODES counted rows of their own code, the rest of each
-kind share its code "*". So a window adds at most `bound()` rows.
+one (sender "+": MQTT's wildcard for one topic level, which no login can be, as no topic holds a
+wildcard and a console account is letters, digits and . _ @ -; it was "*", which a login could
+be, and then shared the others' budget, unnamed); a sender has at most CODES counted rows of
+their own code, the rest of each kind share its code "*". So a window adds at most `bound()`
+rows.
+
+Said once per flood: a sender's first counted refusal in a window is logged unless the sender
+was counted in the window before, by its own login whichever budget it had (senders rotating
+through the shared budget were said again each window they had their own, lows39).
 """
 from collections import OrderedDict
 
 from .station_types import Count, Log, Refuse
 
-SENDERS = 16        # senders with their own budget in one window; the others share "*"
-OTHERS = "*"
+SENDERS = 16        # senders with their own budget in one window; the others share OTHERS
+OTHERS = "+"        # no login: a topic level holding a wildcard is no topic
+SEEN = 1000         # senders remembered as counted in a window (said once per flood)
 KINDS = ("malformed", "rights", "engine")
 CODES = 8           # counted rows of their own (kind, code) a sender has in one window
 IDS = 1000          # counted engine rejections' ids remembered (in memory, since the start)
@@ -36,6 +44,7 @@ class RefusalBudget:
         self.start = None          # (monotonic, wall) of the window's first refusal
         self.kept = {}             # sender -> refusals kept in full this window
         self.counted = {}          # sender -> {(kind, code): refusals counted} this window
+        self.seen = set()          # senders (their own names) counted this window
         self.flooding = set()      # senders counted in the window before: said once per flood
         # id -> reply of the last IDS engine rejections counted: no `commands` row answers a
         # retry with the same id `duplicate`, so this does (one id, one command)
@@ -52,8 +61,8 @@ class RefusalBudget:
         if self.start is None or mono >= self.start[0] + self.window_s or mono < self.start[0]:
             # the senders counted in the window just before: the same flood, not said again
             gone = self.start is None or mono >= self.start[0] + 2 * self.window_s
-            self.flooding = set() if gone else set(self.counted)
-            self.start, self.kept, self.counted = (mono, wall), {}, {}
+            self.flooding = set() if gone else self.seen
+            self.start, self.kept, self.counted, self.seen = (mono, wall), {}, {}, set()
 
     def over(self, sender, kind, code, reason, sample, mono, wall):
         """One refusal of `kind` from `sender` ("" for the shared `commands` topic). None while
@@ -61,6 +70,7 @@ class RefusalBudget:
         Else ([effects] that count it, first): first is True for the sender's first refusal of
         this kind counted in the window (the station says so in the audit log)."""
         self._window(mono, wall)
+        own = sender
         if sender not in self.kept and sender not in self.counted:
             named = {s for s in (*self.kept, *self.counted) if s != OTHERS}
             if len(named) >= SENDERS:
@@ -69,9 +79,14 @@ class RefusalBudget:
             self.kept[sender] = self.kept.get(sender, 0) + 1
             return None
         effects, rows = [], self.counted.setdefault(sender, {})
-        if not rows and sender not in self.flooding:
-            named = (f"login {sender}" if sender not in ("", OTHERS) else "the shared "
-                     "commands topic" if sender == "" else f"senders beyond the first {SENDERS}")
+        say = own not in self.seen and own not in self.flooding and len(self.seen) < SEEN
+        if own not in self.seen and len(self.seen) < SEEN:
+            self.seen.add(own)          # beyond SEEN senders in a window: counted, not said
+        if say:
+            named = f"login {own}" if own else "the shared commands topic"
+            if sender == OTHERS:
+                named += (f" (one of the senders beyond the first {SENDERS}, counted together "
+                          f"as sender {OTHERS})")
             effects.append(Log("warning", f"refused commands from {named}: more than "
                                f"{self.keep} in {self.window_s:g} s, the rest only counted "
                                f"(journal table refused_counts) while the flood lasts"))

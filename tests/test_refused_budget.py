@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from controller.profiles import get_profile
 from dealer_station.journal import Journal
 from dealer_station.station import Settings, Station
-from dealer_station.station_refusals import SENDERS, RefusalBudget
+from dealer_station.station_refusals import OTHERS, SENDERS, RefusalBudget
 from dealer_station.station_types import Clock, Command, Log, Refuse
 from drivers.virtual_shoe import VirtualShoe
 from mqtt_rig import Broker, Client, DaemonProc, wait_for, workdir
@@ -63,16 +63,16 @@ def test_a_flood_from_one_login_is_kept_up_to_its_budget_then_counted_and_said_o
     assert len({e.counted[0] for e in refuses if e.counted is not None}) == 3    # one row each
     warnings = [e for e in effects if isinstance(e, Log)]
     assert len(warnings) == 1 and "login alice" in warnings[0].text
-    # beyond SENDERS logins in one window the rest share one budget ("*"), but a kept row
+    # beyond SENDERS logins in one window the rest share one budget (OTHERS), but a kept row
     # still names its own sender
     b2 = RefusalBudget(keep=3, window_s=60)
     many = [b2.refused(f"x{i}", "command", "malformed", "x", b"x", 1000 + i / 100, 1.7e9)
             for i in range(SENDERS + 3)]
     kept = [e.sender for es in many for e in es if isinstance(e, Refuse) and e.counted is None]
-    assert kept == [f"x{i}" for i in range(SENDERS + 3)]        # the last 3: "*"'s budget
+    assert kept == [f"x{i}" for i in range(SENDERS + 3)]        # the last 3: OTHERS' budget
     more = b2.refused("x99", "command", "malformed", "x", b"x", 1001, 1.7e9)
     assert [(e.sender, e.counted is not None) for e in more if isinstance(e, Refuse)] == \
-        [("*", True)]                                           # then counted as "*"
+        [(OTHERS, True)]                                        # then counted as OTHERS
     # another login has its own budget
     other = budget.refused("alice", "command", "malformed", "x", b"x", 1000 + 250, 1.7e9)
     assert [e.counted for e in other if isinstance(e, Refuse)] == [None]    # a new window
@@ -169,3 +169,43 @@ def test_an_archive_takes_the_counted_rows_of_its_shoes_and_the_sum_stays_exact(
     rows = j.db.execute("SELECT sender, count FROM refused_counts ORDER BY sender").fetchall()
     j.close()
     assert rows == [("alice", 1), ("bob", 3)]
+
+
+def test_senders_rotating_through_the_shared_budget_are_said_once_per_flood():
+    """fair38: SENDERS + 4 logins flooding all along, in another order each window. A login that
+    had the shared budget in one window and its own in the next was said again ("refused
+    commands from login u19 ...") though its flood went on; the log says a flood once: each
+    login's first counted refusal, not again while it is counted window after window."""
+    budget = RefusalBudget(keep=1, window_s=60)
+    logins = [f"u{i}" for i in range(SENDERS + 4)]
+    said = []
+    for w in range(4):                               # four windows of one sustained flood
+        order = logins if w % 2 == 0 else logins[::-1]
+        for k in range(3):                           # 1 kept, 2 counted a login a window
+            for i, who in enumerate(order):
+                t = w * 60 + k * 10 + i * 0.01
+                said += [e.text for e in budget.refused(who, "command", "malformed", "x", b"x",
+                                                        1000 + t, 1.7e9 + t)
+                         if isinstance(e, Log)]
+    assert sorted(t.split()[4].rstrip(":") for t in said) == sorted(logins), said
+    # those beyond the first SENDERS say so, and under which sender their counts are
+    assert sum(f"counted together as sender {OTHERS}" in t for t in said) == 4
+
+
+def test_a_login_named_like_the_shared_budget_is_not_confused_with_it():
+    """A login literally named `*` was the budget of the senders beyond the first SENDERS
+    (sender "*"): its refusals used up theirs, and their counted rows and its own were one
+    sender "*". The others' budget is now OTHERS, which no MQTT login can be (a topic level with
+    a wildcard is no topic): `*` is a login like any other."""
+    budget = RefusalBudget(keep=1, window_s=60)
+
+    def senders(who):
+        return [(e.sender, e.counted is not None) for e in
+                budget.refused(who, "command", "malformed", "x", b"x", 1000, 1.7e9)
+                if isinstance(e, Refuse)]
+    assert senders("*") == [("*", False)]                       # kept, its own budget
+    for i in range(SENDERS):                # `*` and x0..x14 named; x15 the others' first
+        senders(f"x{i}")
+    others, star = senders("y"), senders("*")
+    assert star == [("*", True)]                                # counted as itself...
+    assert others == [(OTHERS, True)] and others != star        # ...apart from the others
