@@ -302,7 +302,11 @@ def test_install_script_puts_every_part_in_place(tmp_path):
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 1, p.stderr[-2000:]
     assert "bridge.enabled: false" in p.stderr and "set [bridge] enabled = true" in p.stderr
-    assert "run sudo ./scripts/install --bridge again" in p.stderr, p.stderr[-2000:]
+    assert "install: --bridge: set enabled = true in [bridge]" in p.stderr
+    # under --root, the files it names are those it wrote, and the command to run again its own
+    assert f"run ./scripts/install --root {tmp_path} --bridge again" in p.stderr, p.stderr[-2000:]
+    assert f"the [bridge] section of {tmp_path}/etc/dealer-station/table.toml" in p.stderr
+    assert f"mosquitto_passwd {tmp_path}/etc/mosquitto/dealer-station.passwd" in p.stdout
     for f in ("etc/mosquitto/conf.d/dealer-station-bridge.conf",
               "etc/systemd/system/dealer-station-bridge-check.timer"):
         assert not (tmp_path / f).exists(), f
@@ -354,6 +358,7 @@ def test_install_bridge_again_says_what_it_leaves_and_creates_no_empty_directory
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     conf = tmp_path / "etc/mosquitto/conf.d/dealer-station-bridge.conf"
+    assert f"bridge: {conf} written" in p.stdout, p.stdout[-2000:]
     before = conf.read_text()
     assert "bridge-secret" in before and os.stat(conf).st_mode & 0o777 == 0o640
     toml.write_text(text.replace(f'"{tmp_path}/pw"', f'"{tmp_path}/no-such-pw"'))
@@ -364,6 +369,9 @@ def test_install_bridge_again_says_what_it_leaves_and_creates_no_empty_directory
     for f in ("/etc/mosquitto/conf.d/dealer-station-bridge.conf",
               "/etc/systemd/system/dealer-station-bridge-check.timer",
               "/etc/polkit-1/rules.d/50-dealer-station-bridge-check.rules"):
-        assert f in p.stderr and (tmp_path / f[1:]).exists(), f
+        assert f"{tmp_path}{f}" in p.stderr and (tmp_path / f[1:]).exists(), f   # as written
     assert "systemctl disable --now dealer-station-bridge-check.timer" in p.stderr
+    # the password file is what is wrong, not `enabled` (the hint said "set enabled = true")
+    assert "bridge.password_file" in p.stderr and "set enabled = true" not in p.stderr
+    assert "install: --bridge: fix [bridge] as the line above says" in p.stderr, p.stderr[-2000:]
     assert conf.read_text() == before                           # the earlier bridge, unchanged
