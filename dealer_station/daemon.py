@@ -92,6 +92,7 @@ class Daemon(Lifecycle, Devices, Effects):
         self.held_cmd_acks = []           # replies and PUBACKs behind counts not yet written
         self.dropped = {}                 # QoS 0 commands dropped by login, not yet logged
         self.dropped_said = float("-inf")
+        self.put_at = None                # the item handled: when it was put (monotonic)
         self.link = MqttLink(cfg["broker"], self.table_id, self.q.put,
                              {"state": "offline", "table": self.table_id, "reason": "connection lost"})
         self.shoe = self._build_shoe()
@@ -197,6 +198,7 @@ class Daemon(Lifecycle, Devices, Effects):
                 gathered = True
                 continue
             gathered = False
+            self.put_at = q.stamp          # when it was put: its `ts` (handle)
             self.handle(item)
             taken += 1
             if taken >= PASS_ITEMS or time.monotonic() >= until:
@@ -306,10 +308,12 @@ class Daemon(Lifecycle, Devices, Effects):
                   "".join(traceback.format_tb(e.__traceback__)))
 
     def handle(self, item):
-        """One queued item. Nothing an item carries may end the loop: an error here is a
-        defect, logged (with its traceback, without its message: it may hold a card) and counted,
+        """One queued item; `put_at`, set by the loop: when it was put on the queue (monotonic),
+        its input's `ts` (received, not handled: loop_queue.py). Nothing an item carries may end
+        the loop: an error here is a defect, logged (with its traceback, without its message: it may hold a card) and counted,
         and the table goes on. Storage errors are the exception: without the journal nothing can
         be kept, so they end the process with the journal's own message."""
+        stamp, self.put_at = self.put_at, None       # this item's only
         if item is RELOAD:
             self.reload()
             return
@@ -322,6 +326,8 @@ class Daemon(Lifecycle, Devices, Effects):
         try:
             reads = self._reads(self.station.reads(ev))
             now = clock()
+            if stamp is not None:       # received: as long before now as it was put
+                now = now._replace(received=now.wall - max(0.0, now.mono - stamp))
             for e in self.station.step(ev, now, reads):
                 self.do(e)
             if self.console_dirty:

@@ -243,7 +243,10 @@ class Station(StationCommands, StationDevices):
         `counted(reply)`: for a rejection that left the table as it was, the effects that count
         it instead of journaling it (a flood's, station_refusals.py), or None to journal it."""
         body = dict(body)
-        body["ts"] = iso(clock.wall)
+        # when the table received it (docs/protocol.md): the decision timer honours that
+        # moment (a decision received in time is applied, however late the loop handles it),
+        # so the record shows it, not the handling after a flood's queue
+        body["ts"] = iso(clock.wall if clock.received is None else clock.received)
         errors = []
         t, outputs = guarded_step(self.table, body, errors.append)
         if counted is not None and t is self.table and not errors and len(outputs) == 1 \

@@ -9,8 +9,11 @@ from typing import NamedTuple
 
 
 class Clock(NamedTuple):
-    wall: float      # seconds since the epoch: journaled, put on outputs as `ts`
+    wall: float      # seconds since the epoch: journaled (`at`), audit entries' `at`
     mono: float      # monotonic seconds: timers
+    # seconds since the epoch when the daemon received the event (its queue's stamp), put on
+    # the input and its outputs as `ts`; None: `wall` (an event the loop raised itself)
+    received: float | None = None
 
 
 # -- events from the shell ---------------------------------------------------------------------

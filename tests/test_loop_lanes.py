@@ -212,3 +212,30 @@ def test_a_defect_journaling_a_busy_batch_acknowledges_it_and_the_loop_goes_on(d
     for _ in range(4):
         d.run_once(0)
     assert not d.q.qsize() and sorted(acked) == [600, 601, 602, 603]
+
+
+def test_an_inputs_ts_is_when_the_table_received_it_not_when_the_loop_handled_it(daemon,
+                                                                                monkeypatch):
+    """docs/protocol.md: an event's `ts` is when the daemon received the input that caused it.
+    It was when the loop handled it: a command queued 5 s behind a flood carried the later
+    time, so a decision received before its deadline (which the timer honours: the stamp rule
+    above) was on record after it. The input's `ts`, and its events', are now its queue stamp
+    (the journal's `at` and the audit's stay when it was handled)."""
+    import datetime
+    import json as json_
+    d = daemon
+    d.q = StampedQueue()
+    d.timer_at = None
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: None)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: None)
+    cmd = json_.dumps({"type": "pause", "id": "ts-1", "reason": "test"}).encode()
+    d.q._q.put((time.monotonic() - 5.0, None, ("mqtt", "command", cmd, None, None, 7, 1, None)))
+    d.run_once(0)
+    n, at, body = d.journal.db.execute(
+        "SELECT n, at, body FROM inputs ORDER BY n DESC LIMIT 1").fetchone()
+    ts = datetime.datetime.fromisoformat(json_.loads(body)["ts"]).timestamp()
+    assert json_.loads(body)["type"] == "pause"
+    assert 4.9 < at - ts < 6.0, (at, ts)
+    events = [json_.loads(b) for (b,) in d.journal.db.execute(
+        "SELECT body FROM outbox WHERE input_n = ?", (n,))]
+    assert events and all(e["ts"] == json_.loads(body)["ts"] for e in events)
