@@ -243,9 +243,10 @@ class Daemon(Lifecycle, Devices, Effects):
             self.dropped[who] = self.dropped.get(who, 0) + n
         if self.dropped and (not new or now - self.dropped_said >= DROPPED_SAY_S):
             top = sorted(self.dropped.items(), key=lambda kv: -kv[1])
-            log.warning("dropped %d QoS 0 commands, not answered, %d commands already waiting to "
-                        "be refused busy (QoS 0 is at most once; the senders may send them "
-                        "again): %s", sum(self.dropped.values()), self.q.busy_max, ", ".join(
+            log.warning("dropped %d QoS 0 commands, not answered: the busy lane was full (%d "
+                        "commands waiting to be refused busy; QoS 0 is at most once, the senders "
+                        "may send them again): %s", sum(self.dropped.values()), self.q.busy_max,
+                        ", ".join(
                             f"{'login ' + who if who else 'the shared commands topic'} {n}"
                             for who, n in top[:10]) + (", ..." if len(top) > 10 else ""))
             self.dropped, self.dropped_said = {}, now
@@ -310,9 +311,10 @@ class Daemon(Lifecycle, Devices, Effects):
     def handle(self, item):
         """One queued item; `put_at`, set by the loop: when it was put on the queue (monotonic),
         its input's `ts` (received, not handled: loop_queue.py). Nothing an item carries may end
-        the loop: an error here is a defect, logged (with its traceback, without its message: it may hold a card) and counted,
-        and the table goes on. Storage errors are the exception: without the journal nothing can
-        be kept, so they end the process with the journal's own message."""
+        the loop: an error here is a defect, logged (with its traceback, without its message: it
+        may hold a card) and counted, and the table goes on. Storage errors are the exception:
+        without the journal nothing can be kept, so they end the process with the journal's own
+        message."""
         stamp, self.put_at = self.put_at, None       # this item's only
         if item is RELOAD:
             self.reload()

@@ -15,10 +15,11 @@ LANE_MAX items; what comes beyond it goes to one more lane, BUSY, whose turn han
 BUSY_BATCH of them at once (a `Busy`) to refuse "busy" in one journal transaction
 (station_busy.py): answered, counted, and cheaply enough to keep up with a flood. The BUSY lane
 takes its senders in turn too (`BusyLane`): one sender's overflow waits behind one batch of a
-flooder's, not behind all of it (a FIFO lane kept a light login's `busy` answers 20 s behind a
-QoS 0 flood's, lows39). It holds at most BUSY_MAX commands: QoS 1 ones beyond it are kept (the
-broker sends the table's session only a window of them unacknowledged: they are bounded there),
-QoS 0 ones beyond it are dropped and counted by sender (`dropped`; the daemon logs and counts
+flooder's, not behind all of it (a FIFO lane answered a light login's 40-command burst's `busy`
+6.2-7.8 s after it, behind a 20,000-command QoS 0 flood; now 1.9-3.8 s, most of it the broker's
+and paho's own queue: bench_flood_fair.py --light, lows39). It holds at most BUSY_MAX
+commands: QoS 1 ones beyond it are kept (the broker sends the table's session only a window of
+them unacknowledged: they are bounded there), QoS 0 ones beyond it are dropped and counted by sender (`dropped`; the daemon logs and counts
 them), except while their sender holds fewer than LANE_MAX there (a flooder filling it does not
 have a light sender's overflow dropped): at most once is what QoS 0 asks for, and about 300 B a
 command held without bound was a QoS 0 flood's way into the table's memory.
