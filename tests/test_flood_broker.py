@@ -1,0 +1,130 @@
+"""A QoS 1 flood held AT THE BROKER (docs/protocol.md, "Busy"): the loop's lanes cannot reach it.
+
+The broker hands the table's session its messages in arrival order, at QoS 1 only as many as the
+table's v5 Receive Maximum before their PUBACKs (held until each command is journaled). With
+Mosquitto's 20, another sender's command published behind one login's 600 QoS 1 commands was
+handled after 557-600 of them (review38; 573-581 here): not yet in the table's queue, not
+stamped, so `decision_timeout` could overtake a decision the betting system had sent in time.
+`[broker] receive_maximum` (1000) has the broker hand the flood over, and the lanes take the
+other sender's command in its turn. Asserted by order and counts, never by wall time."""
+import json
+
+import paho.mqtt.client as mqtt
+import pytest
+
+from dealer_station.loop_queue import BUSY_BATCH
+from mqtt_rig import wait_for
+from test_daemon import rig  # noqa: F401 - the fixture
+from test_daemon_shoe import step_until
+
+FLOOD = 900          # below receive_maximum (1000): the whole flood can be handed over
+BASE = "dealer-station/v1/t1/commands"
+
+
+def _daemon(rig, tmp_path, broker=None):
+    from dealer_station.config import check_config
+    from dealer_station.daemon import Daemon
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=9)
+    cfg, errors = check_config({
+        "table": {"id": "t1", "profile": "luxury21"}, "shoe": {"url": shoe.path},
+        "broker": {"port": b.port, **(broker or {})},
+        "paths": {"journal": str(tmp_path / "j.sqlite")}, "metrics": {"enabled": False}})
+    assert not errors, errors
+    d = Daemon(cfg)
+    d.start()
+    return b, d
+
+
+def _publisher(port, name):
+    p = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=name, protocol=mqtt.MQTTv5)
+    p.max_inflight_messages_set(1000)
+    p.connect("127.0.0.1", port)
+    p.loop_start()
+    return p
+
+
+@pytest.mark.parametrize("sender,topic", [(None, BASE), ("m1", BASE + "/m1")],
+                         ids=["betting-system", "another-login"])
+def test_a_command_behind_a_qos1_login_flood_reaches_the_table_and_is_answered_in_its_turn(
+        rig, tmp_path, sender, topic):
+    """The daemon in this process over Mosquitto. Its loop held still (no PUBACK sent), login
+    m0 publishes FLOOD malformed QoS 1 commands, then the betting system (`commands`) or another
+    login (`commands/m1`) one command. The broker hands that command to the table while every
+    command of the flood is still unacknowledged (with a window of 20 it held it behind the
+    flood); the loop runs, and it is answered after at most one turn of the flood's lanes (its
+    login's next command and one busy batch), with most of the flood still to answer; then every
+    command of the flood is answered once."""
+    b, d = _daemon(rig, tmp_path)
+    c = rig.client(b.port)
+    arrived, acked, order, handle = [], [], [], d.handle
+    put, ack = d.link.enqueue, d.link.ack
+    d.link.enqueue = lambda item: (arrived.append(item[7]) if item[:2] == ("mqtt", "command")
+                                   else None, put(item))
+    d.link.ack = lambda mid, qos: (acked.append(mid), ack(mid, qos))
+
+    def handled(item):
+        if isinstance(item, tuple) and item[:2] == ("mqtt", "command"):
+            order.append(item[7])
+        elif type(item).__name__ == "Busy":
+            order.extend(x[7] for _, x in item)
+        handle(item)
+    pubs = []
+    try:
+        step_until(d, lambda: d.devices["commands"].get("state") == "ok", "the probe's echo")
+        step_until(d, lambda: not d.q.qsize(), "the loop idle")
+        d.handle = handled
+        held = len(acked)
+        arrived.clear()         # the probe's echo (sender None, as the betting system's)
+        pubs = [_publisher(b.port, "m0"), _publisher(b.port, "other")]
+        for _ in range(FLOOD):
+            last = pubs[0].publish(BASE + "/m0", b'{"type":"bogus"}', qos=1)
+        last.wait_for_publish(60)
+        pubs[1].publish(topic, json.dumps({"type": "bogus", "id": "x"}), qos=1) \
+            .wait_for_publish(60)
+        wait_for(lambda: sender in arrived, 30,
+                 f"{sender or 'the betting system'}'s command handed to the table while the "
+                 f"flood's PUBACKs are held (behind {arrived.count('m0')} of the flood)")
+        assert len(acked) == held and arrived.count("m0") == FLOOD   # none of it acknowledged
+        step_until(d, lambda: sender in order, "its command answered", timeout=120)
+        before = order[:order.index(sender)].count("m0")
+        assert before <= 1 + BUSY_BATCH and before < FLOOD, before
+        step_until(d, lambda: order.count("m0") >= FLOOD and not d.held_cmd_acks,
+                   "the flood answered", timeout=120)
+        assert order.count("m0") == FLOOD and len(acked) - held == FLOOD + 1  # each once
+        step_until(d, lambda: any(t.endswith("/replies") and '"id": "x"' in p
+                                  for t, p in list(c.all)), "its reply at the client")
+    finally:
+        for p in pubs:
+            p.disconnect()
+            p.loop_stop()
+        d.close()
+
+
+def test_the_table_asks_the_broker_for_its_receive_maximum(rig, tmp_path):
+    """The window is the table's own: `[broker] receive_maximum` in its CONNECT. At 30, the
+    broker hands it 30 of a login's flood before its first PUBACK, and no more (Mosquitto takes a
+    v5 client's Receive Maximum in place of its max_inflight_messages, 20)."""
+    b, d = _daemon(rig, tmp_path, {"receive_maximum": 30})
+    arrived, put = [], d.link.enqueue
+    d.link.enqueue = lambda item: (arrived.append(item[7]) if item[:2] == ("mqtt", "command")
+                                   else None, put(item))
+    pubs = []
+    try:
+        step_until(d, lambda: d.devices["commands"].get("state") == "ok", "the probe's echo")
+        step_until(d, lambda: not d.q.qsize(), "the loop idle")
+        arrived.clear()         # the probe's echo
+        pubs = [_publisher(b.port, "m0"), _publisher(b.port, "other")]
+        for _ in range(100):
+            last = pubs[0].publish(BASE + "/m0", b'{"type":"bogus"}', qos=1)
+        last.wait_for_publish(60)
+        wait_for(lambda: len(arrived) >= 30, 30, "the first 30 of the flood at the table")
+        # a marker behind the flood, from the same publisher session order: the broker has
+        # handled every message before it once the marker's PUBACK is back
+        pubs[1].publish(BASE + "/m2", b"{}", qos=1).wait_for_publish(60)
+        assert arrived == ["m0"] * 30
+    finally:
+        for p in pubs:
+            p.disconnect()
+            p.loop_stop()
+        d.close()
