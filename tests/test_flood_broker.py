@@ -128,3 +128,53 @@ def test_the_table_asks_the_broker_for_its_receive_maximum(rig, tmp_path):
             p.disconnect()
             p.loop_stop()
         d.close()
+
+
+def test_a_decision_sent_in_time_behind_a_qos1_flood_is_not_overtaken_by_its_timeout(
+        rig, tmp_path):
+    """review38's High, end to end: seat 1 is to decide; login m0 floods FLOOD QoS 1 commands
+    and the betting system sends seat 1's decision behind them, before the decision timer's
+    deadline. The table is handed the decision while the flood is unacknowledged, stamped before
+    the deadline; the deadline passes (the loop held still, as behind a long flood) and the loop
+    runs: the decision is applied, and no `decision_timeout` stands the hand for it. With a
+    window of 20 the decision stayed at the broker, unstamped, and the timer could overtake it."""
+    import time
+    from test_daemon import journal_inputs
+    b, d = _daemon(rig, tmp_path)
+    c = rig.client(b.port)
+    arrived, put = [], d.link.enqueue
+    d.link.enqueue = lambda item: (arrived.append(item[7]) if item[:2] == ("mqtt", "command")
+                                   else None, put(item))
+    pubs = []
+    try:
+        step_until(d, lambda: d.devices["commands"].get("state") == "ok", "the probe's echo")
+        for body in ({"type": "shoe_loaded"}, "As", "2c", d.table.game.betting_closed([1]),
+                     "Ts", "5c", "7s", "2c"):   # burn; seat 1 T 7, the dealer 5 and a hole card
+            d.process({"type": "card", "card": body} if isinstance(body, str) else body, "test")
+        assert d.timer_at is not None             # seat 1's decision timer
+        step_until(d, lambda: not d.q.qsize(), "the loop idle")
+        arrived.clear()
+        pubs = [_publisher(b.port, "m0"), _publisher(b.port, "bs")]
+        for _ in range(FLOOD):
+            last = pubs[0].publish(BASE + "/m0", b'{"type":"bogus"}', qos=1)
+        last.wait_for_publish(60)
+        decision = {"type": "decision", "id": "d-1", "seat": 1, "hand": 0, "action": "stand"}
+        pubs[1].publish(BASE, json.dumps(decision), qos=1).wait_for_publish(60)
+        wait_for(lambda: None in arrived, 30, "the decision handed to the table behind the "
+                 f"flood (behind {arrived.count('m0')} of it)")
+        # the deadline passes now, after the decision came (as behind a flood longer than the
+        # decision timer): the station's timer and the loop's wake-up both moved to this instant
+        d.station.timer = (time.monotonic(),) + d.station.timer[1:]
+        d.timer_at = d.station.timer[0]
+        step_until(d, lambda: any(t.endswith("/replies") and '"d-1"' in p for t, p in list(c.all)),
+                   "the decision's reply", timeout=120)
+        reply = next(json.loads(p) for t, p in list(c.all)
+                     if t.endswith("/replies") and '"d-1"' in p)
+        assert reply["status"] == "accepted", reply
+        kinds = [i["type"] for i in journal_inputs(str(tmp_path / "j.sqlite"))]
+        assert "decision" in kinds and "decision_timeout" not in kinds, kinds
+    finally:
+        for p in pubs:
+            p.disconnect()
+            p.loop_stop()
+        d.close()
