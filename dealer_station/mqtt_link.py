@@ -73,8 +73,9 @@ CONFIG = Section("broker", {
     # order, where the loop's lanes cannot reach: at Mosquitto's 20 another login's command (or
     # the betting system's decision) published behind one login's 600 QoS 1 commands was handled
     # after 573-581 of them. Handed over, the lanes take it in turn. Mosquitto takes a v5 client's
-    # value in place of its max_inflight_messages; the table holds at most this many commands in
-    # memory (about 4 MB at 1000 commands of 4 KB, the largest it reads)
+    # value in place of its max_inflight_messages. The table holds this many unanswered commands
+    # in memory (4 MB at 1000 of 4 KB), more where the broker overshoots it (Mosquitto 2.0.11
+    # does while the table publishes its replies: docs/protocol.md, "Busy")
     "receive_maximum": Key(int, 1000, lo=20, hi=10000),
     # a CONNACK not come this long after CONNECT is said at once (paho itself waits keepalive_s):
     # the station core's watch (station_broker.py)
