@@ -72,7 +72,7 @@ CONFIG = Section("broker", {
     # each is journaled). The broker holds the rest in its one queue of this session, in arrival
     # order, where the loop's lanes cannot reach: at Mosquitto's 20 another login's command (or
     # the betting system's decision) published behind one login's 600 QoS 1 commands was handled
-    # after 573-581 of them. Handed over, the lanes take it in turn. Mosquitto takes a v5 client's
+    # after 501-600 of them. Handed over, the lanes take it in turn. Mosquitto takes a v5 client's
     # value in place of its max_inflight_messages. The table holds this many unanswered commands
     # in memory (4 MB at 1000 of 4 KB), more where the broker overshoots it (Mosquitto 2.0.11
     # does while the table publishes its replies: docs/protocol.md, "Busy")

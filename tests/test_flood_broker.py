@@ -3,7 +3,7 @@
 The broker hands the table's session its messages in arrival order, at QoS 1 only as many as the
 table's v5 Receive Maximum before their PUBACKs (held until each command is journaled). With
 Mosquitto's 20, another sender's command published behind one login's 600 QoS 1 commands was
-handled after 557-600 of them (review38; 573-581 here): not yet in the table's queue, not
+handled after 557-600 of them (review38; 501-600 here): not yet in the table's queue, not
 stamped, so `decision_timeout` could overtake a decision the betting system had sent in time.
 `[broker] receive_maximum` (1000) has the broker hand the flood over, and the lanes take the
 other sender's command in its turn. Asserted by order and counts, never by wall time."""
