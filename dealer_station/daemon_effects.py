@@ -14,8 +14,8 @@ from .station_types import (AckCommand, AckShoe, Archive, Audit, Count, Lights, 
 
 log = logging.getLogger("dealer-station")
 # While counted refusals wait for their write, the loop waits up to this long for the next item
-# before writing: their PUBACKs are held until then, and the broker sends no more than its
-# in-flight window (Mosquitto's max_inflight_messages, 20) until they go
+# before writing: their PUBACKs are held until then, and the broker sends no more than the
+# table's Receive Maximum ([broker] receive_maximum) until they go
 GATHER_S = 0.02
 
 
