@@ -19,7 +19,8 @@ flooder's, not behind all of it (a FIFO lane answered a light login's 40-command
 6.2-7.8 s after it, behind a 20,000-command QoS 0 flood; now 1.9-3.8 s, most of it the broker's
 and paho's own queue: bench_flood_fair.py --light, lows39). It holds at most BUSY_MAX
 commands: QoS 1 ones beyond it are kept (the broker sends the table's session at
-most its Receive Maximum unacknowledged: MQTT's default 65,535, ~20 MB, as the link sets none),
+most its Receive Maximum unacknowledged: [broker] receive_maximum, 1000, which Mosquitto
+overshoots while the table publishes, up to 2,744 measured),
 QoS 0 ones beyond it are dropped and counted by sender (`dropped`; the daemon logs and counts
 them), except while their sender holds fewer than LANE_MAX there (a flooder filling it does not
 have a light sender's overflow dropped): at most once is what QoS 0 asks for, and about 300 B a
