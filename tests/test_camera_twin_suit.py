@@ -156,3 +156,18 @@ def test_a_covered_three_thin_at_the_index_is_judged_by_its_blurred_suit(tigulli
     wrong, right = judged_reads(tigullio, frames, truth)
     assert wrong == []
     assert sum(c == "3d" for c, _ in right) >= 3     # the hand's other three still reads
+
+
+def test_a_covered_six_whose_strips_favour_its_twin_is_refused(tigullio):
+    """bench/hunt_hands.py's turned-cards scene 180446 (red felt, defocus), found by the hunt on
+    the eleventh merge's code: the held-out Tigullio's 6c, its far index under the 6s beside it,
+    read covered as 6s in frames 1, 3 and 4 (the index 0.026-0.035 over the club, the strips,
+    which carry a six's pips, the club's by 0.037-0.045: inside COVERED_TWIN's allowance). Strips
+    that are the twin's at all vouch for nothing: the suit glyph under matched blurs decides
+    (-0.013 to -0.007 here). The real 6s beside it still reads."""
+    deck, table, cond, truth, frames = hunted_turned(180446)
+    assert (deck, table, cond) == ("tigullio", "red_felt", "defocus")
+    assert {"6c", "6s"} <= {c for c, _ in truth}
+    wrong, right = judged_reads(tigullio, frames, truth)
+    assert wrong == []
+    assert sum(c == "6s" for c, _ in right) >= 3

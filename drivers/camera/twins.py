@@ -21,6 +21,20 @@ TWIN_INDEX = 0.1
 # had the twin's (its true card's) strips by 0.107-0.124 (the held-out Tigullio deck's 3c, 4c, 6c,
 # bench/hunt_hands.py scenes 165, 175, 201, 234)
 COVERED_TWIN = -0.06
+# ... and strips that are the twin's at all (by more than STRIPS_TWIN) say nothing for the read
+# suit: the suit is then judged as a bare card's is, by its glyph under matched blurs
+# (SUIT_BLURRED), and a club the blur has merged toward a spade is refused there. The held-out
+# Tigullio's covered 6c, its far index under the 6s beside it, read 6s in frames 1, 3 and 4 of
+# bench/hunt_hands.py scene 180446 (red felt, defocus; the index 0.026-0.035 over the club, the
+# strips the club's by 0.037-0.045, inside COVERED_TWIN; its glyph under matched blurs -0.013 to
+# -0.007: refused now; measured, not tuned on). The five tuned decks' correct thin reads whose
+# strips carry pips (bench/diag_covered_twins.py, seeds 50000-50300 and 60000-60300, 3 frames,
+# 1,613 reads): 6 have strips the twin's (by 0.005-0.060: Kennard's 7c in motion at 0.060,
+# Responsive's 9c in motion and 7c under defocus), and their glyphs under matched blurs beat
+# the twin by 0.021-0.034, all over SUIT_BLURRED. Strips alone do not part the two kinds (the
+# tuned Kennard 7c's strips are the twin's by more than the wrong 6c's), nor the strips' and the
+# index's margins summed (that 7c -0.026, the 6c -0.007 to -0.014).
+STRIPS_TWIN = 0.0
 # ... and the strips are evidence of the suit only where the deck prints something there outside
 # the index: where the learned strips, the index box masked out, carry under this share of the
 # index's own ink (the mean square of the face's edges), they are bare paper and border (an ace,
@@ -143,7 +157,8 @@ class Twins:
         """Whether a covered card read at the index corner of `quad` stands clear of its twin
         suit: at the index (by TWIN_INDEX) or, when the index leaves it thin, in the face strips
         that show (`f`: its face; `mine`: the strips' score for `card`), which must not be the
-        twin card's by more than COVERED_TWIN's allowance."""
+        twin card's by more than COVERED_TWIN's allowance, and when they are the twin's at all
+        (STRIPS_TWIN) the suit glyph under matched blurs decides, as for bare strips."""
         index = self._index_over_twin(card, grays, [quad])
         if index is None or index >= TWIN_INDEX:
             return True
@@ -151,7 +166,11 @@ class Twins:
         if self._strips_bare(card):
             # nothing in the strips but the index: its suit glyph again under matched blurs
             return self._suit_blurred_apart(card, grays, quad)
-        return mine - corner_face_score(f, self.t.faces[twin]) > COVERED_TWIN
+        strips = mine - corner_face_score(f, self.t.faces[twin])
+        if strips <= COVERED_TWIN:
+            return False
+        # strips that lean to the twin vouch for nothing: the suit glyph under matched blurs decides
+        return strips >= STRIPS_TWIN or self._suit_blurred_apart(card, grays, quad)
 
     def _suit_blurred_apart(self, card, grays, quad):
         """Whether the index read at `quad` (its patch kept in `grays`) has `card`'s suit glyph
