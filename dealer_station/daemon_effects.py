@@ -35,8 +35,17 @@ class Effects:
             self.journal.count_refused(self.counts_write)
             self.counts_write = {}
         held, self.held_cmd_acks = self.held_cmd_acks, []
-        for e in held:              # replies and PUBACKs, in their order
-            self.do(e)
+        # the PUBACKs first, then the replies (each kind in its order). A counted refusal's id
+        # is remembered in memory only: its reply on the wire before its PUBACK, a kill -9
+        # between the two left it answered and the broker delivering it again after the
+        # restart, judged afresh (cold39: answered `no_round`, then `not_awaiting_decision`).
+        # Acknowledged and not answered, the client sends it again with its id (protocol.md).
+        for e in held:
+            if type(e) is AckCommand:
+                self.do(e)
+        for e in held:
+            if type(e) is not AckCommand:
+                self.do(e)
 
     def _gather(self):
         """While counted refusals wait for their write, what is put within GATHER_S is filed
