@@ -40,8 +40,9 @@ class Effects:
         # reply on the wire before its PUBACK (paho writes its packets in order), a kill -9
         # between the two left it answered and the broker delivering it again after the
         # restart, judged afresh (cold39: answered `no_round`, then `not_awaiting_decision`).
-        # Now a kill leaves at most one command acknowledged and not answered, which the
-        # client sends again with its id (protocol.md, "Rules for clients").
+        # A kill may still leave commands acknowledged and not answered (this one, and replies
+        # paho queues behind its full in-flight window, whose PUBACKs went at once): the client
+        # sends those again with their ids (protocol.md, "Rules for clients").
         i = 0
         while i < len(held):
             e = held[i]

@@ -264,10 +264,10 @@ def test_a_crash_amid_a_bursts_held_replies_never_leaves_an_answered_command_una
     left the client answered "rejected" and the broker holding the command, delivered again
     after the restart and judged afresh (cold39: killed mid-flood, `c2-bs-15` was answered
     `no_round`, then `not_awaiting_decision`: a decision that had become valid would have been
-    applied). Now each command's PUBACK goes just before its reply: a crash at any point leaves
-    each command answered and acknowledged, neither (the broker delivers it again) or, one at
-    most, acknowledged only (the client sends it again with its id): never answered and
-    delivered again."""
+    applied). Now each command's PUBACK goes to the link just before its reply: a crash at any
+    point of that order leaves each command answered and acknowledged, neither (the broker
+    delivers it again) or, one at most, acknowledged only (the client sends it again with its
+    id): never answered and delivered again."""
     from dealer_station.station_types import AckCommand, Refuse, Reply
     from test_broker_not_mqtt import _daemon_without_broker
     d = _daemon_without_broker(tmp_path)
