@@ -21,7 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
-from cli_args import parse, positive  # noqa: E402
+from cli_args import int_range, parse, positive  # noqa: E402
+from dealer_station.station_settings import COMMANDS  # noqa: E402
 from drivers.virtual_shoe import VirtualShoe  # noqa: E402
 from mqtt_rig import Broker, Client, DaemonProc, wait_for, workdir  # noqa: E402
 
@@ -115,7 +116,9 @@ def flood(n, keep):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commands", type=positive, default=20000)
-    ap.add_argument("--keep", type=positive, default=None, help="[commands] refused_keep")
+    keep = COMMANDS.keys["refused_keep"]      # the daemon's own range for it
+    ap.add_argument("--keep", type=int_range(keep.lo, keep.hi), default=None,
+                    help="[commands] refused_keep")
     a = parse(ap)
     print(json.dumps({"bench": "flood", **flood(a.commands, a.keep)}))
 

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import paho.mqtt.client as mqtt  # noqa: E402
 
 import mqtt_rig  # noqa: E402
-from cli_args import parse, positive  # noqa: E402
+from cli_args import checkout, parse, positive  # noqa: E402
 from broker_rig import ShippedBroker, make_pki  # noqa: E402
 from drivers.virtual_shoe import VirtualShoe  # noqa: E402
 from mqtt_rig import Client, DaemonProc, wait_for, workdir  # noqa: E402
@@ -199,7 +199,8 @@ def main():
     ap.add_argument("--logins", type=positive, default=1)
     ap.add_argument("--qos", type=int, default=1, choices=(0, 1))
     ap.add_argument("--gap", type=_gap, default=3.0)
-    ap.add_argument("--root", default=None)
+    ap.add_argument("--root", type=checkout, default=None,
+                    help="another checkout to run the daemon from")
     ap.add_argument("--light", type=positive, default=None,
                     help="a light login's burst of this many commands during the flood")
     a = parse(ap)   # strict by hand, lenient under scripts/bench (cli_args.py)

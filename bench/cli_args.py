@@ -72,3 +72,30 @@ def cpu(text):
         raise argparse.ArgumentTypeError(f"expected a core this process may use "
                                          f"({', '.join(map(str, allowed or []))}), got {text!r}")
     return n
+
+
+def int_range(lo, hi):
+    """An argparse type: an integer of lo to hi (a configuration key's own range: beyond it the
+    daemon refuses its configuration, and the bench waited for it to come online)."""
+    def check(text):
+        try:
+            n = int(text)
+        except ValueError:
+            n = None
+        if n is None or not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer of {lo} to {hi}, got {text!r}")
+        return n
+    return check
+
+
+def checkout(text):
+    """An argparse type: a dealer-station checkout to run the daemon from. The daemon is started
+    with `python -m dealer_station.cli` in that folder; where it holds no dealer_station, the
+    venv's editable install (this clone) ran instead: the code "before" was silently this one."""
+    path = os.path.abspath(text)
+    need = ("dealer_station/cli.py", "controller/__init__.py", "drivers/__init__.py")
+    missing = [n for n in need if not os.path.isfile(os.path.join(path, n))]
+    if missing:
+        raise argparse.ArgumentTypeError(f"not a dealer-station checkout: {text!r} has no "
+                                         f"{missing[0]}")
+    return path

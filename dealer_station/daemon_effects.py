@@ -35,8 +35,24 @@ class Effects:
             self.journal.count_refused(self.counts_write)
             self.counts_write = {}
         held, self.held_cmd_acks = self.held_cmd_acks, []
-        for e in held:              # replies and PUBACKs, in their order
+        # in their order, each command's PUBACK just before its reply (the station gives them
+        # as a pair, reply first). A counted refusal's id is remembered in memory only: its
+        # reply on the wire before its PUBACK (paho writes its packets in order), a kill -9
+        # between the two left it answered and the broker delivering it again after the
+        # restart, judged afresh (cold39: answered `no_round`, then `not_awaiting_decision`).
+        # A kill may still leave commands acknowledged and not answered (this one, and replies
+        # paho queues behind its full in-flight window, whose PUBACKs went at once): the client
+        # sends those again with their ids (protocol.md, "Rules for clients").
+        i = 0
+        while i < len(held):
+            e = held[i]
+            if type(e) is Reply and i + 1 < len(held) and type(held[i + 1]) is AckCommand:
+                self.do(held[i + 1])
+                self.do(e)
+                i += 2
+                continue
             self.do(e)
+            i += 1
 
     def _gather(self):
         """While counted refusals wait for their write, what is put within GATHER_S is filed

@@ -33,6 +33,12 @@ def run(args, **env):
     (["bench/probe_foreign_frames.py", "--pairs", "responsive"], "--pairs: expected deck pairs A:B"),
     (["bench/probe_foreign_frames.py", "--scenes", "0"], "--scenes: expected an integer of at least 1"),
     (["bench/diag_hands.py", "--deck", "responsiv"], "--deck: unknown deck 'responsiv'"),
+    # cold39: `--keep` beyond [commands] refused_keep's range waited 60 s for a daemon that had
+    # refused its configuration, then a TimeoutError; `--root` not a checkout measured this one's
+    # code (the daemon imports dealer_station from the venv's editable install) or a traceback
+    (["bench/bench_flood.py", "--keep", "10001"], "--keep: expected an integer of 1 to 10000"),
+    (["bench/bench_flood_fair.py", "--root", "/nonexistent"], "--root: not a dealer-station checkout"),
+    (["bench/bench_flood_fair.py", "--root", "/tmp"], "--root: not a dealer-station checkout"),
 ])
 def test_a_bench_run_by_hand_refuses_what_it_cannot_run(args, said):
     p = run(args)

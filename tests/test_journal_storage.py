@@ -253,5 +253,42 @@ def test_a_counted_rejections_reply_waits_for_its_count_to_be_written(tmp_path):
     for e in burst:
         d.do(e)
     d._flush_position()
-    assert out == [("reply", "x"), ("ack", 7)]
+    assert out == [("ack", 7), ("reply", "x")]     # the PUBACK first: the test below says why
+    d.journal.close()
+
+
+def test_a_crash_amid_a_bursts_held_replies_never_leaves_an_answered_command_unacknowledged(
+        tmp_path):
+    """A counted refusal is remembered by id in memory only (a restart forgets it). Its reply
+    went out before its PUBACK: a kill -9 between the two (paho writes its packets in order)
+    left the client answered "rejected" and the broker holding the command, delivered again
+    after the restart and judged afresh (cold39: killed mid-flood, `c2-bs-15` was answered
+    `no_round`, then `not_awaiting_decision`: a decision that had become valid would have been
+    applied). Now each command's PUBACK goes to the link just before its reply: a crash at any
+    point of that order leaves each command answered and acknowledged, neither (the broker
+    delivers it again) or, one at most, acknowledged only (the client sends it again with its
+    id): never answered and delivered again."""
+    from dealer_station.station_types import AckCommand, Refuse, Reply
+    from test_broker_not_mqtt import _daemon_without_broker
+    d = _daemon_without_broker(tmp_path)
+    d.recover()
+    wire = []          # what paho would write, in order: a crash may cut it anywhere
+    d.link.ack = lambda mid, qos: wire.append(("ack", mid))
+    d.link.reply = lambda payload, rt, corr: wire.append(("reply", int(payload["id"])))
+    for mid in (7, 8, 9):
+        for e in (Refuse("command", "no_round", "no round", b"{}", "bs", (1.0, 2.0), "engine"),
+                  Reply({"type": "reply", "id": str(mid), "status": "rejected"}, None, None),
+                  AckCommand(mid, 1)):
+            d.do(e)
+    d._flush_position()
+    assert sorted(wire) == [("ack", 7), ("ack", 8), ("ack", 9), ("reply", 7), ("reply", 8),
+                            ("reply", 9)]
+    for cut in range(len(wire) + 1):
+        out = wire[:cut]
+        answered = {m for k, m in out if k == "reply"}
+        acked = {m for k, m in out if k == "ack"}
+        assert answered <= acked, f"a crash after {out}: {answered - acked} answered, " \
+                                  f"delivered again and judged afresh"
+        assert len(acked - answered) <= 1, f"a crash after {out}: {acked - answered} unanswered"
+    assert [m for k, m in wire if k == "reply"] == [7, 8, 9]    # the replies in their order
     d.journal.close()
