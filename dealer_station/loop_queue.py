@@ -148,10 +148,10 @@ class StampedQueue:
             self.ring.append(lane)
         d.append((stamp, item))
 
-    def drain(self, timeout=0.0, busy=True):
+    def drain(self, timeout=0.0, busy=True, senders=True):
         """Move what was put into the lanes; wait up to `timeout` when nothing can be taken
-        (`busy`: whether the BUSY lane can)."""
-        if timeout and not any(busy or lane != BUSY for lane in self.ring):
+        (`busy`: whether the BUSY lane can; `senders`: whether the senders' lanes can)."""
+        if timeout and not any(self._open(lane, busy, senders) for lane in self.ring):
             try:
                 self._file(self._q.get(True, timeout))
             except queue.Empty:
@@ -167,13 +167,18 @@ class StampedQueue:
         refused busy changes nothing, so it need not be answered before a timer."""
         return min((self.lanes[k][0][0] for k in self.ring if k != BUSY), default=None)
 
-    def take(self, before=None, busy=True):
+    @staticmethod
+    def _open(lane, busy, senders):
+        return busy if lane == BUSY else senders or not refusable(lane)
+
+    def take(self, before=None, busy=True, senders=True):
         """The next lane's head, in turn (only items put before `before`, if given; the BUSY
-        lane only if `busy`); sets `stamp`. Raises queue.Empty."""
+        lane only if `busy`, the senders' lanes only if `senders`); sets `stamp`. Raises
+        queue.Empty."""
         for _ in range(len(self.ring)):
             lane = self.ring.popleft()
             d = self.lanes[lane]
-            if lane == BUSY and not busy or lane != BUSY and before is not None \
+            if not self._open(lane, busy, senders) or lane != BUSY and before is not None \
                     and d[0][0] >= before:
                 self.ring.append(lane)
                 continue
