@@ -91,6 +91,9 @@ class Daemon(Lifecycle, Devices, Effects):
         self.counts_write = {}
         self.held_cmd_acks = []           # replies and PUBACKs behind counts not yet written
         self.held_replies = 0             # the replies among them (_open)
+        # below paho's in-flight window: an event handed to the link is sent at once, never
+        # queued in paho behind replies waiting for that window (_open)
+        self.backlog_max = min(BACKLOG, cfg["broker"]["inflight"] // 2)
         self.dropped = {}                 # QoS 0 commands dropped by login, not yet logged
         self.dropped_said = float("-inf")
         self.put_at = None                # the item handled: when it was put (monotonic)
@@ -246,9 +249,10 @@ class Daemon(Lifecycle, Devices, Effects):
         delivering it again unacknowledged: answered `duplicate`), or a decision held in its
         lane would hold the decision timer (loop_queue.oldest) for the whole outage; the BUSY
         lane waits (a refusal changes nothing and holds no timer)."""
-        if self.link.backlog() + self.held_replies < BACKLOG:
-            return True, True
-        return False, not self.link.connected()
+        room = self.backlog_max - self.link.backlog() - self.held_replies
+        if room > 0:
+            return room, True
+        return 0, not self.link.connected()
 
     def _dropped(self, now):
         """QoS 0 commands dropped, the busy lane full (loop_queue.BUSY_MAX): counted at once

@@ -183,7 +183,7 @@ class StampedQueue:
                 self.ring.append(lane)
                 continue
             if lane == BUSY:
-                got = d.take(BUSY_BATCH)
+                got = d.take(BUSY_BATCH if busy is True else min(busy, BUSY_BATCH))
                 self.stamp, item = got[0][0], Busy(got)
             else:
                 self.stamp, item = d.popleft()
