@@ -47,7 +47,8 @@ RELOAD = object()     # queued by SIGHUP: the loop re-reads the configuration
 # table) and /healthz said "the main loop has not reported" (cold trial).
 PASS_ITEMS = 200
 PASS_S = 0.5
-BACKLOG = 200       # messages held by the MQTT link before commands wait (Daemon._open)
+BACKLOG = 200       # messages held by the MQTT link before commands wait (Daemon._open; at most
+#                     half of broker.inflight, paho's in-flight window)
 DROPPED_SAY_S = 60.0    # QoS 0 commands dropped (loop_queue.BUSY_MAX): said at most this often
 
 
@@ -93,7 +94,7 @@ class Daemon(Lifecycle, Devices, Effects):
         self.held_replies = 0             # the replies among them (_open)
         # below paho's in-flight window: an event handed to the link is sent at once, never
         # queued in paho behind replies waiting for that window (_open)
-        self.backlog_max = min(BACKLOG, cfg["broker"]["inflight"] // 2)
+        self.backlog_max = max(1, min(BACKLOG, cfg["broker"]["inflight"] // 2))   # inflight 1: 1
         self.dropped = {}                 # QoS 0 commands dropped by login, not yet logged
         self.dropped_said = float("-inf")
         self.put_at = None                # the item handled: when it was put (monotonic)
@@ -235,20 +236,21 @@ class Daemon(Lifecycle, Devices, Effects):
                 "outbox_depth": self.station.outbox_depth()})
 
     def _open(self):
-        """(busy, senders): whether the BUSY lane's next batch and the senders' lanes may be
-        taken now. Not while the link holds BACKLOG messages for the broker, counting the replies
-        held for the burst's counts (do), which the link is handed at the pass's end. Answered as
-        fast as the loop can, 20,000 busy replies queued in paho ahead of the table's events (a
-        card published 4 s after it was journaled) and in memory (peak RSS 50 -> 177 MB). A
-        flooding sender's own lane was not held (nor were the held replies counted): a 5,000
-        QoS 1 flood's replies reached 2,600-4,000 in paho, and a card's event dealt amid it
-        waited at the broker behind them (hold39). The devices', the link's own items, the
-        console, resend pages and control are never held: the broker's pace sets the commands'.
-        While the link is not connected the backlog cannot drain: the senders' lanes are not held
-        then (a command is answered, its reply kept by paho for the next connection, the broker
-        delivering it again unacknowledged: answered `duplicate`), or a decision held in its
-        lane would hold the decision timer (loop_queue.oldest) for the whole outage; the BUSY
-        lane waits (a refusal changes nothing and holds no timer)."""
+        """(busy, senders): how many commands the BUSY lane's next turn may refuse (0: it waits),
+        and whether the senders' lanes may be taken now. The commands wait while the link holds
+        `backlog_max` messages for the broker (BACKLOG, at most half paho's in-flight window),
+        the replies held for the burst's counts (do) included, and a busy turn refuses at most
+        the room left: the broker's pace sets the commands'. Answered as fast as the loop can,
+        20,000 busy replies queued in paho ahead of the table's events (a card published 4 s
+        after it was journaled) and in memory (peak RSS 50 -> 177 MB); with a flooding sender's
+        own lane not held, the held replies not counted and the limit above paho's window, a
+        card's event still queued in paho behind replies waiting for the window (a 20,000 QoS 0
+        flood: 1.4-2.3 s; hold39). The devices', the link's own items, the console, resend pages
+        and control never wait. While the link is not connected its backlog cannot drain: the
+        senders' lanes are not held then (a command is answered, its reply kept by paho for the
+        next connection; its PUBACK lost, the broker delivers it again: answered `duplicate`),
+        or a decision held in its lane would hold the decision timer (loop_queue.oldest) for
+        the outage; the BUSY lane waits (a refusal changes nothing and holds no timer)."""
         room = self.backlog_max - self.link.backlog() - self.held_replies
         if room > 0:
             return room, True

@@ -24,7 +24,9 @@ overshoots while the table publishes, up to 2,744 measured),
 QoS 0 ones beyond it are dropped and counted by sender (`dropped`; the daemon logs and counts
 them), except while their sender holds fewer than LANE_MAX there (a flooder filling it does not
 have a light sender's overflow dropped): at most once is what QoS 0 asks for, and about 300 B a
-command held without bound was a QoS 0 flood's way into the table's memory.
+command held without bound was a QoS 0 flood's way into the table's memory. The senders' lanes
+and the BUSY lane wait while the MQTT link is backed up (`take`'s `busy` and `senders`, set by
+Daemon._open): the commands' replies go at the broker's pace; the other lanes never wait.
 
 Why taking sources out of their arrival order is safe: the journal's order is the truth replay
 follows, whatever order the loop chose; arrival order across sources was never guaranteed (each
@@ -173,8 +175,8 @@ class StampedQueue:
 
     def take(self, before=None, busy=True, senders=True):
         """The next lane's head, in turn (only items put before `before`, if given; the BUSY
-        lane only if `busy`, the senders' lanes only if `senders`); sets `stamp`. Raises
-        queue.Empty."""
+        lane only if `busy`, at most that many of it if a number; the senders' lanes only if
+        `senders`); sets `stamp`. Raises queue.Empty."""
         for _ in range(len(self.ring)):
             lane = self.ring.popleft()
             d = self.lanes[lane]
