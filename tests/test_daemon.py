@@ -212,7 +212,10 @@ def test_malformed_and_out_of_turn_commands_are_rejected_and_change_nothing(rig)
     assert len(replies) == 1000 and all(r["status"] == "rejected" and r["reason"] for r in replies)
     c.caught_up(d.journal)
     new = [c.events[s] for s in sorted(c.events)[before:]]
-    assert new and all(m["type"] == "rejected" for m in new)
+    assert all(m["type"] == "rejected" for m in new)
+    # the refusal budget keeps a sender's first refusals whole (their events); when the lanes were
+    # held behind the link (hold39) those kept may all be `busy` ones, which publish no event
+    assert new or any(r.get("code") == "busy" for r in replies)
     assert d.alive()
     # the table still plays
     drv.play(lambda x: len(x.results) >= 1, timeout=60)
