@@ -89,6 +89,7 @@ class Daemon(Lifecycle, Devices, Effects):
         # the position is, each command's PUBACK held until then: a crash before it has the
         # broker deliver them again, to be counted again (station_refusals.tally)
         self.counts_write = {}
+        self.ids_write = []               # their counted engine rejections (Refuse), for the ids
         self.held_cmd_acks = []           # replies and PUBACKs behind counts not yet written
         self.dropped = {}                 # QoS 0 commands dropped by login, not yet logged
         self.dropped_said = float("-inf")
