@@ -47,7 +47,8 @@ RELOAD = object()     # queued by SIGHUP: the loop re-reads the configuration
 # table) and /healthz said "the main loop has not reported" (cold trial).
 PASS_ITEMS = 200
 PASS_S = 0.5
-BACKLOG = 200       # messages held by the MQTT link before commands are refused busy again
+BACKLOG = 200       # messages held by the MQTT link before commands wait (Daemon._open; at most
+#                     half of broker.inflight, paho's in-flight window)
 DROPPED_SAY_S = 60.0    # QoS 0 commands dropped (loop_queue.BUSY_MAX): said at most this often
 
 
@@ -91,6 +92,10 @@ class Daemon(Lifecycle, Devices, Effects):
         self.counts_write = {}
         self.ids_write = []               # their counted engine rejections (Refuse), for the ids
         self.held_cmd_acks = []           # replies and PUBACKs behind counts not yet written
+        self.held_replies = 0             # the replies among them (_open)
+        # below paho's in-flight window: an event handed to the link is sent at once, never
+        # queued in paho behind replies waiting for that window (_open)
+        self.backlog_max = max(1, min(BACKLOG, cfg["broker"]["inflight"] // 2))   # inflight 1: 1
         self.dropped = {}                 # QoS 0 commands dropped by login, not yet logged
         self.dropped_said = float("-inf")
         self.put_at = None                # the item handled: when it was put (monotonic)
@@ -182,15 +187,18 @@ class Daemon(Lifecycle, Devices, Effects):
     def run_once(self, max_wait):
         q = self.q
         wait = max_wait
-        if self.timer_at is not None:
+        oldest = q.oldest()
+        if self.timer_at is not None and (oldest is None or oldest >= self.timer_at):
+            # (a timer waiting on an item queued before its deadline waits for that item: a
+            # sender's lane held for the link's backlog opens at a PUBACK, which wakes the drain)
             wait = max(0.0, min(wait, self.timer_at - time.monotonic()))
-        q.drain(wait, self._busy_ok())
+        q.drain(wait, *self._open())
         taken, until, gathered = 0, time.monotonic() + PASS_S, False
         while True:
             # past the timer's deadline, only items put before it: the timer goes next
             due = self.timer_at is not None and self.timer_at <= time.monotonic()
             try:
-                item = q.take(self.timer_at if due else None, self._busy_ok())  # lanes in turn
+                item = q.take(self.timer_at if due else None, *self._open())  # lanes in turn
             except queue.Empty:
                 # counted refusals waiting for their write: the rest of their window first,
                 # once (a take that still finds nothing ends the pass)
@@ -228,12 +236,26 @@ class Daemon(Lifecycle, Devices, Effects):
                 **self.station.status(), "config": getattr(self, "config_path", None),
                 "outbox_depth": self.station.outbox_depth()})
 
-    def _busy_ok(self):
-        """Whether the next batch of commands refused busy may be answered now: not while the
-        link still holds BACKLOG replies and events for the broker. Answered as fast as the loop
-        can, 20,000 replies queued in paho ahead of the table's events (a card published 4 s
-        after it was journaled) and in memory (peak RSS 50 -> 177 MB): the broker's pace sets it."""
-        return self.link.backlog() < BACKLOG
+    def _open(self):
+        """(busy, senders): how many commands the BUSY lane's next turn may refuse (0: it waits),
+        and whether the senders' lanes may be taken now. The commands wait while the link holds
+        `backlog_max` messages for the broker (BACKLOG, at most half paho's in-flight window),
+        the replies held for the burst's counts (do) included, and a busy turn refuses at most
+        the room left: the broker's pace sets the commands'. Answered as fast as the loop can,
+        20,000 busy replies queued in paho ahead of the table's events (a card published 4 s
+        after it was journaled) and in memory (peak RSS 50 -> 177 MB); with a flooding sender's
+        own lane not held, the held replies not counted and the limit above paho's window, a
+        card's event still queued in paho behind replies waiting for the window (a 20,000 QoS 0
+        flood: 1.4-2.3 s; hold39). The devices', the link's own items, the console, resend pages
+        and control never wait. While the link is not connected its backlog cannot drain: the
+        senders' lanes are not held then (a command is answered, its reply kept by paho for the
+        next connection; its PUBACK lost, the broker delivers it again: answered `duplicate`),
+        or a decision held in its lane would hold the decision timer (loop_queue.oldest) for
+        the outage; the BUSY lane waits (a refusal changes nothing and holds no timer)."""
+        room = self.backlog_max - self.link.backlog() - self.held_replies
+        if room > 0:
+            return room, True
+        return 0, not self.link.connected()
 
     def _dropped(self, now):
         """QoS 0 commands dropped, the busy lane full (loop_queue.BUSY_MAX): counted at once

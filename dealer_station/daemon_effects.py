@@ -34,7 +34,7 @@ class Effects:
         if self.counts_write:       # with the counted engine rejections' ids (counted_ids)
             self.journal.count_refused(self.counts_write, self.ids_write)
             self.counts_write, self.ids_write = {}, []
-        held, self.held_cmd_acks = self.held_cmd_acks, []
+        held, self.held_cmd_acks, self.held_replies = self.held_cmd_acks, [], 0
         # in their order, each command's PUBACK just before its reply (the station gives them
         # as a pair, reply first). A counted refusal's id was remembered in memory only (now
         # journaled with its count, counted_ids, ids39; a crash before the write loses both): its
@@ -61,7 +61,7 @@ class Effects:
         when anything is held to take."""
         if not self.counts_write:
             return False
-        self.q.drain(GATHER_S, self._busy_ok())
+        self.q.drain(GATHER_S, *self._open())
         return not self.q.empty()
 
     def do(self, e):
@@ -82,6 +82,7 @@ class Effects:
             # answered and then lost in a crash before its count was written was delivered again
             # by the broker and applied, a round later (review: "rejected", then accepted)
             self.held_cmd_acks.append(e)
+            self.held_replies += t is Reply     # the link's soon: counted in its backlog (_open)
             return
         if t is Record and (self.pos_write is not None or self.held_acks):
             # an input (a settled door fault, a card) keeps its order with the frames before it,

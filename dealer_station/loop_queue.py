@@ -24,7 +24,9 @@ overshoots while the table publishes, up to 2,744 measured),
 QoS 0 ones beyond it are dropped and counted by sender (`dropped`; the daemon logs and counts
 them), except while their sender holds fewer than LANE_MAX there (a flooder filling it does not
 have a light sender's overflow dropped): at most once is what QoS 0 asks for, and about 300 B a
-command held without bound was a QoS 0 flood's way into the table's memory.
+command held without bound was a QoS 0 flood's way into the table's memory. The senders' lanes
+and the BUSY lane wait while the MQTT link is backed up (`take`'s `busy` and `senders`, set by
+Daemon._open): the commands' replies go at the broker's pace; the other lanes never wait.
 
 Why taking sources out of their arrival order is safe: the journal's order is the truth replay
 follows, whatever order the loop chose; arrival order across sources was never guaranteed (each
@@ -148,10 +150,10 @@ class StampedQueue:
             self.ring.append(lane)
         d.append((stamp, item))
 
-    def drain(self, timeout=0.0, busy=True):
+    def drain(self, timeout=0.0, busy=True, senders=True):
         """Move what was put into the lanes; wait up to `timeout` when nothing can be taken
-        (`busy`: whether the BUSY lane can)."""
-        if timeout and not any(busy or lane != BUSY for lane in self.ring):
+        (`busy`: whether the BUSY lane can; `senders`: whether the senders' lanes can)."""
+        if timeout and not any(self._open(lane, busy, senders) for lane in self.ring):
             try:
                 self._file(self._q.get(True, timeout))
             except queue.Empty:
@@ -167,18 +169,23 @@ class StampedQueue:
         refused busy changes nothing, so it need not be answered before a timer."""
         return min((self.lanes[k][0][0] for k in self.ring if k != BUSY), default=None)
 
-    def take(self, before=None, busy=True):
+    @staticmethod
+    def _open(lane, busy, senders):
+        return busy if lane == BUSY else senders or not refusable(lane)
+
+    def take(self, before=None, busy=True, senders=True):
         """The next lane's head, in turn (only items put before `before`, if given; the BUSY
-        lane only if `busy`); sets `stamp`. Raises queue.Empty."""
+        lane only if `busy`, at most that many of it if a number; the senders' lanes only if
+        `senders`); sets `stamp`. Raises queue.Empty."""
         for _ in range(len(self.ring)):
             lane = self.ring.popleft()
             d = self.lanes[lane]
-            if lane == BUSY and not busy or lane != BUSY and before is not None \
+            if not self._open(lane, busy, senders) or lane != BUSY and before is not None \
                     and d[0][0] >= before:
                 self.ring.append(lane)
                 continue
             if lane == BUSY:
-                got = d.take(BUSY_BATCH)
+                got = d.take(BUSY_BATCH if busy is True else min(busy, BUSY_BATCH))
                 self.stamp, item = got[0][0], Busy(got)
             else:
                 self.stamp, item = d.popleft()

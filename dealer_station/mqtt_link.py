@@ -309,6 +309,10 @@ class MqttLink:
         (a dict's length: one atomic read)."""
         return len(getattr(self.client, "_out_messages", ()))
 
+    def connected(self):
+        """Whether paho holds a connection the broker accepted (read from the loop's thread)."""
+        return self.client.is_connected()
+
     def ack(self, mid, qos):
         if qos:
             self.client.ack(mid, qos)
