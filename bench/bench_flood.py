@@ -27,7 +27,7 @@ from drivers.virtual_shoe import VirtualShoe  # noqa: E402
 from mqtt_rig import Broker, Client, DaemonProc, wait_for, workdir  # noqa: E402
 
 STAFF = '\n[staff]\ndealer = ["d-anna"]\nsupervisor = ["s-carol"]\nsystem = ["bs"]\n'
-TABLES = ("inputs", "outbox", "commands", "audit", "refused", "refused_counts")
+TABLES = ("inputs", "outbox", "commands", "audit", "refused", "refused_counts", "counted_ids")
 
 
 def rows(path):

@@ -31,12 +31,13 @@ class Effects:
         for seq in acks:            # each, in order, as before: only the write is batched
             self.shoe.command("ack", seq)
         # the burst's counted refusals too: one transaction, then the PUBACKs held for it
-        if self.counts_write:
-            self.journal.count_refused(self.counts_write)
-            self.counts_write = {}
+        if self.counts_write:       # with the counted engine rejections' ids (counted_ids)
+            self.journal.count_refused(self.counts_write, self.ids_write)
+            self.counts_write, self.ids_write = {}, []
         held, self.held_cmd_acks, self.held_replies = self.held_cmd_acks, [], 0
         # in their order, each command's PUBACK just before its reply (the station gives them
-        # as a pair, reply first). A counted refusal's id is remembered in memory only: its
+        # as a pair, reply first). A counted refusal's id was remembered in memory only (now
+        # journaled with its count, counted_ids, ids39; a crash before the write loses both): its
         # reply on the wire before its PUBACK (paho writes its packets in order), a kill -9
         # between the two left it answered and the broker delivering it again after the
         # restart, judged afresh (cold39: answered `no_round`, then `not_awaiting_decision`).
@@ -73,6 +74,8 @@ class Effects:
             return
         if t is Refuse and e.counted is not None:
             tally([e], self.counts_write)     # written at the burst's end (_flush_position)
+            if e.remember is not None:
+                self.ids_write.append(e)      # its id too, in the same transaction
             return
         if t in (AckCommand, Reply) and (self.counts_write or self.held_cmd_acks):
             # behind counts not yet written: held, in order. The reply too: a counted rejection

@@ -23,6 +23,10 @@ import time
 from .lock import InstanceLock, LockedError
 from .station_refusals import tally
 
+# counted engine rejections whose ids are kept (table counted_ids, the newest): about 0.6 KB each
+# (a 64-character id, a long reason), 3.1 MB measured for 5,000, whatever a flood sends (the point
+# of counting was a bounded journal)
+COUNTED_IDS = 5000
 PAGE_SIZE = 512      # bytes a commit rewrites per page touched (measured: bench/bench_storage.py)
 COUNTS = """CREATE TABLE IF NOT EXISTS refused_counts (
     window_at REAL NOT NULL, sender TEXT NOT NULL, kind TEXT NOT NULL, code TEXT NOT NULL,
@@ -52,6 +56,12 @@ CREATE TABLE IF NOT EXISTS refused (
 -- per sender, window, kind (malformed, rights, engine) and code, one added to its count for each;
 -- reason and payload: the first one's
 COUNTS_TABLE
+-- the ids of the newest COUNTED_IDS counted engine rejections (not inputs: no `commands` row),
+-- written with their counts: a resend after a restart answers `duplicate`, as a journaled one
+-- (ids39: only remembered in memory, it was judged again after a restart and applied)
+CREATE TABLE IF NOT EXISTS counted_ids (
+    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, sender TEXT NOT NULL, kind TEXT NOT NULL,
+    code TEXT NOT NULL, at REAL NOT NULL, reply TEXT NOT NULL);
 -- the audit log: every staff decision (who, role, what, why, the outcome) and every start of the
 -- software (its version and configuration hash); each entry names the hash of the one before
 -- (signing.chain_entry) and SQLite refuses to change or delete one: append-only
@@ -63,6 +73,16 @@ CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
 """.replace("COUNTS_TABLE", COUNTS)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+REASON_KEPT = 400    # bytes of a counted rejection's reason kept with its id (it may quote input)
+
+
+def _kept(reply):
+    """A counted rejection's reply as kept in counted_ids: its reason cut to REASON_KEPT bytes
+    (marked with "..."), so a row stays small whatever the command quoted."""
+    reason = reply.get("reason")
+    if not isinstance(reason, str) or len(reason.encode()) <= REASON_KEPT:
+        return reply
+    return {**reply, "reason": reason.encode()[:REASON_KEPT].decode(errors="ignore") + "..."}
 
 
 
@@ -234,7 +254,11 @@ class Journal:
         return row[0] if row else None
 
     def command_reply(self, command_id):
-        row = self.db.execute("SELECT reply FROM commands WHERE id=?", (command_id,)).fetchone()
+        """The first reply to this id: a journaled command's, or a counted rejection's (one of
+        the newest COUNTED_IDS), or None."""
+        row = (self.db.execute("SELECT reply FROM commands WHERE id=?", (command_id,)).fetchone()
+               or self.db.execute("SELECT reply FROM counted_ids WHERE id=?",
+                                  (command_id,)).fetchone())
         return json.loads(row[0]) if row else None
 
     MARK_EVERY_S = 5.0
@@ -296,15 +320,20 @@ class Journal:
                             "VALUES (?, ?, ?, ?, ?, ?)",
                             (time.time(), r.origin, r.code, r.reason, bytes(r.payload), r.sender))
             return
-        self.count_refused(tally([r]))      # station_refusals.tally
+        self.count_refused(tally([r]), [r])      # station_refusals.tally
 
-    def count_refused(self, counts):
+    def count_refused(self, counts, remembered=()):
         """Counted refusals (`tally`), in one transaction: each added to its sender's
         `refused_counts` row of the window, kind and code (a new row the first time, or after it
-        was archived). The daemon writes a burst's at once: one fsync, not one per command."""
+        was archived), and the ids of the counted engine rejections among `remembered` (their
+        `Refuse` effects) to `counted_ids`, pruned to the newest COUNTED_IDS. The daemon writes
+        a burst's at once: one fsync, not one per command."""
         rows = [(*key, origin, first, last, n, reason, payload)
                 for key, (origin, first, last, n, reason, payload) in counts.items()]
-        if not rows:
+        ids = [(reply["id"], login, r.kind, r.code, r.counted[1], _dumps(_kept(reply)))
+               for r in remembered if r.remember is not None
+               for login, reply in [r.remember] if reply.get("id") is not None]
+        if not rows and not ids:
             return
         with self._transaction() as db:
             db.executemany(
@@ -312,6 +341,12 @@ class Journal:
                 "last_at, count, reason, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (window_at, sender, kind, code) DO UPDATE SET last_at = "
                 "MAX(last_at, excluded.last_at), count = count + excluded.count", rows)
+            if ids:
+                # an id already kept keeps its first answer (one id, one command)
+                db.executemany("INSERT OR IGNORE INTO counted_ids (id, sender, kind, code, at, "
+                               "reply) VALUES (?, ?, ?, ?, ?, ?)", ids)
+                db.execute("DELETE FROM counted_ids WHERE n <= (SELECT MAX(n) FROM counted_ids)"
+                           " - ?", (COUNTED_IDS,))
 
     def refuse_many(self, rs):
         """Several `Refuse` in one transaction: one sync for a burst of commands refused busy

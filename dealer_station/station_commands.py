@@ -127,7 +127,11 @@ class StationCommands:
             effects.insert(0, Audit(self._audit_entry(clock, "command", "refusals_counted", None,
                                                       note, f"counted:{kind}")))
         if kind == "engine":
+            # remembered in memory until the burst's write, and journaled with its count (the
+            # Refuse's `remember`): after a restart the journal answers `duplicate` (ids39)
             self.refusals.remember(reply["id"], reply)
+            effects = [e._replace(remember=(ev.user or "", reply)) if isinstance(e, Refuse)
+                       else e for e in effects]
         return effects + [Count("rejected_total", (("code", reply["code"]),))]
 
     @staticmethod

@@ -122,6 +122,9 @@ class Refuse(NamedTuple):
     sender: str = ""
     counted: tuple = None
     kind: str = "malformed"
+    # a counted engine rejection: (its sender's own login, its reply), its id journaled with the
+    # count (table counted_ids) so a resend after a restart is a `duplicate`, never applied
+    remember: tuple = None
 
 
 class Audit(NamedTuple):

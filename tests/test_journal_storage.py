@@ -212,7 +212,7 @@ def test_a_storage_error_writing_held_counts_at_close_still_closes_the_rest(tmp_
     real_close = d.link.close
     d.link.close = lambda *a, **k: (closed.append("link"), real_close(*a, **k))
 
-    def full(counts):
+    def full(counts, remembered=()):
         raise JournalError(f"journal {d.journal.path}: disk full")
     d.journal.count_refused = full
     d.counts_write = {(1.0, "m0", "malformed", "malformed"): ["command", 1.0, 1.0, 3, "r", b""]}
@@ -243,7 +243,7 @@ def test_a_counted_rejections_reply_waits_for_its_count_to_be_written(tmp_path):
         d.do(e)
     assert out == []
     written = d.journal.count_refused
-    d.journal.count_refused = lambda counts: (_ for _ in ()).throw(
+    d.journal.count_refused = lambda counts, remembered=(): (_ for _ in ()).throw(
         JournalError(f"journal {d.journal.path}: disk full"))
     with pytest.raises(JournalError):
         d._flush_position()

@@ -236,12 +236,9 @@ class StationMachine(RuleBasedStateMachine):
         effects = self.after(self.rig.step(ev, self.clock()), ev)
         reply = next(e.payload for e in effects if isinstance(e, Reply))
         if counted is not None and counted != self.restarts:
-            # a counted rejection's id is remembered since the start only (no journal row): after
-            # a restart it is judged again as a new command, and that is its answer from now on
+            # a counted rejection's id is journaled with its count (counted_ids, ids39): after a
+            # restart it is still a duplicate, never judged again (it was, and could be applied)
             event("a counted rejection repeated after a restart")
-            assert reply["status"] != "duplicate"
-            self.sent_commands[i] = (cid, payload, reply, self._counted(reply, effects))
-            return
         assert first(effects, Record) is None and self.rig.j.last_input()[0] == inputs
         if b'"resend"' in payload:
             # a resend is not journaled: its id is remembered in memory (the same id again
