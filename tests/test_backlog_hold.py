@@ -12,27 +12,9 @@ from hypothesis import strategies as st
 
 from dealer_station import loop_queue
 from dealer_station.loop_queue import BUSY, Busy, StampedQueue, refusable
-from test_broker_not_mqtt import _daemon_without_broker
 
-SOURCES = ("shoe", "camera", "console", "link", "a", "b", None)   # a, b, None: command senders
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    d = _daemon_without_broker(tmp_path_factory.mktemp("hold"))
-    d.recover()
-    yield d
-    d.close()
-
-
-def _item(source, k):
-    if source in ("shoe", "camera"):
-        return source, ("device", source, k)
-    if source == "console":
-        return "console", ("console", k)
-    if source == "link":
-        return None, ("mqtt", "puback", k)
-    return None, ("mqtt", "command", b"x", None, None, k, 1, source)
+# the sources, their items and a daemon with no broker, as the lanes' own tests make them
+from test_loop_lanes import SOURCES, _item, daemon  # noqa: E402,F401 (daemon: the fixture)
 
 
 def _command(item):

@@ -44,6 +44,13 @@ def _publisher(port, name):
     return p
 
 
+def _close(pubs, d):
+    for p in pubs:
+        p.disconnect()
+        p.loop_stop()
+    d.close()
+
+
 @pytest.mark.parametrize("sender,topic", [(None, BASE), ("m1", BASE + "/m1")],
                          ids=["betting-system", "another-login"])
 def test_a_command_behind_a_qos1_login_flood_reaches_the_table_and_is_answered_in_its_turn(
@@ -95,10 +102,7 @@ def test_a_command_behind_a_qos1_login_flood_reaches_the_table_and_is_answered_i
         step_until(d, lambda: any(t.endswith("/replies") and '"id": "x"' in p
                                   for t, p in list(c.all)), "its reply at the client")
     finally:
-        for p in pubs:
-            p.disconnect()
-            p.loop_stop()
-        d.close()
+        _close(pubs, d)
 
 
 def test_the_table_asks_the_broker_for_its_receive_maximum(rig, tmp_path):
@@ -124,10 +128,7 @@ def test_the_table_asks_the_broker_for_its_receive_maximum(rig, tmp_path):
         pubs[1].publish(BASE + "/m2", b"{}", qos=1).wait_for_publish(60)
         assert arrived == ["m0"] * 30
     finally:
-        for p in pubs:
-            p.disconnect()
-            p.loop_stop()
-        d.close()
+        _close(pubs, d)
 
 
 def test_a_decision_sent_in_time_behind_a_qos1_flood_is_not_overtaken_by_its_timeout(
@@ -174,10 +175,7 @@ def test_a_decision_sent_in_time_behind_a_qos1_flood_is_not_overtaken_by_its_tim
         kinds = [i["type"] for i in journal_inputs(str(tmp_path / "j.sqlite"))]
         assert "decision" in kinds and "decision_timeout" not in kinds, kinds
     finally:
-        for p in pubs:
-            p.disconnect()
-            p.loop_stop()
-        d.close()
+        _close(pubs, d)
 
 
 def test_a_broker_killed_amid_a_handed_over_flood_loses_no_command(rig, tmp_path):
@@ -238,7 +236,4 @@ def test_a_broker_killed_amid_a_handed_over_flood_loses_no_command(rig, tmp_path
         db.close()
         assert kept + counted >= FLOOD + 1 and order.count("m0") >= FLOOD, (kept, counted)
     finally:
-        for p in pubs:
-            p.disconnect()
-            p.loop_stop()
-        d.close()
+        _close(pubs, d)
