@@ -44,7 +44,7 @@ GROUPS = {
                      "test_camera_hand_edges", "test_camera_motion",
                      "test_camera_heldout_deck", "test_camera_heldout_standard", "test_camera_capture",
                      "test_camera_frame", "test_camera_white_table", "test_camera_white_rounding",
-                     "test_camera_white_outline", "test_camera_white_border",
+                     "test_camera_white_outline", "test_camera_white_border", "test_camera_white_relocated",
                      "test_camera_defocus",
                      "test_camera_deckcheck", "test_camera_rounding_channels",
                      "test_camera_same_arithmetic", "test_camera_twin_suit",

@@ -16,6 +16,7 @@ from .smear import streaked
 
 _SHOW_KERNEL = np.ones((9, 9), np.uint8)
 VISIBLE = 0.6                     # a whole card partly under another is judged on what shows: most of it
+RELOCATE_REFUSED = True           # a card refused by the deck check, again on its located corners
 HIDDEN = 0.25                     # of a covered index corner's box under another card (_read_occluded)
 
 
@@ -142,10 +143,23 @@ class SceneReader:
                     # defocused card on a white table this let cardsJS's templates read
                     # Responsive's Qd (tests/test_camera_table_foreign.py). At the table's
                     # scale only, where it was measured (the photos' foreign check was not run)
-                    moved = (self._smeared(bgr, q) if self.t.card_size[0] < SMALL
-                             and streaked(self, bgr, q) else None)
+                    moving = self.t.card_size[0] < SMALL and streaked(self, bgr, q)
+                    moved = self._smeared(bgr, q) if moving else None
                     if moved is not None and moved[0] == foreign:
                         card, q, foreign = moved
+                    if not card and moving and RELOCATE_REFUSED:
+                        # then on its index corners located on their own edges (as an unread
+                        # outline is): on a white table a moving card's smeared edge falls too
+                        # little to be refined onto, its outline stays 3-5 px off, and the face,
+                        # index place or proportions fail (bench/diag_white_refusals.py). Kept
+                        # only when it reads the card the outline read, every check as on any
+                        # outline. A moving card only, as above: without it a defocused
+                        # Responsive 9c on white read with cardsJS's templates
+                        # (probe_foreign_surface.py white 3, defocus scene 0, frame 0)
+                        gray = corner_gray(bgr) if gray is None else gray
+                        moved = self._relocated(bgr, gray, q)
+                        if moved is not None and moved[0] == foreign:
+                            card, q, foreign = moved
                 if card:
                     out.append((card, q))
                     kinds.append("whole")
