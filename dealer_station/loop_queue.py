@@ -17,7 +17,10 @@ BUSY_BATCH of them at once (a `Busy`) to refuse "busy" in one journal transactio
 takes its senders in turn too (`BusyLane`): one sender's overflow waits behind one batch of a
 flooder's, not behind all of it (a FIFO lane answered a light login's 40-command burst's `busy`
 6.2-7.8 s after it, behind a 20,000-command QoS 0 flood; now 1.9-3.8 s, most of it the broker's
-and paho's own queue: bench_flood_fair.py --light, lows39). It holds at most BUSY_MAX
+and paho's own queue: bench_flood_fair.py --light, lows39). The echo of the station's own
+commands probe has a lane of its own, PROBE (up to lane_max; its prefix, with the nonce's random
+seed, set by the daemon): in the BUSY lane, which the timers do not wait for, it missed its
+deadline behind a redelivered backlog on `commands` and the table said "broker ACL?" (cold39). It holds at most BUSY_MAX
 commands: QoS 1 ones beyond it are kept (the broker sends the table's session at
 most its Receive Maximum unacknowledged: [broker] receive_maximum, 1000, which Mosquitto
 overshoots while the table publishes, up to 2,744 measured),
