@@ -224,9 +224,12 @@ class Daemon(Lifecycle, Devices, Effects):
         self.sent = []
         now = time.monotonic()
         self.notifier.watchdog(now, self.healthy())
-        if now - self.metrics_at > 0.5:
+        why = self.unhealthy()
+        # at once when the health changed: refreshed only every 0.5 s, /healthz said "broker
+        # connecting" ~0.6 s after the table was online (cold39)
+        if now - self.metrics_at > 0.5 or why != self.metrics.health[0]:
             self.metrics_at = now
-            self.metrics.publish(self._gauges(), self.unhealthy(), {
+            self.metrics.publish(self._gauges(), why, {
                 **self.station.status(), "config": getattr(self, "config_path", None),
                 "outbox_depth": self.station.outbox_depth()})
 

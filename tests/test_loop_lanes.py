@@ -269,3 +269,22 @@ def test_a_probe_echo_queued_in_time_behind_a_flood_on_commands_is_no_acl_fault(
         assert d.station.devices["commands"] == {"state": "ok"}
     finally:
         d.close()
+
+
+def test_healthz_follows_a_change_of_health_at_the_end_of_the_pass(tmp_path, monkeypatch):
+    """cold39 (Low): /healthz said "unhealthy: broker connecting" ~0.6 s after the table was
+    online: the loop refreshed it only every 0.5 s. A change of the health is published at the
+    end of the pass that made it."""
+    d = _daemon_without_broker(tmp_path)
+    try:
+        d.recover()
+        monkeypatch.setattr(d, "healthy", lambda: True)          # no link thread here
+        d.run_once(0)
+        assert d.metrics.healthz()[1].startswith("unhealthy: broker connecting")
+        d.station.devices["broker"] = {"state": "connected", "session_present": False}
+        d.station.devices["commands"] = {"state": "ok"}
+        d.metrics_at = time.monotonic()                         # just published
+        d.run_once(0)
+        assert d.metrics.healthz() == (200, "ok\n")
+    finally:
+        d.close()
