@@ -69,8 +69,11 @@ class Daemon(Lifecycle, Devices, Effects):
             from .signing import Signer, load_private
             self.signer = Signer(load_private(cfg["integrity"]["signing_key"]))
         # the probes' nonces start from a random seed: no other client can make one in advance
+        seed = os.urandom(8).hex()
         self.station = Station(Settings.from_config(cfg, __version__, self.signer),
-                               probe_seed=os.urandom(8).hex())
+                               probe_seed=seed)
+        # our probes' echoes get a lane of their own, which the timers wait for (loop_queue.py)
+        self.q.probe_prefix = f'{{"type":"probe","nonce":"{seed}-'.encode()
         j = self.journal
         self.from_n, restore_logs = self.station.restore(
             j.checkpoints(), j.last_input()[0] + 1, j.next_seq, j.get_meta("shoe_base"),
@@ -230,9 +233,12 @@ class Daemon(Lifecycle, Devices, Effects):
         self.sent = []
         now = time.monotonic()
         self.notifier.watchdog(now, self.healthy())
-        if now - self.metrics_at > 0.5:
+        why = self.unhealthy()
+        # at once when the health changed: refreshed only every 0.5 s, /healthz said "broker
+        # connecting" ~0.6 s after the table was online (cold39)
+        if now - self.metrics_at > 0.5 or why != self.metrics.health[0]:
             self.metrics_at = now
-            self.metrics.publish(self._gauges(), self.unhealthy(), {
+            self.metrics.publish(self._gauges(), why, {
                 **self.station.status(), "config": getattr(self, "config_path", None),
                 "outbox_depth": self.station.outbox_depth()})
 
@@ -282,9 +288,10 @@ class Daemon(Lifecycle, Devices, Effects):
         costs that one only, as `handle` does one item: the rest of the batch is still
         journaled and answered (it was taken off the queue: nothing else would)."""
         now, kept, after = clock(), [], []
-        for _, item in excess:
+        for stamp, item in excess:
             ev = self._event(item)
             if ev.user is None and bytes(ev.payload[:16]) == b'{"type":"probe",':
+                self.put_at = stamp   # judged by when it was received (station_probe.py)
                 self.handle(item)     # the station's own probe echo: consumed, never refused
                 continue
             lane = self.q.lanes.get(("login", ev.user))

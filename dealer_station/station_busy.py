@@ -28,7 +28,7 @@ def busy(station, ev, clock, waiting, reads=None):
     rt = None if bad_topic else ev.response_topic
     # a flood delays the probe (station.py, cold38): on `commands` too, where step's echo()
     # counts it (the loop never refuses our own probe busy: daemon._answer_busy)
-    station.probe.other(clock.mono)
+    station.probe.other(clock.received_mono)
     prior = known is not None and not bad_topic and (
         station.resends.get(known) or station.refusals.ids.get(known)
         or (reads or {}).get("command_reply"))

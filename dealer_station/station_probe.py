@@ -11,8 +11,9 @@ connect and every `broker.probe_interval_s`, and expects it back within
   so only the station's own current probe counts: anything else on the topic (a betting system's
   own probe, a hostile copy with another nonce) is an ordinary command to the station, refused
   or taken as before, and an old probe of ours (a late echo) is swallowed and changes nothing;
-- alarm iff the probe got no echo by its deadline (an echo at or before it clears the alarm; a
-  later one does not); the verdict holds until the next probe ends (a reconnect does not clear
+- alarm iff the probe got no echo by its deadline (an echo received at or before it clears the
+  alarm, however late the loop handles it: the shell's receive time, Clock.received_mono, as the
+  timers judge; one received later does not); the verdict holds until the next probe ends (a reconnect does not clear
   it: only an echo does);
 - while the broker is down no probe is outstanding and none is sent; the next connect probes.
 

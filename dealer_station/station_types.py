@@ -15,6 +15,13 @@ class Clock(NamedTuple):
     # the input and its outputs as `ts`; None: `wall` (an event the loop raised itself)
     received: float | None = None
 
+    @property
+    def received_mono(self):
+        """`mono` when the event was received (put on the loop's queue): a deadline judged by it
+        is judged as the loop's timers are (an input received before it counts, however late the
+        loop handled it)."""
+        return self.mono if self.received is None else self.mono - max(0.0, self.wall - self.received)
+
 
 # -- events from the shell ---------------------------------------------------------------------
 

@@ -239,3 +239,52 @@ def test_an_inputs_ts_is_when_the_table_received_it_not_when_the_loop_handled_it
     events = [json_.loads(b) for (b,) in d.journal.db.execute(
         "SELECT body FROM outbox WHERE input_n = ?", (n,))]
     assert events and all(e["ts"] == json_.loads(body)["ts"] for e in events)
+
+
+def test_a_probe_echo_queued_in_time_behind_a_flood_on_commands_is_no_acl_fault(tmp_path,
+                                                                               monkeypatch):
+    """cold39: a restart with a backlog of redelivered commands on the shared `commands` topic
+    (past its lane, in the BUSY lane, which the timers do not wait for, and not answered while
+    the link is backed up); the probe's echo, received before its deadline, waited there, the
+    probe's deadline came first and the log said "commands not delivered: broker ACL?". The echo
+    now has a lane of its own (the timer waits for it) and is judged by when it was received."""
+    from dealer_station.station_types import BrokerUp, Clock, Probe, Timer
+    d = _daemon_without_broker(tmp_path)
+    try:
+        d.recover()
+        monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: None)
+        monkeypatch.setattr(d.link, "ack", lambda mid, qos: None)
+        monkeypatch.setattr(d, "_busy_ok", lambda: False)       # the link backed up
+        t0 = time.monotonic() - 10.0                              # the deadline is 5 s past
+        effects = d.station.step(BrokerUp(False), Clock(time.time() - 10.0, t0))
+        [probe] = [e.payload for e in effects if isinstance(e, Probe)]
+        [wake] = [e.deadline for e in effects if isinstance(e, Timer)]
+        d.timer_at = wake
+        for k in range(3 * loop_queue.LANE_MAX):                  # the redelivered backlog
+            cmd = b'{"type":"nope","id":"r%d"}' % k
+            d.q._q.put((t0 + 1.0, None, ("mqtt", "command", cmd, None, None, k + 1, 1, None)))
+        d.q._q.put((t0 + 2.0, None, ("mqtt", "command", probe, None, None, 999, 1, None)))
+        for _ in range(20):
+            d.run_once(0)
+        assert d.station.devices["commands"] == {"state": "ok"}
+    finally:
+        d.close()
+
+
+def test_healthz_follows_a_change_of_health_at_the_end_of_the_pass(tmp_path, monkeypatch):
+    """cold39 (Low): /healthz said "unhealthy: broker connecting" ~0.6 s after the table was
+    online: the loop refreshed it only every 0.5 s. A change of the health is published at the
+    end of the pass that made it."""
+    d = _daemon_without_broker(tmp_path)
+    try:
+        d.recover()
+        monkeypatch.setattr(d, "healthy", lambda: True)          # no link thread here
+        d.run_once(0)
+        assert d.metrics.healthz()[1].startswith("unhealthy: broker connecting")
+        d.station.devices["broker"] = {"state": "connected", "session_present": False}
+        d.station.devices["commands"] = {"state": "ok"}
+        d.metrics_at = time.monotonic()                         # just published
+        d.run_once(0)
+        assert d.metrics.healthz() == (200, "ok\n")
+    finally:
+        d.close()

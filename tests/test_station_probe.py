@@ -295,3 +295,23 @@ def test_a_probe_late_behind_commands_refused_busy_on_commands_says_delayed_not_
     d = s.devices["commands"]
     assert d["state"] == "fault" and d["reason"].startswith("commands delayed"), d
     assert "behind 3 other message(s)" in d["reason"] and "ACL?" not in d["reason"]
+
+
+def test_an_echo_received_before_the_deadline_but_handled_after_it_says_ok():
+    """cold39: after a kill -9 the restarted table's loop, behind a backlog of redelivered
+    commands, handled its probe's echo (queued in time) after the deadline and said "commands
+    not delivered: broker ACL?" in 5 of 6 runs. The echo is judged by when it was received (the
+    queue's stamp: Clock.received), as the timers judge a decision; one received late still is
+    not."""
+    s = station()
+    [p] = probes(s.step(BrokerUp(False), at(0.0)))
+    # received at 3 s, handled at 9 s (4 s after the deadline): the loop was behind, not the ACL
+    s.step(Command(p, mid=5), Clock(1e9 + 9.0, 9.0, received=1e9 + 3.0))
+    s.step(TimerDue(), at(9.0))
+    assert s.devices["commands"] == {"state": "ok"}
+    # the next probe's echo received after its deadline (and handled later still): deaf
+    [p2] = probes(s.step(TimerDue(), at(9.0 + INTERVAL)))
+    s.step(Command(p2, mid=6), Clock(1e9 + 20 + INTERVAL, 20 + INTERVAL,
+                                     received=1e9 + 15 + INTERVAL))
+    s.step(TimerDue(), at(20 + INTERVAL))
+    assert s.devices["commands"]["reason"].startswith("commands not delivered: broker ACL?")
