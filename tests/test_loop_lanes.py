@@ -254,7 +254,7 @@ def test_a_probe_echo_queued_in_time_behind_a_flood_on_commands_is_no_acl_fault(
         d.recover()
         monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: None)
         monkeypatch.setattr(d.link, "ack", lambda mid, qos: None)
-        monkeypatch.setattr(d, "_busy_ok", lambda: False)       # the link backed up
+        monkeypatch.setattr(d, "_open", lambda: (0, True))      # the link backed up: busy waits
         t0 = time.monotonic() - 10.0                              # the deadline is 5 s past
         effects = d.station.step(BrokerUp(False), Clock(time.time() - 10.0, t0))
         [probe] = [e.payload for e in effects if isinstance(e, Probe)]
