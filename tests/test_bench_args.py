@@ -39,6 +39,8 @@ def run(args, **env):
     (["bench/bench_flood.py", "--keep", "10001"], "--keep: expected an integer of 1 to 10000"),
     (["bench/bench_flood_fair.py", "--root", "/nonexistent"], "--root: not a dealer-station checkout"),
     (["bench/bench_flood_fair.py", "--root", "/tmp"], "--root: not a dealer-station checkout"),
+    (["bench/bench_staff_session.py", "--rate", "-1"], "--rate: expected an integer of 0 to 100000"),
+    (["bench/bench_staff_session.py", "--mode", "two"], "--mode: invalid choice: 'two'"),
 ])
 def test_a_bench_run_by_hand_refuses_what_it_cannot_run(args, said):
     p = run(args)
