@@ -53,6 +53,9 @@ class Table:
             c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=cid,
                             protocol=mqtt.MQTTv5, manual_ack=True)
             c.username_pw_set(user, "pw")
+            if not self.clients:        # the main session's will, as the daemon's
+                c.will_set(BASE[:-len("commands")] + "status", b'{"state":"offline"}', qos=1,
+                           retain=True)
             c.on_message = lambda cl, u, m: self._got(cl, m)
             c.on_connect = (lambda cl, u, f, rc, p, cid=cid, topics=topics:
                             (self.connects.append(cid),
@@ -109,17 +112,19 @@ def run(mode, flood, window, rate):
                 "slash": [("t1", "dealer-station-t1", [BASE]),
                           ("t1/commands", "dealer-station-t1-staff", [BASE + "/+"])]}[mode]
     table = Table(broker.port, window, rate, sessions)
-    pubs = []
+    pubs, wills = [], []
     try:
         time.sleep(1.0)       # subscribed (a flapping pair never settles: measured as it is)
         for user in ("m0", "betting-system"):
             p = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=user,
                             protocol=mqtt.MQTTv5)
             p.username_pw_set(user, "pw")
+            p.on_message = lambda cl, u, m: wills.append(m.payload)
             p.max_inflight_messages_set(1000)
             p.connect("127.0.0.1", broker.port)
             p.loop_start()
             pubs.append(p)
+        pubs[1].subscribe(BASE[:-len("commands")] + "status", 1)   # the table's will, if said
         t0 = time.monotonic()
         for _ in range(flood):
             last = pubs[0].publish(BASE + "/m0", b'{"type":"bogus"}', qos=1)
@@ -140,7 +145,8 @@ def run(mode, flood, window, rate):
                 "decision delay_s": None if at is None else round(got[at][0] - taken, 3),
                 "most held unacknowledged": table.most,
                 "table connects": len(table.connects),
-                "takeovers logged": broker.logtext().count("already connected, closing old")}
+                "takeovers logged": broker.logtext().count("already connected, closing old"),
+                "wills (offline) seen": len(wills)}
     finally:
         for p in pubs:
             p.disconnect()
