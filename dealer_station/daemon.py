@@ -294,12 +294,11 @@ class Daemon(Lifecycle, Devices, Effects):
                 self.put_at = stamp   # judged by when it was received (station_probe.py)
                 self.handle(item)     # the station's own probe echo: consumed, never refused
                 continue
-            lane = self.q.lanes.get(("login", ev.user))
             try:
                 # the answer its id already has, if any: a copy of it is a duplicate
                 cid = self.station.reads(ev).get("command_reply")
                 reads = {} if cid is None else {"command_reply": self.journal.command_reply(cid)}
-                effects = busy(self.station, ev, now, len(lane) if lane else 0, reads)
+                effects = busy(self.station, ev, now, self.q.lane_max, reads)
             except STORAGE_ERRORS:
                 raise
             except Exception as e:

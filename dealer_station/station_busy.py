@@ -18,7 +18,9 @@ BUSY = "busy"
 
 
 def busy(station, ev, clock, waiting, reads=None):
-    """[effects] for the Command `ev` refused busy; `waiting`: its sender's lane's length;
+    """[effects] for the Command `ev` refused busy; `waiting`: its sender's lane's length when it
+    came (the lane's bound: only a full lane sends a command here; what is left when its turn
+    comes says nothing, down to 0 after a flood, cold40);
     `reads`: the journal's reply to its id, as for `step` ({"command_reply": reply or None})."""
     try:
         cid = known = commands.parse(ev.payload)["id"]
@@ -35,7 +37,7 @@ def busy(station, ev, clock, waiting, reads=None):
     if prior:
         return [Reply({**prior, "status": "duplicate", "original": prior["status"]}, rt,
                       ev.correlation), AckCommand(ev.mid, ev.qos)]
-    reason = (f"table busy: {waiting} commands from this sender are waiting; "
+    reason = (f"table busy: {waiting} commands from this sender were waiting when it came; "
               f"this one was not applied, send it again later")
     effects = station.refusals.refused(ev.user or "", "command", BUSY, reason,
                                        bytes(ev.payload[:REFUSED_KEEP]), clock.mono, clock.wall)

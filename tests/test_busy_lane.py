@@ -135,3 +135,26 @@ def test_the_busy_lane_is_bounded_for_qos0_and_the_rest_counted(daemon, monkeypa
     assert not d.q.qsize()
     # answered: flood's lane 2 and busy 8, the shared topic's 1, light's 2 and 2; dropped: 31
     assert len(replies) == 2 + 8 + 1 + 4
+
+
+def test_a_busy_reply_says_how_full_its_senders_lane_was_not_what_is_left(daemon, monkeypatch):
+    """Cold trial (cold40): the busy reply named its sender's lane's length when the busy lane's
+    turn came, not when the command was refused: after a flood had drained, "table busy: 0
+    commands from this sender are waiting" (and any number below the lane's 32). A command goes
+    to the busy lane only when its sender's lane is full: that is what the reply says."""
+    d = daemon
+    d.q = StampedQueue(lane_max=2)
+    replies = []
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: None)
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: replies.append(payload))
+    for k in range(6):
+        d.q.put(_cmd(json.dumps({"type": "pause", "reason": "x", "id": f"p-{k}"}).encode(), k + 1,
+                     "alice"))
+    while d.q.qsize():
+        d.run_once(0)
+    busy = [r for r in replies if r.get("code") == BUSY]
+    assert [r["id"] for r in busy] == ["p-2", "p-3", "p-4", "p-5"]
+    assert {r["reason"] for r in busy} == {
+        "table busy: 2 commands from this sender were waiting when it came; this one was not "
+        "applied, send it again later"}

@@ -13,7 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from controller.profiles import get_profile
 from dealer_station import station_resend
-from dealer_station.station_types import (BrokerUp, Clock, Command, Publish, Published, Reply,
+from dealer_station.station_types import (Audit, BrokerUp, Clock, Command, Publish, Published, Reply,
                                           ResendPage, ResendRows)
 from drivers.events import CardRead
 from test_station import Rig
@@ -239,3 +239,40 @@ def test_a_resend_and_a_command_share_one_id_space(tmp_path):
     top = r.st.next_seq
     (dup,), published = send({"id": "r", "type": "shoe_loaded"})
     assert (dup["status"], dup["original"], published, r.st.next_seq) == ("duplicate", "accepted", [], top)
+
+
+def test_a_resend_from_a_login_the_staff_does_not_name_is_refused_and_republishes_nothing(
+        tmp_path):
+    """Cold trial (cold40): a login not in [staff] (any broker login may write its own
+    `commands/<login>` on every table, another table's included) had the table publish up to
+    10,000 events again per `resend`; it is refused `unknown_staff` as any of its commands,
+    audited. The betting system on `commands` and a staff login still resend."""
+    from controller.rights import Staff
+    r = Rig(str(tmp_path / "j.sqlite"), get_profile("luxury21"))
+    r.settings.staff = Staff({"d-anna": "dealer", "pit-console": "system"})
+    r.j.db.close()
+    r.j.lock.release()
+    r.open()                                # a station with the [staff] above
+    c = Clock(1e9, 0.0)
+    r.recover(c)
+    r.step(BrokerUp(False), c)
+    def send(payload, user=None):
+        effects = r.step(Command(json.dumps(payload).encode(), user=user), c)
+        send.audit = [e.entry for e in effects if isinstance(e, Audit)]
+        return ([e.payload for e in effects if isinstance(e, Reply)],
+                [e.seq for e in effects if isinstance(e, Publish)])
+
+    (load,), published = send({"id": "a", "type": "shoe_loaded"})
+    assert load["status"] == "accepted" and published == [1, 2]
+    for seq in published:
+        r.step(Published(seq), c)           # acknowledged: a resend publishes them again
+    (rs,), resent = send({"id": "r1", "type": "resend", "from": 1}, user="t2")
+    assert (rs["status"], rs["code"], resent) == ("rejected", "unknown_staff", [])
+    (entry,) = [json.loads(text) for text, _ in send.audit]
+    assert (entry["who"], entry["action"], entry["result"]) == ("t2", "resend",
+                                                                "rejected:unknown_staff")
+    for user, cid in ((None, "r2"), ("d-anna", "r3"), ("pit-console", "r4")):
+        (rs,), resent = send({"id": cid, "type": "resend", "from": 1}, user=user)
+        assert rs["status"] == "accepted" and rs["seq"] == [1, 2] and resent == [1, 2], (user, rs)
+        for seq in resent:
+            r.step(Published(seq), c)
