@@ -78,7 +78,7 @@ class Daemon(Lifecycle, Devices, Effects):
         self.from_n, restore_logs = self.station.restore(
             j.checkpoints(), j.last_input()[0] + 1, j.next_seq, j.get_meta("shoe_base"),
             j.last_shoe_seq(), j.last_message(), j.audit_head(), j.get_meta("shoe_pos"),
-            j.get_meta("broker_answered"))
+            j.get_meta("broker_answered"), j.get_meta("alive_at"))
         self.timer_at = None               # monotonic deadline of the station's timer (its
         #                                    decision or insurance timer, the CONNACK watch)
         self.mids = {}                     # paho mid -> outbox seq

@@ -16,7 +16,9 @@ and carries out the effects in order. The rules here:
   (station_resend.py);
 - decision and insurance timers are armed from the announcement and fire only if the table still
   waits for the same thing; after a restart they are re-armed from the journaled announcement;
-- a round interrupted longer than `void_after_outage_s` is voided at recovery;
+- a round interrupted longer than `void_after_outage_s` is voided at recovery: the outage counted
+  from the last moment the table was known alive, its last input or the `alive_at` stamp it
+  journals while a round waits (station_alive.py);
 - where the shoe resumes after a restart; the wheel's automatic start; device health in the status;
 - the broker link (station_broker.py): a status only while the broker is connected, a CONNECT
   left unanswered said after `broker.connack_timeout_s`, a refusal said once per cause;
@@ -33,6 +35,7 @@ from controller.snapshot import public_snapshot
 from drivers.panel import panel_view
 
 from . import signing
+from .station_alive import AliveWatch, stamp_value
 from .station_broker import BrokerWatch, said_as
 from .station_probe import ProbeWatch
 from .station_refusals import RefusalBudget
@@ -71,6 +74,8 @@ class Station(StationCommands, StationDevices):
         # the seed of the probes' nonces: random per process, the shell's (the core has none)
         self.probe = ProbeWatch(probe_seed)
         self.refusals = RefusalBudget()    # refused commands kept, then counted
+        self.alive = AliveWatch()          # the proof of life for the outage rule
+        self.alive_at = None               # the journal's stamp at restore (wall), or None
         self.s = settings
         self.table = new_table(settings.profile)
         self.next_n = 1            # the journal's next input number
@@ -119,12 +124,14 @@ class Station(StationCommands, StationDevices):
     # -- recovery -------------------------------------------------------------------------------
 
     def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None),
-                last_message=None, audit_head=None, shoe_pos=None, broker_answered=None):
+                last_message=None, audit_head=None, shoe_pos=None, broker_answered=None,
+                alive_at=None):
         """Pick the newest checkpoint this version reads. Returns (input n to replay after,
         [effects]) (a Log for each checkpoint passed over). `last_message`: the journal's newest
         outbox text (the event chain goes on from its hash); `audit_head`: the newest audit hash;
         `shoe_pos`: the meta "boot:seq:n" of the last STAT frame acknowledged; `broker_answered`:
-        the meta "host:port" of the broker that last accepted this station (BrokerWatch)."""
+        the meta "host:port" of the broker that last accepted this station (BrokerWatch);
+        `alive_at`: the meta stamp of when it was last known alive (station_alive.py)."""
         self.next_n, self.next_seq = next_n, next_seq
         self.prev = signing.digest(last_message) if last_message else signing.GENESIS
         if audit_head:
@@ -137,6 +144,7 @@ class Station(StationCommands, StationDevices):
             self.shoe_pos = tuple(int(x) for x in shoe_pos.split(":"))
         if broker_answered:
             self.broker.remember(broker_answered)
+        self.alive_at = stamp_value(alive_at)
         effects = []
         for n, doc in checkpoints:
             try:
@@ -174,13 +182,18 @@ class Station(StationCommands, StationDevices):
                          "unsent": len(self.pending), "mismatches": mismatches}
         if announced_at is not None:
             effects += self._arm(clock.mono - (clock.wall - announced_at))
-        outage = clock.wall - last_at if last_at else 0.0
+        # down since the table was last known alive: its last input or its stamp, whichever is
+        # later (the max: never more than counted from the last input alone; wall clock steps,
+        # e.g. a Pi booting before NTP, are taken as they come, as before)
+        alive = max((a for a in (last_at, self.alive_at) if a is not None), default=None)
+        outage = clock.wall - alive if last_at else 0.0
         limit = self.s.void_after_outage_s
+        self.alive.start(clock.mono, limit)
         if t.round is not None and limit and outage > limit:
             # House rules: a problem not resolved quickly cancels the round, bets refunded.
             effects += self.process({"type": "void_round", "reason": f"the table was down for "
                                      f"{outage:.0f} s (limit {limit:g} s)"}, "recovery", clock)[0]
-        return effects
+        return effects + [self._wake()]
 
     def shoe_resume(self):
         """Where the shoe's sequence stood at the last frame we acknowledged (a journaled card
@@ -287,6 +300,7 @@ class Station(StationCommands, StationDevices):
                           reply, cp, audit)]
         # only now, with the record first in line, does the station adopt the new state
         was_paused = self.table.paused
+        self.alive.input(clock.mono)
         self.table = t
         self.next_n = n + 1
         self.next_seq = seq
@@ -389,10 +403,10 @@ class Station(StationCommands, StationDevices):
         return [self._wake()]
 
     def _wake(self):
-        """The one deadline the loop keeps: the earliest of the decision or insurance timer and
-        the broker's CONNACK watch and the commands probe."""
+        """The one deadline the loop keeps: the earliest of the decision or insurance timer,
+        the broker's CONNACK watch, the commands probe and the next proof of life."""
         due = [d for d in (self.timer[0] if self.timer else None, self.broker.wake_at(),
-                           self.probe.wake_at()) if d is not None]
+                           self.probe.wake_at(), self.alive.wake_at()) if d is not None]
         return Timer(min(due) if due else None)
 
     def _timer_due(self, clock):
@@ -411,6 +425,8 @@ class Station(StationCommands, StationDevices):
             self.timer = None
             if expect(self.table) == e:
                 effects += self.process(body, "timer", clock)[0]
+        effects += self.alive.due_now(clock, self.s.void_after_outage_s,
+                                      self.table.round is not None)
         return effects + [self._wake()]
 
     # -- the broker link (station_broker.py) ----------------------------------------------------

@@ -202,6 +202,7 @@ class WheelCommand(NamedTuple):
 class SetMeta(NamedTuple):
     key: str
     value: str
+    sync: bool = True    # False: written without a sync (losing it to a power cut is harmless)
 
 
 class Count(NamedTuple):

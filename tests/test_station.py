@@ -49,7 +49,8 @@ class Rig:
         self.n0, _ = self.st.restore(self.j.checkpoints(), self.j.last_input()[0] + 1,
                                      self.j.next_seq, self.j.get_meta("shoe_base"),
                                      self.j.last_shoe_seq(),
-                                     shoe_pos=self.j.get_meta("shoe_pos"))
+                                     shoe_pos=self.j.get_meta("shoe_pos"),
+                                     alive_at=self.j.get_meta("alive_at"))
 
     def recover(self, clock):
         return self.carry(self.st.replay(self.j.inputs_after(self.n0), self.j.unsent(), clock,
