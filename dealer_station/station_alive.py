@@ -55,8 +55,10 @@ class AliveWatch:
         if self.due is None or clock.mono < self.due:
             return []
         n = every(limit)
-        if self.last_input is not None and clock.mono - self.last_input < n:
-            self.due = self.last_input + n      # the input proved life: one interval after it
+        if self.last_input is not None and clock.mono < self.last_input + n:
+            # the input proved life: one interval after it (the same sum as the test, or the
+            # float's last bit left mono - last_input < n at that deadline: a spin)
+            self.due = self.last_input + n
             return []
         self.due = clock.mono + n
         if not (limit and round_open):

@@ -5,7 +5,14 @@ with commands (good, repeated, malformed), shoe frames, PUBACKs, broker outages,
 and crashes with recovery, and checks the rules after every step: the journal comes first, the
 shoe and the broker are acknowledged after it, a repeated command is applied once, the outbox is
 published in order within its window and nothing is lost, timers survive a restart, a round left
-too long is voided at recovery."""
+too long is voided at recovery. Time passes as the daemon's loop lives it: each `Timer` deadline
+is served with a `TimerDue` at that moment.
+
+The outage rule, modelled: the table's last proof of life is its last journaled input or its
+last `alive_at` stamp (station_alive.py). A stamp says the time it is written, only while a round
+is open and never in the first interval after a recovery (a crash loop proves nothing); while a
+round is open the proof is never older than that interval once the table has run one; and a
+recovery voids an open round iff the time since the proof is past the limit."""
 import json
 import os
 import random
@@ -13,6 +20,7 @@ import shutil
 import tempfile
 
 from hypothesis import HealthCheck, event, settings
+from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -21,6 +29,7 @@ from controller.blackjack import allowed
 from controller.cards import CARDS
 from dealer_station.journal import Journal
 from dealer_station.station import Settings, Station
+from dealer_station.station_alive import every
 from dealer_station.station_types import (AckCommand, AckShoe, BrokerDown, BrokerUp, Clock,
                                           Command, Log, MarkSent, Publish, Published,
                                           Record, Refuse, Reply, ResendPage, ResendRows, SetMeta,
@@ -30,6 +39,7 @@ from drivers.events import CardRead, DeviceState, ShoeHello, ShoeStatus
 WINDOW = 3
 DECISION_S = 10.0
 OUTAGE_S = 120.0
+ALIVE_S = every(OUTAGE_S)       # the stamps' interval: 5 s
 
 
 class Rig:
@@ -104,6 +114,8 @@ class StationMachine(RuleBasedStateMachine):
         self.shoe_seq = 0
         self.shoe_acked = 0
         self.timer = None
+        self.proof = None           # wall time of the last proof of life journaled
+        self.up_since = self.mono   # monotonic time of the last recovery
 
     def clock(self):
         return Clock(self.wall, self.mono)
@@ -139,6 +151,16 @@ class StationMachine(RuleBasedStateMachine):
                 self.published.add(e.seq)
             if isinstance(e, Timer):
                 self.timer = e.deadline
+            if isinstance(e, Record):
+                assert e.at == self.wall
+                self.proof = self.wall
+            if isinstance(e, SetMeta) and e.key == "alive_at":
+                # the time it is written, while a round is open, once the table ran an interval
+                assert float(e.value) == round(self.wall, 3) and not e.sync
+                assert self.rig.st.table.round is not None
+                assert self.mono >= self.up_since + ALIVE_S - 1e-6, "a stamp before it ran"
+                hypothesis_event("an alive_at stamp")   # (`event` is the parameter here)
+                self.proof = float(e.value)
         if isinstance(event, Command):
             assert sum(isinstance(e, Reply) for e in effects) == 1
             ack = first(effects, AckCommand)
@@ -276,17 +298,32 @@ class StationMachine(RuleBasedStateMachine):
 
     @rule(seconds=st.floats(0.1, 30.0))
     def time_passes(self, seconds):
-        self.wall += seconds
-        self.mono += seconds
-        if self.timer is not None and self.mono >= self.timer:
-            before = self.rig.st.expectation()
-            effects = self.after(self.rig.step(TimerDue(), self.clock()))
-            rec = [e for e in effects if isinstance(e, Record)]
-            assert len(rec) <= 1
-            if rec:
-                event("a timer fired")
-                assert rec[0].origin == "timer" and before is not None
-                assert rec[0].body["type"] in ("decision_timeout", "insurance_closed")
+        end = self.mono + seconds
+        for _ in range(1000):         # the loop wakes at each deadline on the way
+            if self.timer is None or self.timer > end:
+                break
+            self.wall += max(0.0, self.timer - self.mono)
+            self.mono = max(self.mono, self.timer)     # exactly: mono + gap may fall short
+            self.timer = None
+            self.timer_due()
+        else:
+            raise AssertionError("the station's deadlines do not move on")
+        self.wall += end - self.mono
+        self.mono = end
+        if self.rig.st.table.round is not None and self.mono >= self.up_since + ALIVE_S + 1e-6:
+            # the table says it is alive at least once an interval while a round waits
+            assert self.proof is not None and self.wall - self.proof <= ALIVE_S + 1e-6, \
+                f"last proof of life {self.wall - self.proof:.1f} s ago"
+
+    def timer_due(self):
+        before = self.rig.st.expectation()
+        effects = self.after(self.rig.step(TimerDue(), self.clock()))
+        rec = [e for e in effects if isinstance(e, Record)]
+        assert len(rec) <= 1
+        if rec:
+            event("a timer fired")
+            assert rec[0].origin == "timer" and before is not None
+            assert rec[0].body["type"] in ("decision_timeout", "insurance_closed")
 
     @precondition(lambda self: hasattr(self, "rig") and self.rig.st.timer is not None)
     @rule(down=st.sampled_from([None, 1.0, 30.0]))
@@ -301,7 +338,7 @@ class StationMachine(RuleBasedStateMachine):
         reply, _ = self.command({"type": "resend", "from": start})
         assert reply["status"] == "accepted"
 
-    @rule(down=st.sampled_from([1.0, 30.0, 500.0]))
+    @rule(down=st.sampled_from([1.0, 30.0, 100.0, 118.0, 500.0]))
     def crash_and_recover(self, down):
         st0 = self.rig.st
         snap, exp, timer = st0.status()["snapshot"], st0.expectation(), st0.timer
@@ -311,15 +348,27 @@ class StationMachine(RuleBasedStateMachine):
         self.wall += down
         self.mono += down
         self.in_broker = []
+        self.timer = None              # the process's deadline went with it
         self.rig.open()
         self.restarts += 1
         assert self.rig.st.shoe_resume() == resume, "the shoe resumes where we were"
+        ran = self.mono - down - self.up_since >= ALIVE_S    # up an interval before the crash
+        self.up_since = self.mono
+        outage = self.wall - self.proof if self.proof is not None else 0.0
         effects = self.after(self.rig.recover(self.clock()))
         st1 = self.rig.st
         voids = [e for e in effects if isinstance(e, Record) and e.origin == "recovery"]
-        if round_on and down > OUTAGE_S:
+        # the rule in words: the time down decides, give or take one stamp's interval
+        assert not (round_on and ran and down + ALIVE_S < OUTAGE_S and voids), "quiet time voided"
+        assert not (round_on and down > OUTAGE_S and not voids)
+        if round_on and abs(outage - OUTAGE_S) < 1e-6:
+            return      # on the limit to the float's last bit: either is the rule
+        if round_on and outage > OUTAGE_S:
             event("a round voided after an outage")
+            if down <= OUTAGE_S:
+                event("voided: down a while, and down before without running an interval")
             assert len(voids) == 1 and voids[0].body["type"] == "void_round"
+            assert f"down for {outage:.0f} s" in voids[0].body["reason"]
         else:
             assert not voids
             assert st1.status()["snapshot"] == snap and st1.expectation() == exp
