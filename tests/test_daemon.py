@@ -331,6 +331,36 @@ def test_recovery_voids_a_round_after_a_long_outage(rig):
     assert v and "down for" in v[0]["reason"]
 
 
+def test_a_restart_after_quiet_running_counts_only_the_time_down(rig):
+    """The real daemon, killed twice in one round: restarted at once, then running quietly (no
+    input) longer than the limit, killed and restarted at once. The table was down a few
+    seconds each time: the round goes on. Counted from the last input it was voided 'down for
+    15 s' (limit 10 s); the loop's alive_at stamp (every 2.5 s here) says when it last ran."""
+    import sqlite3
+    b = rig.broker()
+    shoe = rig.shoe(decks=8, seed=21)
+    c = rig.client(b.port)
+    d = rig.daemon(b.port, shoe, timers={"void_after_outage_s": 10})
+    c.wait_online()
+    c.command({"type": "shoe_loaded"})
+    drv = TableDriver(c, shoe, "blackjack", seed=4)
+    drv.play(lambda x: x.phase == "round" and x.events > 8)
+
+    def restart(k):
+        d.kill()
+        d.start()
+        wait_for(lambda: d.logtext().count("recovered:") >= k, 30, "the daemon's recovery")
+    restart(2)
+    time.sleep(14.0)              # running, the round waiting, nothing journaled
+    db = sqlite3.connect(d.journal)
+    stamp = db.execute("SELECT value FROM meta WHERE key='alive_at'").fetchone()
+    db.close()
+    restart(3)
+    time.sleep(1.0)               # its void, if any, published
+    assert not [m for m in c.events.values() if m["type"] == "round_voided"], d.logtext()[-2000:]
+    assert stamp is not None and time.time() - float(stamp[0]) < 15
+
+
 def test_journal_is_private_and_check_config_names_every_error(rig, tmp_path):
     b = rig.broker()
     shoe = rig.shoe(decks=8, seed=1)
