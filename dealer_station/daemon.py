@@ -290,7 +290,8 @@ class Daemon(Lifecycle, Devices, Effects):
         now, kept, after = clock(), [], []
         for stamp, item in excess:
             ev = self._event(item)
-            if ev.user is None and bytes(ev.payload[:16]) == b'{"type":"probe",':
+            pre = self.q.probe_prefix   # the queue's test: anything else is refused busy
+            if ev.user is None and pre is not None and bytes(ev.payload[:len(pre)]) == pre:
                 self.put_at = stamp   # judged by when it was received (station_probe.py)
                 self.handle(item)     # the station's own probe echo: consumed, never refused
                 continue

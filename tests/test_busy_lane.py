@@ -158,3 +158,36 @@ def test_a_busy_reply_says_how_full_its_senders_lane_was_not_what_is_left(daemon
     assert {r["reason"] for r in busy} == {
         "table busy: 2 commands from this sender were waiting when it came; this one was not "
         "applied, send it again later"}
+
+
+def test_only_the_tables_own_probe_is_spared_the_busy_refusal(daemon, monkeypatch):
+    """The queue files an echo by the probe's own prefix (its nonce's random seed) into its
+    lane; the busy lane spared anything beginning '{"type":"probe",' (outage40): a command on
+    `commands` beyond its lane that merely looked like a probe skipped the batch's refusal and
+    was handled in full (answered `malformed`, journaled on its own, ahead of the batch's
+    earlier refusals). Now only the table's own probe is spared: a copy of it beyond the probe
+    lane is still consumed, never answered."""
+    from dealer_station.station_types import BrokerUp, Clock, Probe
+    import time
+    d = daemon
+    prefix = d.q.probe_prefix
+    d.q = StampedQueue(lane_max=1)
+    d.q.probe_prefix = prefix
+    replies = []
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: None)
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: replies.append(payload))
+    effects = d.station.step(BrokerUp(False), Clock(time.time(), time.monotonic()))
+    [probe] = [e.payload for e in effects if isinstance(e, Probe)]
+    d.q.put(_cmd(json.dumps({"type": "resume", "id": "a"}).encode(), 1, None))   # holds the lane
+    lookalike = b'{"type":"probe","nonce":"someone-1","id":"f1"}'
+    d.q.put(_cmd(lookalike, 2, None))                   # beyond the lane: busy
+    d.q.put(_cmd(probe, 3, None))                       # the probe lane
+    d.q.put(_cmd(probe, 4, None))                       # a copy beyond it: the busy lane
+    for _ in range(4):
+        d.run_once(0)
+    assert not d.q.qsize()
+    by_id = {r["id"]: r for r in replies}
+    assert set(by_id) == {"a", "f1"}, replies           # our probe is never answered
+    assert by_id["f1"]["code"] == "busy"
+    assert d.station.devices["commands"] == {"state": "ok"}
