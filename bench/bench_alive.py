@@ -1,5 +1,5 @@
 """The cost of the outage rule's proof of life (dealer_station/station_alive.py): one `alive_at`
-meta stamp, as the daemon writes it (Journal.set_meta, sync False: WAL, synchronous NORMAL, no
+meta stamp, as the daemon writes it (Journal.set_meta_unsynced: WAL, synchronous NORMAL, no
 fsync), against the same stamp synced (synchronous FULL). Per stamp: the time the loop spends,
 the bytes the process hands the storage layer (/proc/self/io write_bytes) and the WAL's growth.
 A stamp is written only while a round is open and nothing was journaled for an interval
@@ -39,7 +39,7 @@ def measure(folder, stamps, sync):
     wal = path + "-wal"
     b0, t0 = write_bytes(), time.perf_counter()
     for i in range(stamps):
-        j.set_meta("alive_at", f"{1_800_000_000 + i * 5:.3f}", sync=sync)
+        (j.set_meta if sync else j.set_meta_unsynced)("alive_at", f"{1_800_000_000 + i * 5:.3f}")
     t = time.perf_counter() - t0
     b = write_bytes() - b0
     size = os.path.getsize(wal) if os.path.exists(wal) else 0

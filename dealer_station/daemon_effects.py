@@ -129,7 +129,10 @@ class Effects:
         elif t is Audit:
             self.journal.audit(e.entry)
         elif t is SetMeta:
-            self.journal.set_meta(e.key, e.value, e.sync)
+            if e.sync:
+                self.journal.set_meta(e.key, e.value)
+            else:
+                self.journal.set_meta_unsynced(e.key, e.value)
         elif t is Archive:
             self._archive()
         elif t is ResendPage:   # back on the queue, its own lane: a card takes its turn

@@ -278,7 +278,11 @@ class Journal:
                 or self.acked_through - self.acked_written >= self.MARK_EVERY_EVENTS):
             self.acked_at = now
             self.acked_written = self.acked_through
-            self.set_meta("acked_through", self.acked_through, sync=False)  # losing it: repeats
+            self.db.execute("PRAGMA synchronous=NORMAL")   # losing it costs only repeats
+            try:
+                self.set_meta("acked_through", self.acked_through)
+            finally:
+                self.db.execute("PRAGMA synchronous=FULL")
 
     def unsent(self):
         """Events not known to be acknowledged, in order (some may be: a repeat is harmless)."""
@@ -374,12 +378,12 @@ class Journal:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
-    def set_meta(self, key, value, sync=True):
-        """One meta value in its own commit; `sync` False: without an fsync (WAL, synchronous
-        NORMAL: a killed process keeps it, a power cut may lose it), for what may be lost."""
-        if sync:
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
-            return
+    def set_meta(self, key, value):
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+
+    def set_meta_unsynced(self, key, value):
+        """One meta value in its own commit without an fsync (WAL, synchronous NORMAL: a killed
+        process keeps it, a power cut may lose it), for what may be lost (SetMeta.sync False)."""
         self.db.execute("PRAGMA synchronous=NORMAL")
         try:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
