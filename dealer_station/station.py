@@ -144,7 +144,7 @@ class Station(StationCommands, StationDevices):
             self.shoe_pos = tuple(int(x) for x in shoe_pos.split(":"))
         if broker_answered:
             self.broker.remember(broker_answered)
-        self.alive_at = stamp_value(alive_at)
+        self.alive_at = stamp_value(alive_at, next_n - 1)
         effects = []
         for n, doc in checkpoints:
             try:
@@ -182,9 +182,9 @@ class Station(StationCommands, StationDevices):
                          "unsent": len(self.pending), "mismatches": mismatches}
         if announced_at is not None:
             effects += self._arm(clock.mono - (clock.wall - announced_at))
-        # down since the table was last known alive: its last input or its stamp, whichever is
-        # later (the max: never more than counted from the last input alone; wall clock steps,
-        # e.g. a Pi booting before NTP, are taken as they come, as before)
+        # down since the table was last known alive: its last input or its stamp after it,
+        # whichever is later (the max: never more than counted from the last input alone; wall
+        # clock steps, e.g. a Pi booting before NTP, are taken as they come, as before)
         alive = max((a for a in (last_at, self.alive_at) if a is not None), default=None)
         outage = clock.wall - alive if last_at else 0.0
         limit = self.s.void_after_outage_s
@@ -426,7 +426,7 @@ class Station(StationCommands, StationDevices):
             if expect(self.table) == e:
                 effects += self.process(body, "timer", clock)[0]
         effects += self.alive.due_now(clock, self.s.void_after_outage_s,
-                                      self.table.round is not None)
+                                      self.table.round is not None, self.next_n - 1)
         return effects + [self._wake()]
 
     # -- the broker link (station_broker.py) ----------------------------------------------------

@@ -14,6 +14,10 @@ from the later of the last input and that stamp.
 - The stamp is written without a sync (SetMeta.sync False): a kill keeps it (the OS has it); a
   power cut may lose the last ones (the page cache's writeback, ~30 s), which only makes the
   outage look longer, never shorter.
+- The stamp names the last input journaled before it ("<wall> <input n>"): recovery uses it only
+  if no input came after it. A stamp left from earlier (a round before, or this one before an
+  input) is no proof: taken by the later wall time, a clock stepped back after it (a Pi's clock
+  set right by NTP) would have under-counted a real outage.
 - A journal without a stamp (written before) counts from its last input, as before.
 """
 from .station_types import SetMeta
@@ -27,11 +31,13 @@ def every(limit):
     return min(EVERY_MAX_S, max(EVERY_MIN_S, limit / 4)) if limit else EVERY_MAX_S
 
 
-def stamp_value(text):
-    """The journaled stamp as seconds since the epoch, or None (absent, or not a number)."""
+def stamp_value(text, last_n):
+    """The journaled stamp as seconds since the epoch if it came after input `last_n`, the
+    journal's last, and no other; else None (absent, older, or not a stamp)."""
     try:
-        return float(text) if text is not None else None
-    except ValueError:
+        wall, n = text.split()
+        return float(wall) if int(n) == last_n else None
+    except (AttributeError, ValueError):
         return None
 
 
@@ -50,8 +56,9 @@ class AliveWatch:
     def wake_at(self):
         return self.due
 
-    def due_now(self, clock, limit, round_open):
-        """At a TimerDue: [SetMeta] when a stamp is due and can matter, else []."""
+    def due_now(self, clock, limit, round_open, last_n):
+        """At a TimerDue: [SetMeta] when a stamp is due and can matter, else []. `last_n`: the
+        number of the last input journaled."""
         if self.due is None or clock.mono < self.due:
             return []
         n = every(limit)
@@ -63,4 +70,4 @@ class AliveWatch:
         self.due = clock.mono + n
         if not (limit and round_open):
             return []
-        return [SetMeta("alive_at", f"{clock.wall:.3f}", sync=False)]
+        return [SetMeta("alive_at", f"{clock.wall:.3f} {last_n}", sync=False)]

@@ -156,11 +156,13 @@ class StationMachine(RuleBasedStateMachine):
                 self.proof = self.wall
             if isinstance(e, SetMeta) and e.key == "alive_at":
                 # the time it is written, while a round is open, once the table ran an interval
-                assert float(e.value) == round(self.wall, 3) and not e.sync
+                wall, n = e.value.split()       # when, after which input
+                assert float(wall) == round(self.wall, 3) and not e.sync
+                assert int(n) == self.rig.st.next_n - 1
                 assert self.rig.st.table.round is not None
                 assert self.mono >= self.up_since + ALIVE_S - 1e-6, "a stamp before it ran"
                 hypothesis_event("an alive_at stamp")   # (`event` is the parameter here)
-                self.proof = float(e.value)
+                self.proof = float(wall)
         if isinstance(event, Command):
             assert sum(isinstance(e, Reply) for e in effects) == 1
             ack = first(effects, AckCommand)

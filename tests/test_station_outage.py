@@ -149,3 +149,20 @@ def test_no_stamp_while_no_round_waits_or_the_rule_is_off(tmp_path):
     off = Loop(tmp_path / "b", limit=0.0)
     off.into_a_round()
     assert stamps(off, 60.0) == 0
+
+
+def test_a_stamp_older_than_the_last_input_proves_nothing(tmp_path):
+    """The clock ahead while the round waited (stamps in the clock's future), then set back
+    (NTP), an input, a kill, down 500 s: that stamp, later by the wall clock than everything
+    since, would have counted the outage as negative and the round gone on. A stamp counts
+    only if no input came after it; the old rule then: from the last input."""
+    t = Loop(tmp_path)
+    t.into_a_round()
+    t.wall += 1000.0                  # the clock 1,000 s ahead
+    t.run_for(20.0)                   # stamps at the wrong time
+    stamp = t.rig.j.get_meta("alive_at")
+    assert stamp is not None and float(stamp.split()[0]) > t.wall - 10
+    t.wall -= 1000.0                  # set right
+    t.step(Command(b'{"id":"p","type":"pause","reason":"x"}'))
+    t.crash(500.0)
+    assert len(t.voids) == 1 and "down for 500 s" in t.voids[0].body["reason"]
