@@ -35,8 +35,10 @@ fanned as dealt, any angle, truth in hands.json). Each with a labels.csv (image,
 condition) for `shoe-calibrate camera templates/accuracy`. `score_hands` runs `recognize --json`
 on the hands and counts read/refused/wrong (a card not in the hand = wrong).
 
-Usage: bench/blackbox_camera.py fetch WORK; render WORK [THEME,...]; retake WORK THEME SET CARD;
-score_hands WORK THEME TEMPLATES
+Usage: bench/blackbox_camera.py fetch WORK; render WORK [THEME,...]; table_check2 WORK THEME;
+retake WORK THEME SET CARD; score_hands WORK THEME TEMPLATES. Then, from WORK, the documented
+commands, e.g. `shoe-calibrate camera templates --labels anglo/table_ref/labels.csv --out T` and
+`shoe-calibrate camera accuracy --templates T --labels anglo/table_check/labels.csv --json`.
 """
 import csv
 import gzip
@@ -324,6 +326,24 @@ def score_hands(work, theme, templates, cli="shoe-calibrate", wrong_dir="blackbo
     return {k: dict(v) for k, v in stats.items()}
 
 
+def table_check2(work, theme, n=3):
+    """The table's second set of single cards (seed 41, n photos a card, surfaces in turn)."""
+    cards = load_cards(work, theme)
+    names = list(cards)
+    rng = np.random.default_rng([41, THEMES.index(theme), 3])
+    d = os.path.join(work, theme, "table_check2")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "labels.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["image", "rank", "suit", "deck", "condition"])
+        for k in range(n * len(names)):
+            card, kind = names[k % 52], SURFACES[(k + k // 52) % len(SURFACES)]
+            jpg, _ = photo(rng, [cards[card]], kind, (1280, 720), 125, False, True)
+            fn = f"{kind}_{card}_{k // 52}.jpg"
+            open(os.path.join(d, fn), "wb").write(jpg)
+            wr.writerow([fn, card[0].replace("T", "10"), card[1], theme, kind])
+
+
 def retake(work, theme, name, card):
     """Takes one reference photo again (fresh seed 1234), as `templates` asks for a refused card."""
     cards = load_cards(work, theme)
@@ -340,6 +360,8 @@ if __name__ == "__main__":
         fetch(work)
     elif cmd == "render":
         render(work, sys.argv[3].split(",") if len(sys.argv) > 3 else THEMES)
+    elif cmd == "table_check2":
+        table_check2(work, sys.argv[3])
     elif cmd == "retake":
         retake(work, *sys.argv[3:6])
     elif cmd == "score_hands":
