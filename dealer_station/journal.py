@@ -33,6 +33,22 @@ COUNTS = """CREATE TABLE IF NOT EXISTS refused_counts (
     origin TEXT NOT NULL, first_at REAL NOT NULL, last_at REAL NOT NULL, count INTEGER NOT NULL,
     reason TEXT NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (window_at, sender, kind, code))
     WITHOUT ROWID;"""
+# a command's reply under its sender and id: each sender has its own ids (ids41). sender: the
+# login of commands/<login>, "" for the shared `commands` topic, ANY_SENDER in a row from before
+COMMANDS = """CREATE TABLE IF NOT EXISTS commands (
+    id TEXT NOT NULL, sender TEXT NOT NULL, input_n INTEGER, reply TEXT NOT NULL,
+    PRIMARY KEY (id, sender)) WITHOUT ROWID;"""
+# the ids of the newest COUNTED_IDS counted engine rejections (not inputs: no `commands` row),
+# written with their counts: a resend after a restart answers `duplicate`, as a journaled one
+# (ids39: only remembered in memory, it was judged again after a restart and applied); one
+# per sender and id (ids41)
+COUNTED = """CREATE TABLE IF NOT EXISTS counted_ids (
+    n INTEGER PRIMARY KEY, id TEXT NOT NULL, sender TEXT NOT NULL, kind TEXT NOT NULL,
+    code TEXT NOT NULL, at REAL NOT NULL, reply TEXT NOT NULL, UNIQUE (id, sender));"""
+# A journal from before ids41 kept no command's sender: its rows are given this one, which
+# answers every sender, so each of its ids stays as it was (one namespace: a copy from anyone is
+# a `duplicate`, never applied again). No login can be named so: no topic level holds "#".
+ANY_SENDER = "#"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- n_out: how many outputs the input gave, checked by replay (kept here: an index on
@@ -44,8 +60,7 @@ CREATE TABLE IF NOT EXISTS inputs (
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY, input_n INTEGER NOT NULL, body TEXT NOT NULL,
     sent INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS commands (
-    id TEXT PRIMARY KEY, input_n INTEGER, reply TEXT NOT NULL) WITHOUT ROWID;
+COMMANDS_TABLE
 CREATE TABLE IF NOT EXISTS checkpoints (input_n INTEGER PRIMARY KEY, state BLOB NOT NULL);
 -- input that never reached the engine (a malformed command): kept, so a poison message is on
 -- record once and acknowledged, never delivered again
@@ -56,12 +71,7 @@ CREATE TABLE IF NOT EXISTS refused (
 -- per sender, window, kind (malformed, rights, engine) and code, one added to its count for each;
 -- reason and payload: the first one's
 COUNTS_TABLE
--- the ids of the newest COUNTED_IDS counted engine rejections (not inputs: no `commands` row),
--- written with their counts: a resend after a restart answers `duplicate`, as a journaled one
--- (ids39: only remembered in memory, it was judged again after a restart and applied)
-CREATE TABLE IF NOT EXISTS counted_ids (
-    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, sender TEXT NOT NULL, kind TEXT NOT NULL,
-    code TEXT NOT NULL, at REAL NOT NULL, reply TEXT NOT NULL);
+COUNTED_TABLE
 -- the audit log: every staff decision (who, role, what, why, the outcome) and every start of the
 -- software (its version and configuration hash); each entry names the hash of the one before
 -- (signing.chain_entry) and SQLite refuses to change or delete one: append-only
@@ -70,7 +80,8 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-""".replace("COUNTS_TABLE", COUNTS)
+""".replace("COUNTS_TABLE", COUNTS).replace("COMMANDS_TABLE", COMMANDS).replace(
+    "COUNTED_TABLE", COUNTED)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 REASON_KEPT = 400    # bytes of a counted rejection's reason kept with its id (it may quote input)
@@ -175,6 +186,7 @@ class Journal:
                        "origin, first_at, last_at, count, reason, payload FROM refused_counts_v1")
             db.execute("DROP TABLE refused_counts_v1")
             db.execute("COMMIT")
+        self._upgrade_ids()
         if db.execute("SELECT 1 FROM inputs WHERE n_out IS NULL LIMIT 1").fetchone():
             db.execute("BEGIN IMMEDIATE")
             db.execute("UPDATE inputs SET n_out = g.c FROM (SELECT input_n, COUNT(*) AS c FROM "
@@ -191,6 +203,30 @@ class Journal:
         self.acked_above = set()       # acknowledged out of order, above the mark
         self.acked_written = self.acked_through
         self.acked_at = 0.0
+
+    def _upgrade_ids(self):
+        """Journals from before ids41: one id space for every sender. Each id journaled then
+        keeps answering `duplicate` to everyone (ANY_SENDER: its sender was not kept); a counted
+        rejection's id, whose sender was kept, is that sender's own from now on."""
+        db = self.db
+        if "sender" not in {r[1] for r in db.execute("PRAGMA table_info(commands)")}:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ALTER TABLE commands RENAME TO commands_v1")
+            db.execute(COMMANDS)
+            db.execute("INSERT INTO commands (id, sender, input_n, reply) SELECT id, ?, input_n, "
+                       "reply FROM commands_v1", (ANY_SENDER,))
+            db.execute("DROP TABLE commands_v1")
+            db.execute("COMMIT")
+        unique = [[c[2] for c in db.execute(f"PRAGMA index_info({ix[1]})")]
+                  for ix in db.execute("PRAGMA index_list(counted_ids)") if ix[2]]
+        if ["id"] in unique:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ALTER TABLE counted_ids RENAME TO counted_ids_v1")
+            db.execute(COUNTED)
+            db.execute("INSERT INTO counted_ids SELECT n, id, sender, kind, code, at, reply FROM "
+                       "counted_ids_v1")
+            db.execute("DROP TABLE counted_ids_v1")
+            db.execute("COMMIT")
 
     def _check_meta(self, key, value):
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -229,8 +265,8 @@ class Journal:
             db.executemany("INSERT INTO outbox (seq, input_n, body) VALUES (?, ?, ?)",
                            [(s, r.n, m) for s, m in r.messages])
             if r.command_id is not None:
-                db.execute("INSERT INTO commands VALUES (?, ?, ?)",
-                           (r.command_id, r.n, _dumps(r.reply)))
+                db.execute("INSERT INTO commands (id, sender, input_n, reply) VALUES (?, ?, ?, ?)",
+                           (r.command_id, r.sender, r.n, _dumps(r.reply)))
             if r.checkpoint is not None:
                 self._checkpoint(r.n, r.checkpoint)
             db.executemany("INSERT INTO audit (entry, hash) VALUES (?, ?)", r.audit)
@@ -253,12 +289,14 @@ class Journal:
         row = self.db.execute("SELECT body FROM outbox ORDER BY seq DESC LIMIT 1").fetchone()
         return row[0] if row else None
 
-    def command_reply(self, command_id):
-        """The first reply to this id: a journaled command's, or a counted rejection's (one of
-        the newest COUNTED_IDS), or None."""
-        row = (self.db.execute("SELECT reply FROM commands WHERE id=?", (command_id,)).fetchone()
-               or self.db.execute("SELECT reply FROM counted_ids WHERE id=?",
-                                  (command_id,)).fetchone())
+    def command_reply(self, sender, command_id):
+        """The first reply to this sender's id ("" for the shared `commands` topic): a journaled
+        command's (or one from before ids41, whatever its sender), or a counted rejection's (one
+        of the newest COUNTED_IDS), or None."""
+        row = (self.db.execute("SELECT reply FROM commands WHERE id=? AND sender IN (?, ?)",
+                               (command_id, sender, ANY_SENDER)).fetchone()
+               or self.db.execute("SELECT reply FROM counted_ids WHERE id=? AND sender=?",
+                                  (command_id, sender)).fetchone())
         return json.loads(row[0]) if row else None
 
     MARK_EVERY_S = 5.0
@@ -342,7 +380,7 @@ class Journal:
                 "ON CONFLICT (window_at, sender, kind, code) DO UPDATE SET last_at = "
                 "MAX(last_at, excluded.last_at), count = count + excluded.count", rows)
             if ids:
-                # an id already kept keeps its first answer (one id, one command)
+                # an id already kept keeps its first answer (one id, one command, per sender)
                 db.executemany("INSERT OR IGNORE INTO counted_ids (id, sender, kind, code, at, "
                                "reply) VALUES (?, ?, ?, ?, ?, ?)", ids)
                 db.execute("DELETE FROM counted_ids WHERE n <= (SELECT MAX(n) FROM counted_ids)"

@@ -47,9 +47,10 @@ class RefusalBudget:
         self.counted = {}          # sender -> {(kind, code): refusals counted} this window
         self.seen = set()          # senders (their own names) counted this window
         self.flooding = set()      # senders counted in the window before: said once per flood
-        # id -> reply of the last IDS engine rejections counted: no `commands` row answers a
-        # retry with the same id `duplicate`, so this does (one id, one command) until the
-        # burst's write puts it in the journal's counted_ids (Journal.command_reply)
+        # (sender, id) -> reply of the last IDS engine rejections counted: no `commands` row
+        # answers a retry with the same id `duplicate`, so this does (one id, one command, per
+        # sender) until the burst's write puts it in the journal's counted_ids
+        # (Journal.command_reply)
         self.ids = OrderedDict()
 
     def configure(self, keep, window_s):
@@ -99,8 +100,8 @@ class RefusalBudget:
                                  kind),
                           Count("commands_refused_counted_total", (("kind", kind),))], first
 
-    def remember(self, cid, reply):
-        self.ids[cid] = reply
+    def remember(self, key, reply):
+        self.ids[key] = reply
         while len(self.ids) > IDS:
             self.ids.popitem(last=False)
 

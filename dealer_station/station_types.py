@@ -104,7 +104,7 @@ class ResendRows(NamedTuple):
 
 class Record(NamedTuple):
     """One journal transaction: the input as input number `n`, its outputs in the outbox, the
-    command's reply under its id, and a checkpoint of the table after it (or None)."""
+    command's reply under its sender and id, and a checkpoint of the table after it (or None)."""
     n: int
     at: float
     origin: str
@@ -115,6 +115,8 @@ class Record(NamedTuple):
     reply: dict | None
     checkpoint: dict | None
     audit: tuple = ()        # ((entry text, hash), ...) for the audit log, same transaction
+    sender: str = ""         # the command's sender (the login of commands/<login>, "" for
+                             # `commands`): its id is that sender's own (journal `commands`)
 
 
 class Refuse(NamedTuple):

@@ -47,7 +47,7 @@ class Rig:
         wanted = self.st.reads(ev)
         reads = {}
         if "command_reply" in wanted:
-            reads["command_reply"] = self.j.command_reply(wanted["command_reply"])
+            reads["command_reply"] = self.j.command_reply(*wanted["command_reply"])
         if "outbox_from" in wanted:
             reads["outbox_rows"] = self.j.outbox_from(wanted["outbox_from"])
         return self.carry(self.st.step(ev, self.clock(), reads))
