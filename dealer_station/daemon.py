@@ -93,7 +93,7 @@ class Daemon(Lifecycle, Devices, Effects):
         # the position is, each command's PUBACK held until then: a crash before it has the
         # broker deliver them again, to be counted again (station_refusals.tally)
         self.counts_write = {}
-        self.ids_write = []               # their counted engine rejections (Refuse), for the ids
+        self.ids_write = []               # their counted refusals with an id (Refuse): the ids
         self.held_cmd_acks = []           # replies and PUBACKs behind counts not yet written
         self.held_replies = 0             # the replies among them (_open)
         # below paho's in-flight window: an event handed to the link is sent at once, never

@@ -23,7 +23,7 @@ import time
 from .lock import InstanceLock, LockedError
 from .station_refusals import tally
 
-# counted engine rejections whose ids are kept (table counted_ids, the newest): about 0.6 KB each
+# refused commands whose ids are kept (table counted_ids, the newest): about 0.6 KB each
 # (a 64-character id, a long reason), 3.1 MB measured for 5,000, whatever a flood sends (the point
 # of counting was a bounded journal)
 COUNTED_IDS = 5000
@@ -38,10 +38,11 @@ COUNTS = """CREATE TABLE IF NOT EXISTS refused_counts (
 COMMANDS = """CREATE TABLE IF NOT EXISTS commands (
     id TEXT NOT NULL, sender TEXT NOT NULL, input_n INTEGER, reply TEXT NOT NULL,
     PRIMARY KEY (id, sender)) WITHOUT ROWID;"""
-# the ids of the newest COUNTED_IDS counted engine rejections (not inputs: no `commands` row),
-# written with their counts: a resend after a restart answers `duplicate`, as a journaled one
-# (ids39: only remembered in memory, it was judged again after a restart and applied); one
-# per sender and id (ids41)
+# the ids of the newest COUNTED_IDS refused commands that are no input (no `commands` row):
+# engine rejections counted beyond a flood's budget, written with their counts (ids39: only
+# remembered in memory, one was judged again after a restart and applied), and refusals by the
+# staff rights (kind `rights`, ids41), so a copy answers `duplicate` as a journaled one does;
+# one per sender and id (ids41)
 COUNTED = """CREATE TABLE IF NOT EXISTS counted_ids (
     n INTEGER PRIMARY KEY, id TEXT NOT NULL, sender TEXT NOT NULL, kind TEXT NOT NULL,
     code TEXT NOT NULL, at REAL NOT NULL, reply TEXT NOT NULL, UNIQUE (id, sender));"""
@@ -273,12 +274,21 @@ class Journal:
         if r.messages:
             self.next_seq = r.messages[-1][0] + 1
 
-    def audit(self, entry):
-        """One audit log entry (text, hash) on its own, synced: a staff decision is evidence."""
-        try:
-            self.db.execute("INSERT INTO audit (entry, hash) VALUES (?, ?)", tuple(entry))
-        except sqlite3.Error as e:
-            raise storage_error(self.path, e) from e
+    def audit(self, entry, remember=None):
+        """One audit log entry (text, hash) on its own, synced: a staff decision is evidence.
+        `remember`: a command refused by the staff rights, (its sender, its reply): its id kept
+        in counted_ids in the same transaction (kind `rights`), so a copy is a `duplicate`."""
+        if remember is None:
+            try:
+                self.db.execute("INSERT INTO audit (entry, hash) VALUES (?, ?)", tuple(entry))
+            except sqlite3.Error as e:
+                raise storage_error(self.path, e) from e
+            return
+        sender, reply = remember
+        with self._transaction() as db:
+            db.execute("INSERT INTO audit (entry, hash) VALUES (?, ?)", tuple(entry))
+            self._keep_ids(db, [(reply["id"], sender, "rights", reply["code"], time.time(),
+                                 _dumps(_kept(reply)))])
 
     def audit_head(self):
         row = self.db.execute("SELECT hash FROM audit ORDER BY n DESC LIMIT 1").fetchone()
@@ -363,9 +373,9 @@ class Journal:
     def count_refused(self, counts, remembered=()):
         """Counted refusals (`tally`), in one transaction: each added to its sender's
         `refused_counts` row of the window, kind and code (a new row the first time, or after it
-        was archived), and the ids of the counted engine rejections among `remembered` (their
-        `Refuse` effects) to `counted_ids`, pruned to the newest COUNTED_IDS. The daemon writes
-        a burst's at once: one fsync, not one per command."""
+        was archived), and the ids of the counted engine and rights refusals among `remembered`
+        (their `Refuse` effects) to `counted_ids`, pruned to the newest COUNTED_IDS. The daemon
+        writes a burst's at once: one fsync, not one per command."""
         rows = [(*key, origin, first, last, n, reason, payload)
                 for key, (origin, first, last, n, reason, payload) in counts.items()]
         ids = [(reply["id"], login, r.kind, r.code, r.counted[1], _dumps(_kept(reply)))
@@ -380,11 +390,17 @@ class Journal:
                 "ON CONFLICT (window_at, sender, kind, code) DO UPDATE SET last_at = "
                 "MAX(last_at, excluded.last_at), count = count + excluded.count", rows)
             if ids:
-                # an id already kept keeps its first answer (one id, one command, per sender)
-                db.executemany("INSERT OR IGNORE INTO counted_ids (id, sender, kind, code, at, "
-                               "reply) VALUES (?, ?, ?, ?, ?, ?)", ids)
-                db.execute("DELETE FROM counted_ids WHERE n <= (SELECT MAX(n) FROM counted_ids)"
-                           " - ?", (COUNTED_IDS,))
+                self._keep_ids(db, ids)
+
+    @staticmethod
+    def _keep_ids(db, ids):
+        """Refused commands' ids (id, sender, kind, code, at, reply) into counted_ids, pruned to
+        the newest COUNTED_IDS; an id its sender already has keeps its first answer (one id, one
+        command, per sender)."""
+        db.executemany("INSERT OR IGNORE INTO counted_ids (id, sender, kind, code, at, reply) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", ids)
+        db.execute("DELETE FROM counted_ids WHERE n <= (SELECT MAX(n) FROM counted_ids) - ?",
+                   (COUNTED_IDS,))
 
     def refuse_many(self, rs):
         """Several `Refuse` in one transaction: one sync for a burst of commands refused busy

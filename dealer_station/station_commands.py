@@ -95,8 +95,11 @@ class StationCommands:
                 if d.code is not None:
                     reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
                              "code": d.code, "reason": d.reason}
-                    effects = (self._counted(ev, clock, "rights", reply)
-                               or self._refuse_right(clock, "command", cmd["type"], cmd["id"], d))
+                    effects = self._counted(ev, clock, "rights", reply)
+                    if effects is None:     # kept in full: its audit entry, its id with it
+                        effects = [e._replace(remember=(key[0], reply)) if isinstance(e, Audit)
+                                   else e for e in self._refuse_right(clock, "command",
+                                                                      cmd["type"], cmd["id"], d)]
                 elif cmd["type"] == "resend":
                     effects, reply = self._resend(cmd, reads.get("outbox_row"))
                     self.resends[key] = reply
@@ -145,12 +148,13 @@ class StationCommands:
                                    f"counted in refused_counts (window_at {b.start[1]!r})")
             effects.insert(0, Audit(self._audit_entry(clock, "command", "refusals_counted", None,
                                                       note, f"counted:{kind}")))
-        if kind == "engine":
-            # remembered in memory until the burst's write, and journaled with its count (the
-            # Refuse's `remember`): after a restart the journal answers `duplicate` (ids39)
-            self.refusals.remember(command_key(ev, reply["id"]), reply)
-            effects = [e._replace(remember=(ev.user or "", reply)) if isinstance(e, Refuse)
-                       else e for e in effects]
+        # remembered in memory until the burst's write, and journaled with its count (the
+        # Refuse's `remember`): after a restart the journal answers `duplicate` (ids39). A rights
+        # refusal too (ids41: its copy was judged again, and could be applied once the table's
+        # state allowed it, e.g. a dealer's `resume` after the supervisor's)
+        self.refusals.remember(command_key(ev, reply["id"]), reply)
+        effects = [e._replace(remember=(ev.user or "", reply)) if isinstance(e, Refuse)
+                   else e for e in effects]
         return effects + [Count("rejected_total", (("code", reply["code"]),))]
 
     @staticmethod

@@ -131,14 +131,18 @@ class Refuse(NamedTuple):
     sender: str = ""
     counted: tuple = None
     kind: str = "malformed"
-    # a counted engine rejection: (its sender's own login, its reply), its id journaled with the
-    # count (table counted_ids) so a resend after a restart is a `duplicate`, never applied
+    # a counted engine or rights refusal: (its sender's own login, its reply), its id journaled
+    # with the count (table counted_ids) so a resend after a restart is a `duplicate`, never
+    # applied
     remember: tuple = None
 
 
 class Audit(NamedTuple):
     """An audit log entry on its own (a staff decision that never reached the engine)."""
     entry: tuple             # (entry text, hash)
+    # a command refused by the staff rights: (its sender, its reply), its id journaled with the
+    # entry (table counted_ids) so a copy is a `duplicate`, never judged again (ids41)
+    remember: tuple = None
 
 
 class AckShoe(NamedTuple):

@@ -57,7 +57,7 @@ class Rig:
             if isinstance(e, Record):
                 self.j.write(e)
             elif isinstance(e, Audit):
-                self.j.audit(e.entry)
+                self.j.audit(e.entry, e.remember)
             elif isinstance(e, Refuse):
                 self.j.refuse(e)
             elif isinstance(e, SetMeta):

@@ -20,6 +20,7 @@ from test_broker_not_mqtt import _daemon_without_broker
 RESUME = {"type": "resume"}                  # rejected `not_paused` on a table that plays
 RESEND = {"type": "resend", "from": 10 ** 9}     # accepted, publishes nothing
 BS = None                                    # the betting system: the plain `commands` topic
+STAFF = Staff({"d-anna": "dealer", "s-carol": "supervisor"})
 
 
 def _ready(rig):
@@ -61,8 +62,7 @@ def test_a_login_taking_the_betting_systems_next_id_does_not_stop_its_command(tm
 
 def test_a_staff_login_cannot_take_the_betting_systems_ids_either(tmp_path):
     """A dealer's command accepted (journaled) with the id the betting system uses next."""
-    rig = Rig(tmp_path / "journal.sqlite",
-              staff=Staff({"d-anna": "dealer", "s-carol": "supervisor"}))
+    rig = Rig(tmp_path / "journal.sqlite", staff=STAFF)
     _ready(rig)
     anna = rig.command({"type": "pause", "reason": "break"}, user="d-anna", cid="r-7")
     assert anna["status"] == "accepted"
@@ -94,6 +94,36 @@ def test_same_sender_copies_are_duplicates_after_a_restart_and_other_senders_are
     assert rig.command({"type": "pause", "reason": "x"}, user="s-bob", cid="k")["status"] == \
         "accepted"
     assert rig.command(RESUME, user="s-bob", cid="c")["status"] == "accepted"
+    rig.j.close()
+
+
+@pytest.mark.parametrize("counted", [False, True])
+def test_a_rights_refusal_is_remembered_by_its_sender_and_id(tmp_path, counted):
+    """On main a command refused by the staff rights kept no id: its copy was judged again, and
+    applied once the table allowed it (a dealer's `resume` refused during an irregularity's
+    pause, its copy applied after the supervisor had paused the table again). Now its copy is a
+    `duplicate` (kept or counted, after a restart too); another sender's same id is its own."""
+    rig = Rig(tmp_path / "journal.sqlite", staff=STAFF)
+    rig.settings.refused_keep = 1
+    rig.st.s = rig.settings
+    _ready(rig)
+    if counted:                 # anna's budget spent: her next refusal is counted
+        assert rig.command({"type": "void_round", "reason": "x"}, user="d-anna",
+                           cid="v-0")["code"] == "not_authorized"
+    first = rig.command({"type": "betting_closed", "seats": [1]}, user="d-anna", cid="x-1")
+    assert first["code"] == "not_authorized"
+    assert rig.j.db.execute("SELECT sender, kind FROM counted_ids WHERE id = 'x-1'").fetchall() \
+        == [("d-anna", "rights")]
+    assert rig.command({"type": "betting_closed", "seats": [1]}, user="d-anna",
+                       cid="x-1") == _dup(first)
+    rig.j.close()
+    rig.open()
+    assert rig.command({"type": "betting_closed", "seats": [1]}, user="d-anna",
+                       cid="x-1") == _dup(first)
+    audit = rig.j.db.execute("SELECT COUNT(*) FROM audit WHERE entry LIKE '%x-1%'").fetchone()[0]
+    assert audit == (0 if counted else 1)            # the copies are no new staff decision
+    r = rig.command({"type": "betting_closed", "seats": [1]}, user=BS, cid="x-1")
+    assert r["status"] == "accepted" and rig.st.table.phase != "ready"
     rig.j.close()
 
 
