@@ -12,7 +12,7 @@ The archive is gzip-compressed JSON Lines (docs/architecture.md, "Journal archiv
      "start": null | CHECKPOINT, ...}
     {"kind": "input", "n": 1, "at": 1764500000.1, "origin": "command", "body": {...}, "shoe_seq": null}
     {"kind": "output", "seq": 1, "input_n": 1, "body": {...}}
-    {"kind": "command", "id": "...", "input_n": 1, "reply": {...}}
+    {"kind": "command", "id": "...", "sender": "", "input_n": 1, "reply": {...}}
     {"kind": "refused", "n": 1, "at": ..., "origin": "command", "sender": "alice", "code": ...,
      "reason": ..., "payload_hex": "..."}
     {"kind": "refused", "counted": 480, "window_at": ..., "sender": "alice", "refused": "malformed"
