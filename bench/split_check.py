@@ -93,7 +93,8 @@ CHANGED = {
         "a Refuse is handed to journal.refuse whole, for the refused-command budget (flood37, "
         "merged after the split in 0573f92; tests/test_refused_budget.py); a counted Refuse "
         "summed for the burst's end, a command's PUBACK held behind it (flood38; "
-        "tests/test_refused_flood.py)",
+        "tests/test_refused_flood.py); an Audit's rights refusal id journaled with it (ids41; "
+        "tests/test_command_ids.py)",
     "dealer_station.daemon.Daemon.__init__":
         "counts_write and held_cmd_acks: a burst's counted refusals and the PUBACKs held for "
         "them (flood38)",
@@ -116,6 +117,9 @@ CHANGED = {
     "dealer_station.daemon.Daemon._flush_position":
         "also writes the burst's counted refusals in one transaction, then the PUBACKs held for "
         "them (flood38; tests/test_refused_flood.py)",
+    "dealer_station.daemon.Daemon._reads":
+        "a command's reply looked up by (sender, id): each sender's own ids (ids41; "
+        "tests/test_command_ids.py)",
 }
 
 

@@ -12,7 +12,7 @@ The archive is gzip-compressed JSON Lines (docs/architecture.md, "Journal archiv
      "start": null | CHECKPOINT, ...}
     {"kind": "input", "n": 1, "at": 1764500000.1, "origin": "command", "body": {...}, "shoe_seq": null}
     {"kind": "output", "seq": 1, "input_n": 1, "body": {...}}
-    {"kind": "command", "id": "...", "input_n": 1, "reply": {...}}
+    {"kind": "command", "id": "...", "sender": "", "input_n": 1, "reply": {...}}
     {"kind": "refused", "n": 1, "at": ..., "origin": "command", "sender": "alice", "code": ...,
      "reason": ..., "payload_hex": "..."}
     {"kind": "refused", "counted": 480, "window_at": ..., "sender": "alice", "refused": "malformed"
@@ -177,9 +177,13 @@ def _write(db, path, meta, first, cut, cut_at):
                 "SELECT seq, input_n, body FROM outbox WHERE input_n < ? ORDER BY seq", (cut,)):
             line({"kind": "output", "seq": seq, "input_n": input_n, "body": json.loads(body)})
             counts["outputs"] += 1
-        for cid, input_n, reply in db.execute(
-                "SELECT id, input_n, reply FROM commands WHERE input_n < ?", (cut,)):
-            line({"kind": "command", "id": cid, "input_n": input_n, "reply": json.loads(reply)})
+        # each command's sender (ids41: its id is its sender's own; "#" for a row from before,
+        # which did not keep it; null in a journal no version since has opened)
+        sender = "sender" if "sender" in _columns(db, "commands") else "NULL"
+        for cid, input_n, reply, who in db.execute(
+                f"SELECT id, input_n, reply, {sender} FROM commands WHERE input_n < ?", (cut,)):
+            line({"kind": "command", "id": cid, "sender": who, "input_n": input_n,
+                  "reply": json.loads(reply)})
             counts["commands"] += 1
         # each kept refusal names its sender (the login of commands/<login>, "" for the shared
         # topic; null in a journal from before flood37, which did not keep it)

@@ -93,7 +93,7 @@ class Daemon(Lifecycle, Devices, Effects):
         # the position is, each command's PUBACK held until then: a crash before it has the
         # broker deliver them again, to be counted again (station_refusals.tally)
         self.counts_write = {}
-        self.ids_write = []               # their counted engine rejections (Refuse), for the ids
+        self.ids_write = []               # their counted refusals with an id (Refuse): the ids
         self.held_cmd_acks = []           # replies and PUBACKs behind counts not yet written
         self.held_replies = 0             # the replies among them (_open)
         # below paho's in-flight window: an event handed to the link is sent at once, never
@@ -296,9 +296,9 @@ class Daemon(Lifecycle, Devices, Effects):
                 self.handle(item)     # the station's own probe echo: consumed, never refused
                 continue
             try:
-                # the answer its id already has, if any: a copy of it is a duplicate
-                cid = self.station.reads(ev).get("command_reply")
-                reads = {} if cid is None else {"command_reply": self.journal.command_reply(cid)}
+                # the answer its sender's id already has, if any: a copy of it is a duplicate
+                key = self.station.reads(ev).get("command_reply")      # (sender, id)
+                reads = {} if key is None else {"command_reply": self.journal.command_reply(*key)}
                 effects = busy(self.station, ev, now, self.q.lane_max, reads)
             except STORAGE_ERRORS:
                 raise
@@ -402,7 +402,7 @@ class Daemon(Lifecycle, Devices, Effects):
     def _reads(self, wanted):
         got = {}
         if "command_reply" in wanted:
-            got["command_reply"] = self.journal.command_reply(wanted["command_reply"])
+            got["command_reply"] = self.journal.command_reply(*wanted["command_reply"])
         if "outbox_at" in wanted:
             rows = self.journal.outbox_from(wanted["outbox_at"], limit=1)
             got["outbox_row"] = rows[0] if rows else None

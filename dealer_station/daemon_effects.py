@@ -31,7 +31,7 @@ class Effects:
         for seq in acks:            # each, in order, as before: only the write is batched
             self.shoe.command("ack", seq)
         # the burst's counted refusals too: one transaction, then the PUBACKs held for it
-        if self.counts_write:       # with the counted engine rejections' ids (counted_ids)
+        if self.counts_write:       # with the counted refusals' ids (counted_ids)
             self.journal.count_refused(self.counts_write, self.ids_write)
             self.counts_write, self.ids_write = {}, []
         held, self.held_cmd_acks, self.held_replies = self.held_cmd_acks, [], 0
@@ -127,7 +127,7 @@ class Effects:
         elif t is Refuse:
             self.journal.refuse(e)
         elif t is Audit:
-            self.journal.audit(e.entry)
+            self.journal.audit(e.entry, e.remember)
         elif t is SetMeta:
             if e.sync:
                 self.journal.set_meta(e.key, e.value)

@@ -23,7 +23,7 @@ import time
 from .lock import InstanceLock, LockedError
 from .station_refusals import tally
 
-# counted engine rejections whose ids are kept (table counted_ids, the newest): about 0.6 KB each
+# refused commands whose ids are kept (table counted_ids, the newest): about 0.6 KB each
 # (a 64-character id, a long reason), 3.1 MB measured for 5,000, whatever a flood sends (the point
 # of counting was a bounded journal)
 COUNTED_IDS = 5000
@@ -33,6 +33,23 @@ COUNTS = """CREATE TABLE IF NOT EXISTS refused_counts (
     origin TEXT NOT NULL, first_at REAL NOT NULL, last_at REAL NOT NULL, count INTEGER NOT NULL,
     reason TEXT NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (window_at, sender, kind, code))
     WITHOUT ROWID;"""
+# a command's reply under its sender and id: each sender has its own ids (ids41). sender: the
+# login of commands/<login>, "" for the shared `commands` topic, ANY_SENDER in a row from before
+COMMANDS = """CREATE TABLE IF NOT EXISTS commands (
+    id TEXT NOT NULL, sender TEXT NOT NULL, input_n INTEGER, reply TEXT NOT NULL,
+    PRIMARY KEY (id, sender)) WITHOUT ROWID;"""
+# the ids of the newest COUNTED_IDS refused commands that are no input (no `commands` row):
+# engine rejections counted beyond a flood's budget, written with their counts (ids39: only
+# remembered in memory, one was judged again after a restart and applied), and refusals by the
+# staff rights (kind `rights`, ids41), so a copy answers `duplicate` as a journaled one does;
+# one per sender and id (ids41)
+COUNTED = """CREATE TABLE IF NOT EXISTS counted_ids (
+    n INTEGER PRIMARY KEY, id TEXT NOT NULL, sender TEXT NOT NULL, kind TEXT NOT NULL,
+    code TEXT NOT NULL, at REAL NOT NULL, reply TEXT NOT NULL, UNIQUE (id, sender));"""
+# A journal from before ids41 kept no command's sender: its rows are given this one, which
+# answers every sender, so each of its ids stays as it was (one namespace: a copy from anyone is
+# a `duplicate`, never applied again). No login can be named so: no topic level holds "#".
+ANY_SENDER = "#"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- n_out: how many outputs the input gave, checked by replay (kept here: an index on
@@ -44,8 +61,7 @@ CREATE TABLE IF NOT EXISTS inputs (
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY, input_n INTEGER NOT NULL, body TEXT NOT NULL,
     sent INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS commands (
-    id TEXT PRIMARY KEY, input_n INTEGER, reply TEXT NOT NULL) WITHOUT ROWID;
+COMMANDS_TABLE
 CREATE TABLE IF NOT EXISTS checkpoints (input_n INTEGER PRIMARY KEY, state BLOB NOT NULL);
 -- input that never reached the engine (a malformed command): kept, so a poison message is on
 -- record once and acknowledged, never delivered again
@@ -56,12 +72,7 @@ CREATE TABLE IF NOT EXISTS refused (
 -- per sender, window, kind (malformed, rights, engine) and code, one added to its count for each;
 -- reason and payload: the first one's
 COUNTS_TABLE
--- the ids of the newest COUNTED_IDS counted engine rejections (not inputs: no `commands` row),
--- written with their counts: a resend after a restart answers `duplicate`, as a journaled one
--- (ids39: only remembered in memory, it was judged again after a restart and applied)
-CREATE TABLE IF NOT EXISTS counted_ids (
-    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, sender TEXT NOT NULL, kind TEXT NOT NULL,
-    code TEXT NOT NULL, at REAL NOT NULL, reply TEXT NOT NULL);
+COUNTED_TABLE
 -- the audit log: every staff decision (who, role, what, why, the outcome) and every start of the
 -- software (its version and configuration hash); each entry names the hash of the one before
 -- (signing.chain_entry) and SQLite refuses to change or delete one: append-only
@@ -70,7 +81,8 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-""".replace("COUNTS_TABLE", COUNTS)
+""".replace("COUNTS_TABLE", COUNTS).replace("COMMANDS_TABLE", COMMANDS).replace(
+    "COUNTED_TABLE", COUNTED)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 REASON_KEPT = 400    # bytes of a counted rejection's reason kept with its id (it may quote input)
@@ -175,6 +187,7 @@ class Journal:
                        "origin, first_at, last_at, count, reason, payload FROM refused_counts_v1")
             db.execute("DROP TABLE refused_counts_v1")
             db.execute("COMMIT")
+        self._upgrade_ids()
         if db.execute("SELECT 1 FROM inputs WHERE n_out IS NULL LIMIT 1").fetchone():
             db.execute("BEGIN IMMEDIATE")
             db.execute("UPDATE inputs SET n_out = g.c FROM (SELECT input_n, COUNT(*) AS c FROM "
@@ -191,6 +204,30 @@ class Journal:
         self.acked_above = set()       # acknowledged out of order, above the mark
         self.acked_written = self.acked_through
         self.acked_at = 0.0
+
+    def _upgrade_ids(self):
+        """Journals from before ids41: one id space for every sender. Each id journaled then
+        keeps answering `duplicate` to everyone (ANY_SENDER: its sender was not kept); a counted
+        rejection's id, whose sender was kept, is that sender's own from now on."""
+        db = self.db
+        if "sender" not in {r[1] for r in db.execute("PRAGMA table_info(commands)")}:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ALTER TABLE commands RENAME TO commands_v1")
+            db.execute(COMMANDS)
+            db.execute("INSERT INTO commands (id, sender, input_n, reply) SELECT id, ?, input_n, "
+                       "reply FROM commands_v1", (ANY_SENDER,))
+            db.execute("DROP TABLE commands_v1")
+            db.execute("COMMIT")
+        unique = [[c[2] for c in db.execute(f"PRAGMA index_info({ix[1]})")]
+                  for ix in db.execute("PRAGMA index_list(counted_ids)") if ix[2]]
+        if ["id"] in unique:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ALTER TABLE counted_ids RENAME TO counted_ids_v1")
+            db.execute(COUNTED)
+            db.execute("INSERT INTO counted_ids SELECT n, id, sender, kind, code, at, reply FROM "
+                       "counted_ids_v1")
+            db.execute("DROP TABLE counted_ids_v1")
+            db.execute("COMMIT")
 
     def _check_meta(self, key, value):
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -229,20 +266,29 @@ class Journal:
             db.executemany("INSERT INTO outbox (seq, input_n, body) VALUES (?, ?, ?)",
                            [(s, r.n, m) for s, m in r.messages])
             if r.command_id is not None:
-                db.execute("INSERT INTO commands VALUES (?, ?, ?)",
-                           (r.command_id, r.n, _dumps(r.reply)))
+                db.execute("INSERT INTO commands (id, sender, input_n, reply) VALUES (?, ?, ?, ?)",
+                           (r.command_id, r.sender, r.n, _dumps(r.reply)))
             if r.checkpoint is not None:
                 self._checkpoint(r.n, r.checkpoint)
             db.executemany("INSERT INTO audit (entry, hash) VALUES (?, ?)", r.audit)
         if r.messages:
             self.next_seq = r.messages[-1][0] + 1
 
-    def audit(self, entry):
-        """One audit log entry (text, hash) on its own, synced: a staff decision is evidence."""
-        try:
-            self.db.execute("INSERT INTO audit (entry, hash) VALUES (?, ?)", tuple(entry))
-        except sqlite3.Error as e:
-            raise storage_error(self.path, e) from e
+    def audit(self, entry, remember=None):
+        """One audit log entry (text, hash) on its own, synced: a staff decision is evidence.
+        `remember`: a command refused by the staff rights, (its sender, its reply): its id kept
+        in counted_ids in the same transaction (kind `rights`), so a copy is a `duplicate`."""
+        if remember is None:
+            try:
+                self.db.execute("INSERT INTO audit (entry, hash) VALUES (?, ?)", tuple(entry))
+            except sqlite3.Error as e:
+                raise storage_error(self.path, e) from e
+            return
+        sender, reply = remember
+        with self._transaction() as db:
+            db.execute("INSERT INTO audit (entry, hash) VALUES (?, ?)", tuple(entry))
+            self._keep_ids(db, [(reply["id"], sender, "rights", reply["code"], time.time(),
+                                 _dumps(_kept(reply)))])
 
     def audit_head(self):
         row = self.db.execute("SELECT hash FROM audit ORDER BY n DESC LIMIT 1").fetchone()
@@ -253,12 +299,14 @@ class Journal:
         row = self.db.execute("SELECT body FROM outbox ORDER BY seq DESC LIMIT 1").fetchone()
         return row[0] if row else None
 
-    def command_reply(self, command_id):
-        """The first reply to this id: a journaled command's, or a counted rejection's (one of
-        the newest COUNTED_IDS), or None."""
-        row = (self.db.execute("SELECT reply FROM commands WHERE id=?", (command_id,)).fetchone()
-               or self.db.execute("SELECT reply FROM counted_ids WHERE id=?",
-                                  (command_id,)).fetchone())
+    def command_reply(self, sender, command_id):
+        """The first reply to this sender's id ("" for the shared `commands` topic): a journaled
+        command's (or one from before ids41, whatever its sender), or a counted rejection's (one
+        of the newest COUNTED_IDS), or None."""
+        row = (self.db.execute("SELECT reply FROM commands WHERE id=? AND sender IN (?, ?)",
+                               (command_id, sender, ANY_SENDER)).fetchone()
+               or self.db.execute("SELECT reply FROM counted_ids WHERE id=? AND sender=?",
+                                  (command_id, sender)).fetchone())
         return json.loads(row[0]) if row else None
 
     MARK_EVERY_S = 5.0
@@ -325,9 +373,9 @@ class Journal:
     def count_refused(self, counts, remembered=()):
         """Counted refusals (`tally`), in one transaction: each added to its sender's
         `refused_counts` row of the window, kind and code (a new row the first time, or after it
-        was archived), and the ids of the counted engine rejections among `remembered` (their
-        `Refuse` effects) to `counted_ids`, pruned to the newest COUNTED_IDS. The daemon writes
-        a burst's at once: one fsync, not one per command."""
+        was archived), and the ids of the counted engine and rights refusals among `remembered`
+        (their `Refuse` effects) to `counted_ids`, pruned to the newest COUNTED_IDS. The daemon
+        writes a burst's at once: one fsync, not one per command."""
         rows = [(*key, origin, first, last, n, reason, payload)
                 for key, (origin, first, last, n, reason, payload) in counts.items()]
         ids = [(reply["id"], login, r.kind, r.code, r.counted[1], _dumps(_kept(reply)))
@@ -342,11 +390,17 @@ class Journal:
                 "ON CONFLICT (window_at, sender, kind, code) DO UPDATE SET last_at = "
                 "MAX(last_at, excluded.last_at), count = count + excluded.count", rows)
             if ids:
-                # an id already kept keeps its first answer (one id, one command)
-                db.executemany("INSERT OR IGNORE INTO counted_ids (id, sender, kind, code, at, "
-                               "reply) VALUES (?, ?, ?, ?, ?, ?)", ids)
-                db.execute("DELETE FROM counted_ids WHERE n <= (SELECT MAX(n) FROM counted_ids)"
-                           " - ?", (COUNTED_IDS,))
+                self._keep_ids(db, ids)
+
+    @staticmethod
+    def _keep_ids(db, ids):
+        """Refused commands' ids (id, sender, kind, code, at, reply) into counted_ids, pruned to
+        the newest COUNTED_IDS; an id its sender already has keeps its first answer (one id, one
+        command, per sender)."""
+        db.executemany("INSERT OR IGNORE INTO counted_ids (id, sender, kind, code, at, reply) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", ids)
+        db.execute("DELETE FROM counted_ids WHERE n <= (SELECT MAX(n) FROM counted_ids) - ?",
+                   (COUNTED_IDS,))
 
     def refuse_many(self, rs):
         """Several `Refuse` in one transaction: one sync for a burst of commands refused busy

@@ -7,11 +7,11 @@ It is refused, kept or counted by the station's refusal budget exactly as a malf
 type is not looked at: a legitimate command sent amid its own sender's flood is refused too, and
 said so; commands from other senders are in their own lanes and never reach here.
 
-A copy of a command already answered (its id journaled with a reply, a remembered resend or a
-counted rejection) is answered `duplicate` with that answer, as in its lane (station_commands):
+A copy of a command already answered (its sender's id journaled with a reply, a remembered
+resend or a counted rejection) is answered `duplicate` with that answer, as in its lane (station_commands):
 "not applied, send it again" was untrue of it (review38)."""
 from . import commands
-from .station_commands import REFUSED_KEEP
+from .station_commands import REFUSED_KEEP, command_key
 from .station_types import AckCommand, Count, Reply
 
 BUSY = "busy"
@@ -31,8 +31,9 @@ def busy(station, ev, clock, waiting, reads=None):
     # a flood delays the probe (station.py, cold38): on `commands` too, where step's echo()
     # counts it (the loop never refuses our own probe busy: daemon._answer_busy)
     station.probe.other(clock.received_mono)
+    key = command_key(ev, known)        # the sender's own ids (ids41)
     prior = known is not None and not bad_topic and (
-        station.resends.get(known) or station.refusals.ids.get(known)
+        station.resends.get(key) or station.refusals.ids.get(key)
         or (reads or {}).get("command_reply"))
     if prior:
         return [Reply({**prior, "status": "duplicate", "original": prior["status"]}, rt,

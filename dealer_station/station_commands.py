@@ -9,10 +9,18 @@ from controller import rights
 from controller.protocol import SCHEMAS, Rejected, validate
 
 from . import commands
-from .station_types import AckCommand, Audit, Command, Count, Refuse, Reply
+from .station_types import AckCommand, Audit, Command, Count, Record, Refuse, Reply
 
 REFUSED_KEEP = 256     # bytes of a refused payload kept: enough to know it, not a way to fill a card
 RESEND_IDS = 1000       # resend ids remembered (in memory, since the daemon's start)
+
+
+def command_key(ev, cid):
+    """A command's identity: (its sender, its id). The sender is the login of
+    `commands/<login>` (the broker's ACL lets only that login write there), "" for the shared
+    `commands` topic (the betting system): each has its own ids, so no sender can take the
+    ids another will use (docs/protocol.md, "Commands")."""
+    return (ev.user or "", cid)
 
 
 class StationCommands:
@@ -20,25 +28,28 @@ class StationCommands:
 
     def reads(self, event):
         """What the shell must look up in the journal before stepping `event`:
-        {"command_reply": id}, {"outbox_at": seq} (the first row at or after seq), or {}."""
+        {"command_reply": (sender, id)}, {"outbox_at": seq} (the first row at or after seq), or
+        {}. A command is known by (its sender, its id): `command_key`."""
         if isinstance(event, Command):
             try:
                 cmd = commands.parse(event.payload)
             except commands.CommandError:
                 return {}
+            key = command_key(event, cmd["id"])
             if cmd["type"] == "resend":
-                if cmd["id"] in self.resends:
+                if key in self.resends:
                     return {}               # answered already: nothing is read or resent
-                # ids are one namespace: a resend reusing a journaled command's id is its duplicate
+                # ids are one namespace per sender: a resend reusing a journaled command's id is
+                # its duplicate
                 start = cmd.get("from")
                 if isinstance(start, int) and not isinstance(start, bool) and start >= 1:
-                    return {"command_reply": cmd["id"], "outbox_at": start}  # the rest page by page
-                return {"command_reply": cmd["id"]}
+                    return {"command_reply": key, "outbox_at": start}  # the rest page by page
+                return {"command_reply": key}
             seq = cmd.get("seq")
             if cmd["type"] == "correct_result" and isinstance(seq, int) and not isinstance(seq, bool) \
                     and seq >= 1:
-                return {"command_reply": cmd["id"], "outbox_at": seq}   # the result it corrects
-            return {"command_reply": cmd["id"]}
+                return {"command_reply": key, "outbox_at": seq}   # the result it corrects
+            return {"command_reply": key}
         return {}
 
     def _response_topic(self, rt):
@@ -65,7 +76,10 @@ class StationCommands:
             cmd = commands.parse(ev.payload)
             # One id, one command, whatever its type (cold trial: a resend reusing a decision's
             # id ran, and a decision reusing a resend's id was applied): a reuse is a duplicate.
-            prior = (self.resends.get(cmd["id"]) or self.refusals.ids.get(cmd["id"])
+            # Each sender's own ids (ids41: a login sending the ids the betting system would use
+            # next had its decisions answered `duplicate` of the login's refusals, never applied)
+            key = command_key(ev, cmd["id"])
+            prior = (self.resends.get(key) or self.refusals.ids.get(key)
                      or reads.get("command_reply"))
             if prior is not None:
                 effects, reply = [], {**prior, "status": "duplicate", "original": prior["status"]}
@@ -81,11 +95,14 @@ class StationCommands:
                 if d.code is not None:
                     reply = {"type": "reply", "id": cmd["id"], "status": "rejected",
                              "code": d.code, "reason": d.reason}
-                    effects = (self._counted(ev, clock, "rights", reply)
-                               or self._refuse_right(clock, "command", cmd["type"], cmd["id"], d))
+                    effects = self._counted(ev, clock, "rights", reply)
+                    if effects is None:     # kept in full: its audit entry, its id with it
+                        effects = [e._replace(remember=(key[0], reply)) if isinstance(e, Audit)
+                                   else e for e in self._refuse_right(clock, "command",
+                                                                      cmd["type"], cmd["id"], d)]
                 elif cmd["type"] == "resend":
                     effects, reply = self._resend(cmd, reads.get("outbox_row"))
-                    self.resends[cmd["id"]] = reply
+                    self.resends[key] = reply
                     while len(self.resends) > RESEND_IDS:
                         self.resends.popitem(last=False)
                 else:
@@ -96,6 +113,9 @@ class StationCommands:
                     effects, _, reply = self.process(
                         body, "command", clock, command_id=cmd["id"], decision=d,
                         action=cmd["type"], counted=lambda r: self._counted(ev, clock, "engine", r))
+                    # journaled under its sender's name (the journal's commands, ids41)
+                    effects = [e._replace(sender=key[0]) if isinstance(e, Record) else e
+                               for e in effects]
         except commands.CommandError as e:
             # kept before the PUBACK: a poison command is on record once, never delivered again
             # ...up to its sender's budget, then counted (station_refusals.py): a flood cannot
@@ -128,12 +148,13 @@ class StationCommands:
                                    f"counted in refused_counts (window_at {b.start[1]!r})")
             effects.insert(0, Audit(self._audit_entry(clock, "command", "refusals_counted", None,
                                                       note, f"counted:{kind}")))
-        if kind == "engine":
-            # remembered in memory until the burst's write, and journaled with its count (the
-            # Refuse's `remember`): after a restart the journal answers `duplicate` (ids39)
-            self.refusals.remember(reply["id"], reply)
-            effects = [e._replace(remember=(ev.user or "", reply)) if isinstance(e, Refuse)
-                       else e for e in effects]
+        # remembered in memory until the burst's write, and journaled with its count (the
+        # Refuse's `remember`): after a restart the journal answers `duplicate` (ids39). A rights
+        # refusal too (ids41: its copy was judged again, and could be applied once the table's
+        # state allowed it, e.g. a dealer's `resume` after the supervisor's)
+        self.refusals.remember(command_key(ev, reply["id"]), reply)
+        effects = [e._replace(remember=(ev.user or "", reply)) if isinstance(e, Refuse)
+                   else e for e in effects]
         return effects + [Count("rejected_total", (("code", reply["code"]),))]
 
     @staticmethod

@@ -35,8 +35,9 @@ OTHERS = "+"        # no login: a topic level holding a wildcard is no topic
 SEEN = 1000         # senders remembered as counted in a window (said once per flood)
 KINDS = ("malformed", "rights", "engine")
 CODES = 8           # counted rows of their own (kind, code) a sender has in one window
-IDS = 1000          # counted engine rejections' ids remembered in memory until their count is
-                    # written; journaled with it (journal.py counted_ids), where they outlive a restart
+IDS = 1000          # counted engine and rights refusals' ids remembered in memory until their
+                    # count is written; journaled with it (journal.py counted_ids), where they
+                    # outlive a restart
 
 
 class RefusalBudget:
@@ -47,9 +48,10 @@ class RefusalBudget:
         self.counted = {}          # sender -> {(kind, code): refusals counted} this window
         self.seen = set()          # senders (their own names) counted this window
         self.flooding = set()      # senders counted in the window before: said once per flood
-        # id -> reply of the last IDS engine rejections counted: no `commands` row answers a
-        # retry with the same id `duplicate`, so this does (one id, one command) until the
-        # burst's write puts it in the journal's counted_ids (Journal.command_reply)
+        # (sender, id) -> reply of the last IDS engine or rights refusals counted: no `commands`
+        # row answers a retry with the same id `duplicate`, so this does (one id, one command,
+        # per sender) until the burst's write puts it in the journal's counted_ids
+        # (Journal.command_reply)
         self.ids = OrderedDict()
 
     def configure(self, keep, window_s):
@@ -99,8 +101,8 @@ class RefusalBudget:
                                  kind),
                           Count("commands_refused_counted_total", (("kind", kind),))], first
 
-    def remember(self, cid, reply):
-        self.ids[cid] = reply
+    def remember(self, key, reply):
+        self.ids[key] = reply
         while len(self.ids) > IDS:
             self.ids.popitem(last=False)
 

@@ -104,7 +104,7 @@ class ResendRows(NamedTuple):
 
 class Record(NamedTuple):
     """One journal transaction: the input as input number `n`, its outputs in the outbox, the
-    command's reply under its id, and a checkpoint of the table after it (or None)."""
+    command's reply under its sender and id, and a checkpoint of the table after it (or None)."""
     n: int
     at: float
     origin: str
@@ -115,6 +115,8 @@ class Record(NamedTuple):
     reply: dict | None
     checkpoint: dict | None
     audit: tuple = ()        # ((entry text, hash), ...) for the audit log, same transaction
+    sender: str = ""         # the command's sender (the login of commands/<login>, "" for
+                             # `commands`): its id is that sender's own (journal `commands`)
 
 
 class Refuse(NamedTuple):
@@ -129,14 +131,18 @@ class Refuse(NamedTuple):
     sender: str = ""
     counted: tuple = None
     kind: str = "malformed"
-    # a counted engine rejection: (its sender's own login, its reply), its id journaled with the
-    # count (table counted_ids) so a resend after a restart is a `duplicate`, never applied
+    # a counted engine or rights refusal: (its sender's own login, its reply), its id journaled
+    # with the count (table counted_ids) so a resend after a restart is a `duplicate`, never
+    # applied
     remember: tuple = None
 
 
 class Audit(NamedTuple):
     """An audit log entry on its own (a staff decision that never reached the engine)."""
     entry: tuple             # (entry text, hash)
+    # a command refused by the staff rights: (its sender, its reply), its id journaled with the
+    # entry (table counted_ids) so a copy is a `duplicate`, never judged again (ids41)
+    remember: tuple = None
 
 
 class AckShoe(NamedTuple):

@@ -24,6 +24,7 @@ GROUPS = {
     # the hostile world (#14): poison commands, hostile shoe, one daemon per journal, broker ACL
     "hardening": ("test_archive", "test_checkpoint", "test_guard", "test_hostile_commands",
                   "test_shoe_hostile", "test_daemon_shoe", "test_journal_storage", "test_refused_budget", "test_counted_ids",
+                  "test_command_ids",
                   "test_refused_flood",
                   "test_broker_security", "test_sim_client", "test_config_errors",
                   "test_broker_not_mqtt", "test_protocol_zone", "test_flood_fair",

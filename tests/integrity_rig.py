@@ -47,7 +47,7 @@ class Rig:
         wanted = self.st.reads(ev)
         reads = {}
         if "command_reply" in wanted:
-            reads["command_reply"] = self.j.command_reply(wanted["command_reply"])
+            reads["command_reply"] = self.j.command_reply(*wanted["command_reply"])
         if "outbox_from" in wanted:
             reads["outbox_rows"] = self.j.outbox_from(wanted["outbox_from"])
         return self.carry(self.st.step(ev, self.clock(), reads))
@@ -57,7 +57,7 @@ class Rig:
             if isinstance(e, Record):
                 self.j.write(e)
             elif isinstance(e, Audit):
-                self.j.audit(e.entry)
+                self.j.audit(e.entry, e.remember)
             elif isinstance(e, Refuse):
                 self.j.refuse(e)
             elif isinstance(e, SetMeta):

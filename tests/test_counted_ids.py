@@ -146,13 +146,13 @@ def test_the_daemon_writes_a_bursts_ids_with_its_counts(tmp_path):
     with pytest.raises((AttributeError, JournalError)):
         d._flush_position()
     d.journal.db = real
-    assert out == [] and d.journal.command_reply("x") is None
+    assert out == [] and d.journal.command_reply("bs", "x") is None
     d.counts_write, d.ids_write, d.held_cmd_acks = {}, [], []
     for e in burst:
         d.do(e)
     d._flush_position()
     assert out == [("ack", 7), ("reply", "x")]
-    assert d.journal.command_reply("x") == reply
+    assert d.journal.command_reply("bs", "x") == reply
     assert d.journal.db.execute("SELECT sender, kind, code, at FROM counted_ids").fetchall() == \
         [("bs", "engine", "no_round", 2.0)]
     d.journal.close()

@@ -73,7 +73,7 @@ class Rig:
         wanted = self.st.reads(ev)
         reads = {}
         if "command_reply" in wanted:
-            reads["command_reply"] = self.j.command_reply(wanted["command_reply"])
+            reads["command_reply"] = self.j.command_reply(*wanted["command_reply"])
         if "outbox_at" in wanted:
             rows = self.j.outbox_from(wanted["outbox_at"], limit=1)
             reads["outbox_row"] = rows[0] if rows else None
