@@ -10,7 +10,7 @@ shoe's and the cards' inputs in table_cards.py, the round's in table_round.py, i
 and pause / resume / void in table_pause.py, each importing only the ones before it; their names
 are importable from here as before.
 """
-from . import outage, procedures
+from . import procedures
 from .protocol import Rejected, validate
 from .table_cards import _card, _card_seen, _card_unreadable, _cut_card, _shoe_loaded
 from .table_pause import _irregular, _pause, _pending_summary, _resume, _void_round
@@ -63,5 +63,5 @@ class Ops:
     pending_summary = staticmethod(_pending_summary)
 
 
-for _kind, _f in {**procedures.HANDLERS, **outage.HANDLERS}.items():
+for _kind, _f in procedures.HANDLERS.items():
     _HANDLERS[_kind] = (lambda f: lambda t, ev: f(t, ev, Ops))(_f)
