@@ -114,6 +114,9 @@ CHANGED = {
         "a batch of commands beyond their sender's lane answered busy (fair38; "
         "tests/test_flood_fair.py); its defect's log and acknowledgement in _defect, shared "
         "with the busy batch's (review38; tests/test_loop_lanes.py)",
+    "dealer_station.daemon.clock":
+        "the clock facts (synchronised, boot id) on every Clock, for the outage rule (ntp41; "
+        "tests/test_clock_facts.py)",
     "dealer_station.daemon.Daemon._flush_position":
         "also writes the burst's counted refusals in one transaction, then the PUBACKs held for "
         "them (flood38; tests/test_refused_flood.py)",

@@ -7,6 +7,7 @@ Handlers take the table, the validated input and `eng`, the table engine's own t
 input is in `rights.py`; what a game does with it is asked of the game (`games.py`).
 """
 from .expectation import Pending
+from .outage import HANDLERS as OUTAGE_HANDLERS
 from .protocol import Rejected
 
 
@@ -228,4 +229,5 @@ HANDLERS = {"winning_number": winning_number, "miss_spin": miss_spin, "no_spin":
             "manual_number": manual_number, "number_mismatch": number_mismatch,
             "correct_result": correct_result, "device_fault": device_fault,
             "device_restored": device_restored, "dealer_error": dealer_error,
-            "supervisor_decision": supervisor_decision}
+            "supervisor_decision": supervisor_decision,
+            **OUTAGE_HANDLERS}     # an outage the station could not count (outage.py)

@@ -137,6 +137,12 @@ def _word(v):
     raise ValueError(f"expected a name of 1-32 letters, digits or _, got {v!r}")
 
 
+def _seconds(v):
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1e9:
+        return float(v)
+    raise ValueError(f"expected seconds 0-1e9, got {v!r}")
+
+
 def _detail(v):
     if isinstance(v, (str, dict)):
         return v
@@ -177,6 +183,9 @@ SCHEMAS = {
                        "number": (_pocket, False, None), "void": (_true, False, None)},
     "device_fault": {"device": (_word, True, None), "reason": (_text, True, None)},
     "device_restored": {"device": (_word, True, None)},
+    # an outage across a restart the station could not count (controller/outage.py)
+    "outage_unmeasured": {"reason": (_text, True, None)},
+    "outage_measured": {"seconds": (_seconds, True, None), "limit": (_seconds, True, None)},
     "dealer_error": {"error": (_one_of(*DEALER_ERRORS), True, None), "by": (_staff, True, None),
                      "detail": (_text, False, None)},
     "supervisor_decision": {"decision": (_one_of(*DECISIONS), True, None),

@@ -43,6 +43,8 @@ RIGHTS = {
     "supervisor_decision": OVERRIDE,   # continue, replace or void after a dealer error
     "device_fault": DEVICE,            # the daemon, from a driver's state
     "device_restored": DEVICE,
+    "outage_unmeasured": DEVICE,       # the station at a restart (controller/outage.py)
+    "outage_measured": DEVICE,
     "resend": STAFF,                   # events again: the betting system, anyone at the table
 }
 

@@ -19,6 +19,7 @@ import time
 import traceback
 
 from . import __version__
+from .clock_facts import ClockFacts
 from .daemon_devices import Devices
 from .daemon_effects import Effects
 from .daemon_lifecycle import IntegrityFailed, Lifecycle
@@ -52,8 +53,12 @@ BACKLOG = 200       # messages held by the MQTT link before commands wait (Daemo
 DROPPED_SAY_S = 60.0    # QoS 0 commands dropped (loop_queue.BUSY_MAX): said at most this often
 
 
+FACTS = ClockFacts()      # the wall clock's synchronisation and this boot (clock_facts.py)
+
+
 def clock():
-    return Clock(time.time(), time.monotonic())
+    mono = time.monotonic()
+    return Clock(time.time(), mono, synced=FACTS.synced(mono), boot=FACTS.boot)
 
 
 class Daemon(Lifecycle, Devices, Effects):
@@ -78,7 +83,7 @@ class Daemon(Lifecycle, Devices, Effects):
         self.from_n, restore_logs = self.station.restore(
             j.checkpoints(), j.last_input()[0] + 1, j.next_seq, j.get_meta("shoe_base"),
             j.last_shoe_seq(), j.last_message(), j.audit_head(), j.get_meta("shoe_pos"),
-            j.get_meta("broker_answered"), j.get_meta("alive_at"))
+            j.get_meta("broker_answered"), j.get_meta("alive_at"), j.get_meta("clock_base"))
         self.timer_at = None               # monotonic deadline of the station's timer (its
         #                                    decision or insurance timer, the CONNACK watch)
         self.mids = {}                     # paho mid -> outbox seq

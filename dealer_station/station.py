@@ -18,7 +18,9 @@ and carries out the effects in order. The rules here:
   waits for the same thing; after a restart they are re-armed from the journaled announcement;
 - a round interrupted longer than `void_after_outage_s` is voided at recovery: the outage counted
   from the last moment the table was known alive, its last input or the `alive_at` stamp it
-  journals while a round waits (station_alive.py);
+  journals while a round waits (station_alive.py), by the monotonic clock within one boot, by a
+  synchronised wall clock across a reboot, and never guessed: uncounted, the round pauses
+  (`outage_unmeasured`, station_outage.py);
 - where the shoe resumes after a restart; the wheel's automatic start; device health in the status;
 - the broker link (station_broker.py): a status only while the broker is connected, a CONNECT
   left unanswered said after `broker.connack_timeout_s`, a refusal said once per cause;
@@ -35,8 +37,9 @@ from controller.snapshot import public_snapshot
 from drivers.panel import panel_view
 
 from . import signing
-from .station_alive import AliveWatch, stamp_value
+from .station_alive import AliveWatch, input_point, measure, parse_bases, stamp_point
 from .station_broker import BrokerWatch, said_as
+from .station_outage import StationOutage
 from .station_probe import ProbeWatch
 from .station_refusals import RefusalBudget
 from .station_resend import ResendQueue
@@ -63,7 +66,7 @@ def iso(wall):
         timespec="milliseconds")
 
 
-class Station(StationCommands, StationDevices):
+class Station(StationCommands, StationDevices, StationOutage):
     """The commands' rules are in station_commands.py, the devices' in station_devices.py, the
     broker link's in station_broker.py; the journal, the outbox, timers, recovery, the audit
     chain and the status here."""
@@ -75,7 +78,11 @@ class Station(StationCommands, StationDevices):
         self.probe = ProbeWatch(probe_seed)
         self.refusals = RefusalBudget()    # refused commands kept, then counted
         self.alive = AliveWatch()          # the proof of life for the outage rule
-        self.alive_at = None               # the journal's stamp at restore (wall), or None
+        self.alive_at = None               # the journal's stamp at restore (a Point), or None
+        # an outage this run could not count at recovery, to count once the clock is
+        # synchronised: (wall last known alive, mono at recovery), or None
+        self.outage_wait = None
+        self.outage_check = None           # when it is looked at next (mono)
         self.s = settings
         self.table = new_table(settings.profile)
         self.next_n = 1            # the journal's next input number
@@ -125,13 +132,14 @@ class Station(StationCommands, StationDevices):
 
     def restore(self, checkpoints, next_n, next_seq, shoe_base=None, last_shoe=(0, None),
                 last_message=None, audit_head=None, shoe_pos=None, broker_answered=None,
-                alive_at=None):
+                alive_at=None, clock_base=None):
         """Pick the newest checkpoint this version reads. Returns (input n to replay after,
         [effects]) (a Log for each checkpoint passed over). `last_message`: the journal's newest
         outbox text (the event chain goes on from its hash); `audit_head`: the newest audit hash;
         `shoe_pos`: the meta "boot:seq:n" of the last STAT frame acknowledged; `broker_answered`:
         the meta "host:port" of the broker that last accepted this station (BrokerWatch);
-        `alive_at`: the meta stamp of when it was last known alive (station_alive.py)."""
+        `alive_at`: the meta stamp of when it was last known alive, `clock_base`: the clock
+        facts of the inputs (station_alive.py)."""
         self.next_n, self.next_seq = next_n, next_seq
         self.prev = signing.digest(last_message) if last_message else signing.GENESIS
         if audit_head:
@@ -144,7 +152,8 @@ class Station(StationCommands, StationDevices):
             self.shoe_pos = tuple(int(x) for x in shoe_pos.split(":"))
         if broker_answered:
             self.broker.remember(broker_answered)
-        self.alive_at = stamp_value(alive_at, next_n - 1)
+        self.alive_at = stamp_point(alive_at, next_n - 1)
+        self.alive.bases = parse_bases(clock_base)
         effects = []
         for n, doc in checkpoints:
             try:
@@ -182,17 +191,23 @@ class Station(StationCommands, StationDevices):
                          "unsent": len(self.pending), "mismatches": mismatches}
         if announced_at is not None:
             effects += self._arm(clock.mono - (clock.wall - announced_at))
-        # down since the table was last known alive: its last input or its stamp after it,
-        # whichever is later (the max: never more than counted from the last input alone; wall
-        # clock steps, e.g. a Pi booting before NTP, are taken as they come, as before)
-        alive = max((a for a in (last_at, self.alive_at) if a is not None), default=None)
-        outage = clock.wall - alive if last_at else 0.0
+        # down since the table was last known alive: its stamp if it came after the last input,
+        # else that input; counted on a clock that can be trusted, or not at all
+        # (station_alive.measure)
+        point = None
+        if last_at is not None:
+            point = self.alive_at or input_point(last_at, self.next_n - 1, self.alive.bases)
         limit = self.s.void_after_outage_s
         self.alive.start(clock.mono, limit)
-        if t.round is not None and limit and outage > limit:
-            # House rules: a problem not resolved quickly cancels the round, bets refunded.
-            effects += self.process({"type": "void_round", "reason": f"the table was down for "
-                                     f"{outage:.0f} s (limit {limit:g} s)"}, "recovery", clock)[0]
+        if t.round is not None and limit and point is not None:
+            outage, why = measure(point, clock)
+            if outage is None:
+                effects += self._unmeasured(point, why, clock)
+            elif outage > limit:
+                # House rules: a problem not resolved quickly cancels the round, bets refunded.
+                effects += self.process({"type": "void_round", "reason": f"the table was down for "
+                                         f"{outage:.0f} s (limit {limit:g} s)"}, "recovery",
+                                        clock)[0]
         return effects + [self._wake()]
 
     def shoe_resume(self):
@@ -296,8 +311,10 @@ class Station(StationCommands, StationDevices):
             rej = outputs[0] if len(outputs) == 1 and outputs[0]["type"] == "rejected" else None
             audit = (self._audit_entry(clock, origin, action or body["type"], command_id, decision,
                                        "accepted" if rej is None else f"rejected:{rej['code']}", n),)
-        effects = [Record(n, clock.wall, origin, body, shoe_seq, tuple(messages), command_id,
-                          reply, cp, audit)]
+        # the clock facts of this input, on record before it (station_alive.py)
+        effects = self.alive.observe(clock, n, self.s.void_after_outage_s)
+        effects.append(Record(n, clock.wall, origin, body, shoe_seq, tuple(messages), command_id,
+                              reply, cp, audit))
         # only now, with the record first in line, does the station adopt the new state
         was_paused = self.table.paused
         self.alive.input(clock.mono)
@@ -404,9 +421,11 @@ class Station(StationCommands, StationDevices):
 
     def _wake(self):
         """The one deadline the loop keeps: the earliest of the decision or insurance timer,
-        the broker's CONNACK watch, the commands probe and the next proof of life."""
+        the broker's CONNACK watch, the commands probe, the next proof of life and the next look
+        at the clock while an outage waits for it."""
         due = [d for d in (self.timer[0] if self.timer else None, self.broker.wake_at(),
-                           self.probe.wake_at(), self.alive.wake_at()) if d is not None]
+                           self.probe.wake_at(), self.alive.wake_at(), self._outage_wake())
+               if d is not None]
         return Timer(min(due) if due else None)
 
     def _timer_due(self, clock):
@@ -427,6 +446,7 @@ class Station(StationCommands, StationDevices):
                 effects += self.process(body, "timer", clock)[0]
         effects += self.alive.due_now(clock, self.s.void_after_outage_s,
                                       self.table.round is not None, self.next_n - 1)
+        effects += self._outage_due(clock)
         return effects + [self._wake()]
 
     # -- the broker link (station_broker.py) ----------------------------------------------------

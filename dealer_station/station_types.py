@@ -14,6 +14,10 @@ class Clock(NamedTuple):
     # seconds since the epoch when the daemon received the event (its queue's stamp), put on
     # the input and its outputs as `ts`; None: `wall` (an event the loop raised itself)
     received: float | None = None
+    # the shell's facts about the wall clock (clock_facts.py), for the outage rule
+    # (station_alive.py): synchronised (None: nothing said, taken as not), and this boot's id
+    synced: bool | None = None
+    boot: str | None = None
 
     @property
     def received_mono(self):

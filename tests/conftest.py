@@ -20,7 +20,7 @@ GROUPS = {
     # issue #15's own: the station core, one Game interface
     "station": ("test_station", "test_station_broker", "test_station_probe",
                 "test_station_shoe_position", "test_station_resend", "test_station_outage",
-                "test_layering"),
+                "test_clock_facts", "test_layering"),
     # the hostile world (#14): poison commands, hostile shoe, one daemon per journal, broker ACL
     "hardening": ("test_archive", "test_checkpoint", "test_guard", "test_hostile_commands",
                   "test_shoe_hostile", "test_daemon_shoe", "test_journal_storage", "test_refused_budget", "test_counted_ids",

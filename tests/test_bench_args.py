@@ -38,6 +38,7 @@ def run(args, **env):
     # code (the daemon imports dealer_station from the venv's editable install) or a traceback
     (["bench/bench_flood.py", "--keep", "10001"], "--keep: expected an integer of 1 to 10000"),
     (["bench/bench_flood_fair.py", "--root", "/nonexistent"], "--root: not a dealer-station checkout"),
+    (["bench/outage_clock.py", "--root", "/nonexistent"], "--root: not a dealer-station checkout"),
     (["bench/bench_flood_fair.py", "--root", "/tmp"], "--root: not a dealer-station checkout"),
     (["bench/bench_staff_session.py", "--rate", "-1"], "--rate: expected an integer of 0 to 100000"),
     (["bench/bench_staff_session.py", "--mode", "two"], "--mode: invalid choice: 'two'"),

@@ -42,6 +42,26 @@ def test_unit_verifies_and_rates_2_0_or_better(tmp_path):
         assert want in text, want
 
 
+def test_the_unit_waits_a_bounded_time_for_a_synchronised_clock_and_names_the_boot():
+    """A Pi has no real-time clock: the unit starts after time-sync.target, which the install
+    makes wait for NTP (systemd-time-wait-sync, enabled), but a bounded time (its own timeout is
+    infinity: a table without network would never start); the daemon gets this boot's id, which
+    ProcSubset=pid hides from it (the outage rule, dealer_station/clock_facts.py)."""
+    text = open(UNIT).read()
+    after = [ln for ln in text.splitlines() if ln.startswith("After=")]
+    wants = [ln for ln in text.splitlines() if ln.startswith("Wants=")]
+    assert any("time-sync.target" in ln for ln in after)
+    assert any("time-sync.target" in ln for ln in wants)
+    assert "Environment=DEALER_STATION_BOOT_ID=%b\n" in text and "ProcSubset=pid" in text
+    drop = open(os.path.join(ROOT, "systemd", "systemd-time-wait-sync.service.d",
+                             "dealer-station.conf")).read()
+    bound = [ln for ln in drop.splitlines() if ln.startswith("TimeoutStartSec=")]
+    assert bound == ["TimeoutStartSec=60"] and "[Service]" in drop
+    script = open(os.path.join(ROOT, "scripts", "install")).read()
+    assert "systemctl enable systemd-time-wait-sync.service" in script
+    assert "systemd-time-wait-sync.service.d/dealer-station.conf" in script
+
+
 @pytest.mark.skipif(ANALYZE is None, reason="no systemd-analyze on this machine")
 def test_bridge_check_units_verify_hardened_and_every_minute(tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "dealer-station")
@@ -314,7 +334,8 @@ def test_install_script_puts_every_part_in_place(tmp_path):
               "etc/dealer-station/table.toml", "opt/dealer-station/venv/bin/dealer-station",
               "etc/mosquitto/conf.d/dealer-station.conf", "etc/mosquitto/dealer-station.acl",
               "usr/local/bin/dealer-station", "usr/local/bin/shoe-calibrate",
-              "usr/local/bin/table-sim"):
+              "usr/local/bin/table-sim",
+              "etc/systemd/system/systemd-time-wait-sync.service.d/dealer-station.conf"):
         assert (tmp_path / f).exists(), f
     # the documented commands on the PATH: a wrapper that runs the venv's command
     wrapper = (tmp_path / "usr/local/bin/shoe-calibrate").read_text()

@@ -35,6 +35,9 @@ PROCEDURES = {
                     "decides (continue, replace the card, or void the round).",
     "device_fault": "Stop. A device is down: the round goes on once it is restored, or the pit "
                     "boss voids it.",
+    "outage_unmeasured": "Stop. The table restarted and cannot tell how long it was down (its "
+                         "clock is not synchronised). Call the pit boss: resume or void; once "
+                         "the clock syncs the table decides itself.",
     "number_mismatch": "Stop. The wheel reported two numbers. The pit boss confirms one (resume "
                        "keeps the first), enters or corrects the number, or voids the round.",
 }
