@@ -41,6 +41,10 @@ def run(args, **env):
     (["bench/bench_flood_fair.py", "--root", "/tmp"], "--root: not a dealer-station checkout"),
     (["bench/bench_staff_session.py", "--rate", "-1"], "--rate: expected an integer of 0 to 100000"),
     (["bench/bench_staff_session.py", "--mode", "two"], "--mode: invalid choice: 'two'"),
+    # cold41: no command ended in an IndexError, a mistyped one did nothing and exited 0
+    (["bench/blackbox_camera.py"], "the following arguments are required: cmd"),
+    (["bench/blackbox_camera.py", "rendr", "/tmp/x"], "invalid choice: 'rendr'"),
+    (["bench/blackbox_camera.py", "render", "/tmp/x", "anglo,bellot"], "unknown theme 'bellot'"),
 ])
 def test_a_bench_run_by_hand_refuses_what_it_cannot_run(args, said):
     p = run(args)
