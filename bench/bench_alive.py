@@ -1,6 +1,8 @@
-"""The cost of the outage rule's proof of life (dealer_station/station_alive.py): one `alive_at`
-meta stamp, as the daemon writes it (Journal.set_meta_unsynced: WAL, synchronous NORMAL, no
-fsync), against the same stamp synced (synchronous FULL). Per stamp: the time the loop spends,
+"""The cost of the outage rule's proof of life: one `alive_at` stamp, unsynced and synced.
+
+The meta stamp of dealer_station/station_alive.py as the daemon writes it
+(Journal.set_meta_unsynced: WAL, synchronous NORMAL, no fsync), against the same stamp synced
+(synchronous FULL). Per stamp: the time the loop spends,
 the bytes the process hands the storage layer (/proc/self/io write_bytes) and the WAL's growth.
 A stamp is written only while a round is open and nothing was journaled for an interval
 (every 5 s at the default void_after_outage_s 600): at most 12 a minute, none while cards flow.

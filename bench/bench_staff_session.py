@@ -1,5 +1,7 @@
-"""A second MQTT session for the staff logins' commands/+ (session40): does it keep the betting
-system's decision clear of a staff login's QoS 1 flood longer than the table's window?
+"""A second MQTT session for the staff logins' commands/+ (session40): a decision past a flood?
+
+Does it keep the betting system's decision clear of a staff login's QoS 1 flood longer than the
+table's window?
 
 Raw paho clients stand in for the table (no daemon: the broker's queueing alone is measured),
 over the shipped Mosquitto configuration and ACL (tests/broker_rig.py). The "table" asks for

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""An independent black-box trial of the camera (issue 17): deck designs and a camera model the
-project never saw, used only through the documented `shoe-calibrate camera` commands.
+"""An independent black-box trial of the camera (issue 17): unseen decks, an outside camera.
+
+Deck designs and a camera model the project never saw, used only through the documented
+`shoe-calibrate camera` commands.
 
 Written without reading the project's camera code or camera model: nothing here imports
 `drivers/`; the recognizer is reached only through the CLI, exactly as docs/calibration.md says.
@@ -36,7 +38,8 @@ condition) for `shoe-calibrate camera templates/accuracy`. `score_hands` runs `r
 on the hands and counts read/refused/wrong (a card not in the hand = wrong).
 
 Usage: bench/blackbox_camera.py fetch WORK; render WORK [THEME,...]; table_check2 WORK THEME;
-retake WORK THEME SET CARD; score_hands WORK THEME TEMPLATES. Then, from WORK, the documented
+retake WORK THEME SET CARD; score_hands WORK THEME TEMPLATES (it runs `shoe-calibrate` from the
+PATH, else the one beside this Python: .venv/bin). Then, from WORK, the documented
 commands, e.g. `shoe-calibrate camera templates --labels anglo/table_ref/labels.csv --out T` and
 `shoe-calibrate camera accuracy --templates T --labels anglo/table_check/labels.csv --json`.
 """
@@ -354,15 +357,46 @@ def retake(work, theme, name, card):
     open(os.path.join(work, theme, name, f"green_{card}_0.jpg"), "wb").write(jpg)
 
 
+def shoe_calibrate():
+    """The documented command: on the PATH (an activated venv, an installed table), else beside
+    this Python (.venv/bin: `.venv/bin/python bench/blackbox_camera.py` without activating)."""
+    here = os.path.join(os.path.dirname(sys.executable), "shoe-calibrate")
+    return shutil.which("shoe-calibrate") or (here if os.path.exists(here) else "shoe-calibrate")
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("fetch", help="download and unpack the pinned .deb").add_argument("work")
+    r = sub.add_parser("render", help="render the photo sets")
+    r.add_argument("work")
+    r.add_argument("themes", nargs="?", default=",".join(THEMES), help="comma-separated")
+    t = sub.add_parser("table_check2", help="the table's second set of single cards")
+    t.add_argument("work")
+    t.add_argument("theme", choices=THEMES)
+    k = sub.add_parser("retake", help="take one reference photo again")
+    for name in ("work", "theme", "set", "card"):
+        k.add_argument(name)
+    h = sub.add_parser("score_hands", help="recognize --json on the hands, scored")
+    for name in ("work", "theme", "templates"):
+        h.add_argument(name)
+    a = ap.parse_args(argv)
+    if a.cmd == "fetch":
+        fetch(a.work)
+    elif a.cmd == "render":
+        themes = a.themes.split(",")
+        bad = [x for x in themes if x not in THEMES]
+        if bad:
+            ap.error(f"render: unknown theme {bad[0]!r} (known: {', '.join(THEMES)})")
+        render(a.work, themes)
+    elif a.cmd == "table_check2":
+        table_check2(a.work, a.theme)
+    elif a.cmd == "retake":
+        retake(a.work, a.theme, a.set, a.card)
+    else:
+        print(json.dumps(score_hands(a.work, a.theme, a.templates, cli=shoe_calibrate())))
+
+
 if __name__ == "__main__":
-    cmd, work = sys.argv[1], sys.argv[2]
-    if cmd == "fetch":
-        fetch(work)
-    elif cmd == "render":
-        render(work, sys.argv[3].split(",") if len(sys.argv) > 3 else THEMES)
-    elif cmd == "table_check2":
-        table_check2(work, sys.argv[3])
-    elif cmd == "retake":
-        retake(work, *sys.argv[3:6])
-    elif cmd == "score_hands":
-        print(json.dumps(score_hands(work, sys.argv[3], sys.argv[4])))
+    main()

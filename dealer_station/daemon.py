@@ -295,8 +295,9 @@ class Daemon(Lifecycle, Devices, Effects):
         now, kept, after = clock(), [], []
         for stamp, item in excess:
             ev = self._event(item)
-            pre = self.q.probe_prefix   # the queue's test: anything else is refused busy
-            if ev.user is None and pre is not None and bytes(ev.payload[:len(pre)]) == pre:
+            # a probe the station sent, by its exact bytes (the queue's prefix test is public:
+            # a forged nonce with the table's seed is refused busy as any command, cold41)
+            if ev.user is None and self.station.probe.ours(bytes(ev.payload)):
                 self.put_at = stamp   # judged by when it was received (station_probe.py)
                 self.handle(item)     # the station's own probe echo: consumed, never refused
                 continue

@@ -84,6 +84,11 @@ class ProbeWatch:
         self.other(mono)
         return False
 
+    def ours(self, payload):
+        """Whether `payload` is a probe this station sent (awaited, or one of the last KEEP_OLD):
+        by its exact bytes, not its prefix, which anyone reading `commands` learns (cold41)."""
+        return (self.out is not None and payload == self.out[0]) or payload in self.old
+
     def other(self, mono):
         """A message on the commands tree that is no probe of ours (on `commands`, or on a
         login's `commands/<login>`, where no probe goes)."""

@@ -42,6 +42,10 @@ def run(args, **env):
     (["bench/bench_flood_fair.py", "--root", "/tmp"], "--root: not a dealer-station checkout"),
     (["bench/bench_staff_session.py", "--rate", "-1"], "--rate: expected an integer of 0 to 100000"),
     (["bench/bench_staff_session.py", "--mode", "two"], "--mode: invalid choice: 'two'"),
+    # cold41: no command ended in an IndexError, a mistyped one did nothing and exited 0
+    (["bench/blackbox_camera.py"], "the following arguments are required: cmd"),
+    (["bench/blackbox_camera.py", "rendr", "/tmp/x"], "invalid choice: 'rendr'"),
+    (["bench/blackbox_camera.py", "render", "/tmp/x", "anglo,bellot"], "unknown theme 'bellot'"),
 ])
 def test_a_bench_run_by_hand_refuses_what_it_cannot_run(args, said):
     p = run(args)
@@ -51,3 +55,20 @@ def test_a_bench_run_by_hand_refuses_what_it_cannot_run(args, said):
 def test_under_scripts_bench_a_bench_leaves_the_options_it_does_not_know():
     p = run(["bench/bench_engine.py", "--shoes", "1", "--no-such-option", "--json"], DS_BENCH_ALL="1")
     assert p.returncode == 0 and '"luxury21"' in p.stdout, p.stderr[-500:]
+
+
+def test_every_bench_help_opens_with_a_whole_sentence():
+    """A bench's --help shows its docstring's first line (`__doc__.split("\\n")[0]`); cold41:
+    bench_alive.py's said "... one `alive_at`" and bench_staff_session.py's "does it keep the
+    betting", cut mid-sentence. Each such first line ends a sentence."""
+    import ast
+    import glob
+    cut = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "bench", "*.py"))):
+        text = open(path).read()
+        if '__doc__.split("\\n")[0]' not in text:
+            continue
+        first = (ast.get_docstring(ast.parse(text), clean=False) or "").split("\n")[0]
+        if not first.rstrip().endswith((".", "?", ")", "!")):
+            cut.append(f"{os.path.basename(path)}: {first}")
+    assert not cut, cut

@@ -191,3 +191,37 @@ def test_only_the_tables_own_probe_is_spared_the_busy_refusal(daemon, monkeypatc
     assert set(by_id) == {"a", "f1"}, replies           # our probe is never answered
     assert by_id["f1"]["code"] == "busy"
     assert d.station.devices["commands"] == {"state": "ok"}
+
+
+def test_a_forged_probe_with_the_tables_own_seed_is_refused_busy(daemon, monkeypatch):
+    """cold41: the busy lane spared anything beginning with the table's probe prefix (its
+    nonce's seed), which any client that can read `commands` learns from the first probe: a
+    flood of `{"type":"probe","nonce":"<seed>-<any number>"}` beyond its lane was handled in full
+    and answered `malformed`, never `busy` (3,000 of 3,000 through the real daemon). Only a probe
+    the table sent is spared now: a forged number beyond the lane is refused busy, and the
+    table's own probe, beyond its lane too, is still consumed and never answered."""
+    from dealer_station.station_types import BrokerUp, Clock, Probe
+    import time
+    d = daemon
+    prefix = d.q.probe_prefix
+    d.q = StampedQueue(lane_max=1)
+    d.q.probe_prefix = prefix
+    replies = []
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: None)
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: replies.append(payload))
+    effects = d.station.step(BrokerUp(False), Clock(time.time(), time.monotonic()))
+    [probe] = [e.payload for e in effects if isinstance(e, Probe)]
+    forged = [prefix + f'{n}","id":"f{n}"}}'.encode() for n in (999, 1000)]
+    d.q.put(_cmd(json.dumps({"type": "resume", "id": "a"}).encode(), 1, None))   # holds the lane
+    d.q.put(_cmd(forged[0], 2, None))                    # the probe lane (its prefix)
+    d.q.put(_cmd(forged[1], 3, None))                    # beyond it: the busy lane
+    d.q.put(_cmd(probe, 4, None))                        # ours, beyond the probe lane too
+    for _ in range(5):
+        d.run_once(0)
+    assert not d.q.qsize()
+    by_id = {r["id"]: r for r in replies}
+    assert set(by_id) == {"a", "f999", "f1000"}, replies
+    assert by_id["f999"]["code"] == "malformed"          # in a lane: read, an unknown type
+    assert by_id["f1000"]["code"] == "busy", by_id["f1000"]
+    assert d.station.devices["commands"] == {"state": "ok"}
