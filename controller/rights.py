@@ -75,13 +75,27 @@ class Staff:
         return cls(roles, section.get("require_login", True), section.get("reason_codes") or ())
 
 
+STAFF_ID_MAX = 64
+
+
+def sender_login(login):
+    """The login a command names by its topic (commands/<login>), as the table keeps it: a topic
+    level can be 64 KB, and the login is kept in every refusal's row, audit entry and queue lane
+    (cold41: 200 resends from 30 KB logins grew the journal by 12 MB). One longer than any staff
+    id is cut to STAFF_ID_MAX and marked with a "…", so it can never equal a staff id (one
+    character longer than the longest) and is refused as unknown like any other stranger."""
+    if login is None or len(login) <= STAFF_ID_MAX:
+        return login
+    return login[:STAFF_ID_MAX] + "\u2026"
+
+
 def staff_errors(section):
     """Errors of a [staff] section, by key."""
     errors = []
     seen = {}
     for role in ROLES:
         for who in section.get(role) or ():
-            if not isinstance(who, str) or not 0 < len(who) <= 64 or not who.isprintable():
+            if not isinstance(who, str) or not 0 < len(who) <= STAFF_ID_MAX or not who.isprintable():
                 errors.append(f"staff.{role}: staff ids are strings of 1-64 printable characters")
             elif who in seen:
                 errors.append(f"staff.{role}: {who!r} already has the role {seen[who]}")

@@ -29,6 +29,8 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from drivers.section import Key, Section
 
+from controller.rights import sender_login
+
 from .station_types import Why
 
 
@@ -263,7 +265,7 @@ class MqttLink:
         props = msg.properties
         rt = getattr(props, "ResponseTopic", None) if props else None
         cd = getattr(props, "CorrelationData", None) if props else None
-        user = msg.topic[len(self.topics.commands) + 1:] or None
+        user = sender_login(msg.topic[len(self.topics.commands) + 1:] or None)
         self.enqueue(("mqtt", "command", msg.payload, rt, cd, msg.mid, msg.qos, user))
 
     # -- the main thread -----------------------------------------------------------------------

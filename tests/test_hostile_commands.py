@@ -234,3 +234,28 @@ def test_a_retained_command_is_not_delivered_again_at_each_restart(table):
         _probe(c)
     assert [r for r in replies(c)[mark:] if r.get("code") == "malformed"] == []
     _publish(c, b"", retain=True)          # clear it from the broker
+
+
+def test_a_login_longer_than_any_staff_id_is_kept_cut(table):
+    """A topic level can be 64 KB, and the login after commands/ was kept whole in every refusal's
+    row, audit entry and queue lane (cold41: 200 resends from 30 KB logins grew the journal by
+    12 MB). Now it is cut to 64 characters and marked, so it cannot be any staff id either."""
+    daemon, c = table
+    long_login = "x" * 30000
+    before = len(replies(c))
+    for i in range(5):
+        c.c.publish(f"{c.base}/commands/{long_login}",
+                    json.dumps({"type": "no_such_command", "id": f"long-{i}"}), qos=1)
+
+    def got():
+        return [r for r in replies(c)[before:] if str(r.get("id")).startswith("long-")]
+    end = time.monotonic() + 15
+    while len(got()) < 5 and time.monotonic() < end:
+        time.sleep(0.05)
+    assert len(got()) == 5 and all(r.get("code") == "malformed" for r in got()), got()
+    db = sqlite3.connect(daemon.journal)
+    rows = [r[0] for r in db.execute("SELECT sender FROM refused")]
+    db.close()
+    assert ("x" * 64 + "\u2026") in rows, rows[-5:]
+    assert not any("x" * 65 in r for r in rows)
+    assert daemon.alive()
