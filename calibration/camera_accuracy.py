@@ -5,7 +5,8 @@ import sys
 
 from controller.cards import CARDS
 
-from .camera_tools import label_card, recognize
+from .camera_read import recognize
+from .camera_tools import label_card
 from .shoe_tools import ToolError
 
 

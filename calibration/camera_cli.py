@@ -75,7 +75,7 @@ def _refused_leaves_nothing(out):
 
 def cmd_camera(a):
     import cv2
-    from . import camera_accuracy as ca, camera_tools as ct
+    from . import camera_accuracy as ca, camera_read as cr, camera_tools as ct
     from .files import load, save
     # OpenCV's own [ WARN ...] lines (a file it cannot open) would come before the tool's error
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
@@ -145,7 +145,7 @@ def cmd_camera(a):
     rows = _labels(a.labels) if a.action == "accuracy" else None
     if a.action == "recognize":
         # a photo that cannot be read is said and the batch goes on (exit 1 at the end)
-        res = ct.recognize(a.images, a.templates, keep_going=True)
+        res = cr.recognize(a.images, a.templates, keep_going=True)
         other = [p for p, found in res if isinstance(found, list) and any(f["fallback"] for f in found)]
         if other:
             print(ca.size_warning(ct.load_templates(a.templates).card_size, other, len(res)),
@@ -158,7 +158,9 @@ def cmd_camera(a):
             elif a.json:
                 print(json.dumps({"image": path, "cards": found}))
             else:
-                print(f"{path}: " + (", ".join(f"{f['card']} ({f['confidence']:.2f})" for f in found)
+                # a covered card of a hand, read from its index corner alone, is said as such
+                print(f"{path}: " + (", ".join(f"{f['card']} ({f['confidence']:.2f}"
+                                               f"{', covered' if f['covered'] else ''})" for f in found)
                                      or "no card found"))
         if failed == len(res):
             return 2

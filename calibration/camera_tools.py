@@ -1,6 +1,6 @@
 """Camera steps of the calibration tool: draw the zones over a table image, sweep exposure and
-focus for the best decode rate, capture rank and suit templates from labelled photos, and run the
-production recognition on photos."""
+focus for the best decode rate, capture rank and suit templates from labelled photos, and read
+photos (camera_read.py: as the daemon reads a frame)."""
 import os
 
 import cv2
@@ -10,7 +10,7 @@ from controller.cards import INDEX
 from drivers.camera.driver import Zones
 from drivers.camera.frame import to_card_edge
 from drivers.camera.outline import card_size_of
-from drivers.camera.recognize import Templates, VisualRecognizer, find_cards
+from drivers.camera.recognize import Templates, find_cards
 from drivers.camera.index import CH, CW
 from drivers.camera.templates import BadReference, OtherDeck
 from drivers.camera.video import cut_jpeg
@@ -255,31 +255,3 @@ def framed(samples):
     edge, the card's size the deck's median (drivers/camera/frame.py)."""
     size = card_size_of([q for _, q, _ in samples])
     return [(img, to_card_edge(img, q, size), card) for img, q, card in samples]
-
-
-def recognize(images, templates_dir, keep_going=False):
-    """[(image, [{card or 'unknown', confidence, corners, fallback}])] through the production
-    recognition. `fallback` True: no card of the templates' size was in the photo, and this one
-    was found at any size (a photo from another height): the daemon, which looks for cards of
-    the templates' size only, would not have read it. `keep_going`: a photo that cannot be read
-    gives its ToolError in place of the list."""
-    rec = VisualRecognizer(load_templates(templates_dir))
-    out = []
-    for path in images:
-        try:
-            img = read_image(path)
-        except ToolError as e:
-            if not keep_going:
-                raise
-            out.append((str(path), e))     # said by the caller; the other photos are read
-            continue
-        found = []
-        quads = find_cards(img, rec.t.card_size)
-        fallback = not quads
-        for q in quads or find_cards(img):
-            card, conf = rec.read_quad(img, q)
-            found.append({"card": card or "unknown", "confidence": round(conf, 3),
-                          "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in q],
-                          "fallback": fallback})
-        out.append((str(path), found))
-    return out

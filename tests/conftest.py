@@ -34,7 +34,8 @@ GROUPS = {
     "integrity": ("test_signed_events", "test_staff_rights", "test_round_export",
                   "test_software_integrity"),                               # #16
     "procedures": (),                                                       # #18: marked per test
-    "operators": ("test_calibration_ports", "test_calibration_trial", "test_operations",
+    "operators": ("test_calibration_ports", "test_calibration_trial", "test_calibration_recognize_hand",
+                  "test_operations",
                   "test_sim_operations", "test_docs_commands", "test_bench_args"),  # #19
     "console": ("test_console_security",),                                  # #20
     "browser": ("test_console_browser",),                                   # #20, in Chromium
