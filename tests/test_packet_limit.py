@@ -1,7 +1,7 @@
 """The broker's packet limit (`max_packet_size` in docs/mosquitto/mosquitto.conf), the table's
 first defence against an oversized command: without it one 200 MB command from an authorised
-client reached the daemon whole (52 -> 646 MB resident while paho read it), before the table's
-own 4096-byte check. Run on a real Mosquitto with the shipped configuration (broker_rig.py).
+client reached the daemon whole (52 -> 646 MB resident while paho read it; 40 -> 661 MB with
+bench/probe_big_command.py), before the table's own 4096-byte check. Run on a real Mosquitto with the shipped configuration (broker_rig.py).
 
 The limit has a floor too: the table's own largest packet, a reply echoing a command's
 correlation data, must pass, or the broker disconnects the table and the reply, sent again at
@@ -37,7 +37,8 @@ def largest_table_packet():
     """The largest PUBLISH the table can make, from the code's own bounds: a reply to a response
     topic of RESPONSE_TOPIC_MAX characters (4 bytes each at most), echoing the most correlation
     data MQTT carries, its body quoting a command of commands.MAX_PAYLOAD bytes at up to 3 bytes
-    out per byte in. The table's events and status quote less (measured in the test below)."""
+    out per byte in. What else the table publishes quotes no more and carries no correlation
+    data (its `rejected` event for the same command: checked in the test below)."""
     topic = 2 + 4 * station_commands.RESPONSE_TOPIC_MAX
     props = (1 + 2 + len("application/json")) + (1 + 4) + (1 + 2 + CORRELATION_MAX)
     body = 3 * commands.MAX_PAYLOAD + REPLY_WORDS
@@ -164,7 +165,7 @@ def test_a_command_over_the_limit_never_reaches_the_table_which_keeps_serving(ta
     assert after["status"] == "accepted"
     new_log = daemon.logtext()[log_at:]
     assert daemon.alive() and "broker disconnected" not in new_log, new_log
-    # before packet41, 32 MiB read whole by paho: +60-100 MB resident (200 MB: 40 -> 661 MB)
+    # before packet41, 32 MiB read whole by paho: 40 -> 152 MB resident (200 MB: 40 -> 661 MB)
     assert grew_kb < 8 * 1024, f"the daemon grew by {grew_kb} kB"
 
 
@@ -193,9 +194,12 @@ def test_the_largest_packet_the_table_makes_passes_and_the_table_keeps_serving(t
     reply = json.loads(m.payload)
     assert reply["id"] == "w" and reply["status"] == "rejected", reply
     assert m.properties.CorrelationData == b"c" * CORRELATION_MAX
-    # its size, as the broker counts it (the properties' bytes less a few of their headers)
+    # its size, as the broker counts it (less a few header bytes): over 65536, which refused it
     size = len(m.payload) + len(m.topic.encode()) + CORRELATION_MAX + len("application/json")
     assert MAX_PACKET_SIZE // 2 < size <= largest_table_packet(), size
+    # the rest the table published (its `rejected` event quotes the same reason) is smaller
+    rest = [len(p.encode()) + len(t) for t, p in list(bs.all) if not t.startswith(prefix[:-1])]
+    assert rest and max(rest) < size - CORRELATION_MAX, max(rest)
     # the table answers on (a resend of nothing: accepted whatever the table's state)
     assert bs.command({"type": "resend", "from": 10 ** 9})["status"] == "accepted"
     new_log = daemon.logtext()[log_at:]
