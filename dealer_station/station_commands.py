@@ -12,6 +12,7 @@ from . import commands
 from .station_types import AckCommand, Audit, Command, Count, Record, Refuse, Reply
 
 REFUSED_KEEP = 256     # bytes of a refused payload kept: enough to know it, not a way to fill a card
+RESPONSE_TOPIC_MAX = 256   # characters of a v5 response topic (the broker's packet limit counts it)
 RESEND_IDS = 1000       # resend ids remembered (in memory, since the daemon's start)
 
 
@@ -57,8 +58,8 @@ class StationCommands:
         have the table publish into its own events or status topics (a forged event), or where
         the broker's ACL drops it unseen."""
         base = self.s.replies_topic
-        if rt is None or ((rt == base or rt.startswith(base + "/")) and len(rt) <= 256
-                          and not any(c in rt for c in "+#\0")):
+        if rt is None or ((rt == base or rt.startswith(base + "/"))
+                          and len(rt) <= RESPONSE_TOPIC_MAX and not any(c in rt for c in "+#\0")):
             return None
         return (f"response topic must be {base} or under {base}/ (a table publishes its replies "
                 f"nowhere else)")

@@ -28,7 +28,8 @@ GROUPS = {
                   "test_refused_flood",
                   "test_broker_security", "test_sim_client", "test_config_errors",
                   "test_broker_not_mqtt", "test_protocol_zone", "test_flood_fair",
-                  "test_loop_lanes", "test_busy_lane", "test_flood_broker", "test_backlog_hold"),
+                  "test_loop_lanes", "test_busy_lane", "test_flood_broker", "test_backlog_hold",
+                  "test_packet_limit"),
     "fuzz": ("test_driver_fuzz", "test_hostile_devices", "test_signed_stream_properties"),
     "hid": ("test_hid_scanner",),                                           # #22
     "integrity": ("test_signed_events", "test_staff_rights", "test_round_export",

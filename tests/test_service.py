@@ -13,6 +13,7 @@ import urllib.request
 
 import pytest
 
+from dealer_station.sim.broker import MAX_PACKET_SIZE
 from drivers.virtual_shoe import VirtualShoe
 from mqtt_rig import ROOT, Broker, Client, DaemonProc, free_port, wait_for, workdir
 
@@ -356,10 +357,19 @@ def test_install_script_puts_every_part_in_place(tmp_path):
     assert q.returncode == 0 and "files as installed" in q.stdout, q.stderr
     assert os.stat(tmp_path / "etc/dealer-station/events.key").st_mode & 0o777 == 0o600
     assert (tmp_path / "etc/dealer-station/events.key.pub").exists()
+    # the broker's packet limit as shipped; a conf kept from an earlier install, without one,
+    # gets it added (packet41: one command of any size reached the daemon whole)
+    conf = tmp_path / "etc/mosquitto/conf.d/dealer-station.conf"
+    shipped = open(os.path.join(ROOT, "docs", "mosquitto", "mosquitto.conf")).read()
+    assert conf.read_text() == shipped and f"\nmax_packet_size {MAX_PACKET_SIZE}\n" in shipped
+    old = "".join(x for x in shipped.splitlines(True) if not x.startswith("max_packet_size"))
+    conf.write_text(old)
     # filled in as docs/install.md says: the same command installs the bridge
     _ready_bridge(tmp_path)
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
+    assert f"broker: max_packet_size added to {conf}" in p.stdout, p.stdout[-2000:]
+    assert conf.read_text().startswith(old) and conf.read_text().endswith(f"\nmax_packet_size {MAX_PACKET_SIZE}\n")
     assert (tmp_path / "etc/mosquitto/conf.d/dealer-station-bridge.conf").exists()
     assert (tmp_path / "etc/systemd/system/dealer-station-bridge-check.timer").exists()
 

@@ -8,6 +8,9 @@ import subprocess
 import time
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+# the broker's packet limit as docs/mosquitto/mosquitto.conf ships it (why there; a test holds the
+# two equal): a command larger than this is refused by the broker, never read by the daemon
+MAX_PACKET_SIZE = 131072
 
 
 def free_port():
@@ -40,7 +43,8 @@ def die_with_parent():
 
 
 class Broker:
-    def __init__(self, workdir, extra="", users=None, acl=None, port=None):
+    def __init__(self, workdir, extra="", users=None, acl=None, port=None,
+                 max_packet_size=MAX_PACKET_SIZE):
         if not os.path.exists(MOSQUITTO):
             raise RuntimeError("mosquitto is not installed (./scripts/setup installs it)")
         self.dir = os.path.join(workdir, "mosquitto")
@@ -61,7 +65,8 @@ class Broker:
             f.write(f"listener {self.port} 127.0.0.1\n{auth}"
                     f"persistence true\npersistence_location {self.dir}/\n"
                     f"autosave_interval 1\nautosave_on_changes true\n"
-                    f"max_queued_messages 100000\nset_tcp_nodelay true\n{extra}")
+                    f"max_queued_messages 100000\nset_tcp_nodelay true\n"
+                    + (f"max_packet_size {max_packet_size}\n" if max_packet_size else "") + extra)
             if os.geteuid() == 0:  # as root Mosquitto drops to its own user, who cannot write here
                 f.write("user root\n")
         self.proc = None

@@ -106,6 +106,9 @@ mqtt {{
   # a QoS 1 message not acknowledged by a subscriber in this time is delivered again
   ack_wait: "10s"
   max_ack_pending: 1000
+  # no packet limit here: max_payload does not bound MQTT publishes in nats-server 2.9.10 (2 MB
+  # passed a max_payload of 64 KB); an oversized command is refused by the table's edge, which
+  # drops its bridge once for it (docs/scale.md, "Packet limits")
   # sessions, retained and QoS 1 messages on every node: one node lost loses nothing
   stream_replicas: {min(3, nodes)}
 }}
