@@ -11,7 +11,7 @@ A copy of a command already answered (its sender's id journaled with a reply, a 
 resend or a counted rejection) is answered `duplicate` with that answer, as in its lane (station_commands):
 "not applied, send it again" was untrue of it (review38)."""
 from . import commands
-from .station_commands import REFUSED_KEEP, command_key
+from .station_commands import REFUSED_KEEP, command_key, correlation_error
 from .station_types import AckCommand, Count, Reply
 
 BUSY = "busy"
@@ -28,6 +28,8 @@ def busy(station, ev, clock, waiting, reads=None):
         cid, known = e.id, None          # malformed in its lane too, not a duplicate
     bad_topic = station._response_topic(ev.response_topic)
     rt = None if bad_topic else ev.response_topic
+    # too long to echo (station_commands.CORRELATION_MAX): the reply carries none
+    corr = None if correlation_error(ev.correlation) else ev.correlation
     # a flood delays the probe (station.py, cold38): on `commands` too, where step's echo()
     # counts it (the loop never refuses our own probe busy: daemon._answer_busy)
     station.probe.other(clock.received_mono)
@@ -37,12 +39,12 @@ def busy(station, ev, clock, waiting, reads=None):
         or (reads or {}).get("command_reply"))
     if prior:
         return [Reply({**prior, "status": "duplicate", "original": prior["status"]}, rt,
-                      ev.correlation), AckCommand(ev.mid, ev.qos)]
+                      corr), AckCommand(ev.mid, ev.qos)]
     reason = (f"table busy: {waiting} commands from this sender were waiting when it came; "
               f"this one was not applied, send it again later")
     effects = station.refusals.refused(ev.user or "", "command", BUSY, reason,
                                        bytes(ev.payload[:REFUSED_KEEP]), clock.mono, clock.wall)
     effects.append(Count("commands_refused_total", (("code", BUSY),)))
     return effects + [Reply({"type": "reply", "id": cid, "status": "rejected", "code": BUSY,
-                             "reason": reason}, rt, ev.correlation),
+                             "reason": reason}, rt, corr),
                       AckCommand(ev.mid, ev.qos)]

@@ -24,6 +24,21 @@ def command_key(ev, cid):
     return (ev.user or "", cid)
 
 
+# bytes of a command's MQTT v5 correlation data the table echoes in its reply. MQTT allows 65535,
+# which made the table's own largest reply 78.8 KB and kept the broker's packet limit above it
+# (docs/mosquitto/mosquitto.conf); clients use a UUID or a counter (16-36 bytes), the console
+# "console:" and an id of at most 64 characters (at most 264 bytes).
+CORRELATION_MAX = 512
+
+
+def correlation_error(correlation):
+    """Why a command's correlation data is refused, or None: longer than CORRELATION_MAX."""
+    if correlation is not None and len(correlation) > CORRELATION_MAX:
+        return (f"correlation data of {len(correlation)} bytes: at most {CORRELATION_MAX} "
+                f"(the reply echoes it; this reply carries none)")
+    return None
+
+
 class StationCommands:
     """Station's commands; the state (`resends`, `pending`, `table`) and `process` are Station's."""
 
@@ -69,11 +84,15 @@ class StationCommands:
             bad_topic = self._response_topic(ev.response_topic)
             if bad_topic:
                 ev = ev._replace(response_topic=None)
+            bad_corr = correlation_error(ev.correlation)
+            if bad_corr:
+                ev = ev._replace(correlation=None)      # the reply is small: its id names it
+            if bad_topic or bad_corr:
                 try:         # the reply names the command it refuses, when the command has an id
                     cid = commands.parse(ev.payload)["id"]
                 except commands.CommandError as e:
                     cid = e.id
-                raise commands.CommandError("malformed", bad_topic, cid)
+                raise commands.CommandError("malformed", bad_topic or bad_corr, cid)
             cmd = commands.parse(ev.payload)
             # One id, one command, whatever its type (cold trial: a resend reusing a decision's
             # id ran, and a decision reusing a resend's id was applied): a reuse is a duplicate.

@@ -225,3 +225,27 @@ def test_a_forged_probe_with_the_tables_own_seed_is_refused_busy(daemon, monkeyp
     assert by_id["f999"]["code"] == "malformed"          # in a lane: read, an unknown type
     assert by_id["f1000"]["code"] == "busy", by_id["f1000"]
     assert d.station.devices["commands"] == {"state": "ok"}
+
+
+def test_a_busy_reply_echoes_no_correlation_data_too_long_to_echo(daemon, monkeypatch):
+    """corr41: the table echoes at most CORRELATION_MAX bytes of a command's correlation data,
+    so its own largest reply stays under the broker's packet limit (docs/mosquitto/mosquitto.conf):
+    a command refused busy echoes a short one as ever and none when it is longer, as its lane."""
+    from dealer_station.station_commands import CORRELATION_MAX
+    d = daemon
+    d.q = StampedQueue(lane_max=1)
+    replies = []
+    monkeypatch.setattr(d.link, "backlog", lambda: 0)
+    monkeypatch.setattr(d.link, "ack", lambda mid, qos: None)
+    monkeypatch.setattr(d.link, "reply", lambda payload, rt=None, cd=None: replies.append((payload, cd)))
+    corr = {"b-0": b"a" * 16, "b-1": b"b" * 16, "b-2": b"c" * CORRELATION_MAX,
+            "b-3": b"d" * (CORRELATION_MAX + 1), "b-4": b"e" * 60000}
+    for k, (cid, cd) in enumerate(corr.items()):
+        d.q.put(("mqtt", "command", json.dumps({"type": "pause", "reason": "x", "id": cid}).encode(),
+                 None, cd, k + 1, 1, "alice"))
+    while d.q.qsize():
+        d.run_once(0)
+    got = {p["id"]: (p, cd) for p, cd in replies}
+    assert {i for i, (p, _) in got.items() if p.get("code") == BUSY} >= {"b-2", "b-3", "b-4"}
+    assert got["b-2"][1] == corr["b-2"]
+    assert got["b-3"][1] is None and got["b-4"][1] is None

@@ -28,7 +28,7 @@ USERS = {"t1": "pw-t1", "betting-system": "pw-bs", "bettor-2": "pw-b2"}
 BETTOR_2 = ("user bettor-2\ntopic read dealer-station/v1/+/replies/#\n"
             "topic write dealer-station/v1/+/commands\n")
 BASE = "dealer-station/v1/t1"
-CORRELATION_MAX = 2 ** 16 - 1       # MQTT v5 binary data: a two-byte length
+CORRELATION_MAX = station_commands.CORRELATION_MAX   # the most the table echoes (corr41)
 REPLY_WORDS = 1024                  # a reply's own fields and wording around what it quotes
 SMILE = "\U0001F600"                # 4 bytes of UTF-8, 12 of JSON (ensure_ascii): the most out per in
 
@@ -36,7 +36,7 @@ SMILE = "\U0001F600"                # 4 bytes of UTF-8, 12 of JSON (ensure_ascii
 def largest_table_packet():
     """The largest PUBLISH the table can make, from the code's own bounds: a reply to a response
     topic of RESPONSE_TOPIC_MAX characters (4 bytes each at most), echoing the most correlation
-    data MQTT carries, its body quoting a command of commands.MAX_PAYLOAD bytes at up to 3 bytes
+    data it takes (CORRELATION_MAX; MQTT allows 65535: 78.8 KB before corr41), its body quoting a command of commands.MAX_PAYLOAD bytes at up to 3 bytes
     out per byte in. What else the table publishes quotes no more and carries no correlation
     data (its `rejected` event for the same command: checked in the test below)."""
     topic = 2 + 4 * station_commands.RESPONSE_TOPIC_MAX
@@ -204,3 +204,36 @@ def test_the_largest_packet_the_table_makes_passes_and_the_table_keeps_serving(t
     assert bs.command({"type": "resend", "from": 10 ** 9})["status"] == "accepted"
     new_log = daemon.logtext()[log_at:]
     assert daemon.alive() and "broker disconnected" not in new_log, new_log
+
+
+def test_correlation_data_too_long_to_echo_is_refused_and_the_reply_carries_none(table):
+    """MQTT lets a command carry 65535 bytes of correlation data and the table echoed it all,
+    which kept the broker's limit above 78.8 KB. Now more than CORRELATION_MAX is refused
+    `malformed`, answered on its response topic without it (its id names it), and never applied."""
+    broker, daemon, bs = table
+    topic = f"{BASE}/replies/corr41"
+    got, granted = [], len(bs.granted)
+    bs.c.message_callback_add(topic, lambda c, u, m: got.append(m))
+    bs.c.subscribe(topic, qos=1)
+    wait_for(lambda: len(bs.granted) > granted, 10, "the response topic's SUBACK")
+    for n, cid in ((CORRELATION_MAX + 1, "long-corr"), (10_000, "longer-corr")):
+        props = Properties(PacketTypes.PUBLISH)
+        props.ResponseTopic = topic
+        props.CorrelationData = b"k" * n
+        bs.c.publish(f"{BASE}/commands", json.dumps({"type": "pause", "id": cid}).encode(),
+                     qos=1, properties=props)
+    wait_for(lambda: len(got) >= 2, 20, "both replies on the response topic")
+    for m in got:
+        reply = json.loads(m.payload)
+        assert reply["status"] == "rejected" and reply["code"] == "malformed", reply
+        assert "correlation data" in reply["reason"], reply
+        assert getattr(m.properties, "CorrelationData", None) is None
+    # at the limit it is echoed as ever
+    props = Properties(PacketTypes.PUBLISH)
+    props.ResponseTopic = topic
+    props.CorrelationData = b"k" * CORRELATION_MAX
+    bs.c.publish(f"{BASE}/commands", json.dumps({"type": "resend", "from": 10 ** 9,
+                                                 "id": "corr-ok"}).encode(), qos=1, properties=props)
+    wait_for(lambda: len(got) >= 3, 20, "the third reply")
+    assert json.loads(got[2].payload)["status"] == "accepted"
+    assert got[2].properties.CorrelationData == b"k" * CORRELATION_MAX

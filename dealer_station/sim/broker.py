@@ -10,7 +10,7 @@ import time
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 # the broker's packet limit as docs/mosquitto/mosquitto.conf ships it (why there; a test holds the
 # two equal): a command larger than this is refused by the broker, never read by the daemon
-MAX_PACKET_SIZE = 131072
+MAX_PACKET_SIZE = 24576
 
 
 def free_port():
