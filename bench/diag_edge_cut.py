@@ -22,7 +22,9 @@ import sys
 import cv2
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "bench"))
 
 from bench.bench_camera import ZONES, noisy  # noqa: E402
 from controller.cards import CARDS  # noqa: E402
@@ -122,15 +124,16 @@ def summary(rows):
 
 
 def main():
-    from cli_args import names, parse
+    from cli_args import cpu, names, pairs, parse, positive
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pairs", default="responsive:responsive,cardsjs:responsive")
+    ap.add_argument("--pairs", type=pairs(cm.DECKS, "deck"), default="responsive:responsive,cardsjs:responsive",
+                    help="SCENES:TEMPLATES decks, comma-separated")
     ap.add_argument("--surfaces", type=names(cm.SURFACES, "surface"), default=",".join(cm.SURFACES))
     ap.add_argument("--conditions", type=names(cm.CONDITIONS, "condition"), default=",".join(cm.CONDITIONS))
-    ap.add_argument("--scenes", type=int, default=2)
-    ap.add_argument("--frames", type=int, default=3)
+    ap.add_argument("--scenes", type=positive, default=2, help="scenes per surface and condition")
+    ap.add_argument("--frames", type=positive, default=3, help="frames a scene, fresh noise each")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--cpu", type=int, default=None)
+    ap.add_argument("--cpu", type=cpu, default=None)
     ap.add_argument("--jsonl", default=None, help="every fingerprint, one JSON line each")
     a = parse(ap)
     if a.cpu is not None:
