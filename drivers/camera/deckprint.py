@@ -47,9 +47,10 @@ SHARP_OFF = ROUND_TOL_MIN / 2
 # (_square_by_edges): accepted when that measure lies within EDGE_SQUARE canonical pixels of the
 # learned rounding and the edge's width (a Gaussian edge's sigma, canonical pixels) is at most
 # EDGE_SHARP (bench/diag_edge_cut.py; docs/camera.md, "Where the thresholds come from"): the
-# tuned square decks' own cards refused so measured -0.5-1.1 over the learned rounding when
-# sharp; cardsJS' cards (round, the same artwork) under Responsive's templates 2.2 and more at
-# an edge width up to 1.6, but down to 1.0 under a streak smear.streaked missed (width 1.68-1.72)
+# tuned square decks' own cards refused so measured -0.34 to 1.35 over the learned rounding when
+# sharp (43 of 44 within 1.25); cardsJS' cards (round, the same artwork) under Responsive's
+# templates 2.26 and more at an edge width up to 1.6, but down to 0.97 under a streak
+# smear.streaked missed (widths 1.68-1.72)
 EDGE_SQUARE, EDGE_SHARP = 1.25, 1.6
 # image pixels: the largest blur defocus.estimate gives (its grid's last, refined by a parabola
 # through its neighbours at most a step beyond): a card measuring rounder than the square cut

@@ -26,6 +26,8 @@ SEARCH_SIDE, SEARCH_IN = 6, 9
 ROWS = slice(10, 20)        # the side's straight part, as rounding._sides' usual place
 NEAR = 3                    # rows next to the corner measured (rounding._side_rounding's)
 _ROOT2PI = math.sqrt(2 * math.pi)
+# a corner's width from its two sides' widths: the wider (bench/diag_edge_cut.py compares the mean,
+# which put a moving cardsJS Ah smear.streaked missed at 1.40 where the wider side said 1.72)
 WIDTH = max
 
 
