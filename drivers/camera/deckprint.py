@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 
 from .rounding import P, L, SMALL, _corner_roundings, corners_rounding, rounding, roundings  # noqa: F401  (rounding re-exported)
+from .edgeround import edge_rounding
 from .streakround import PLAIN, rise
 
 ROUND_TOL_MIN = 2.0          # canonical pixels; curl, glare and a shadow spread the rounding
@@ -42,6 +43,15 @@ CORNER_FACE, CORNER_FACE_MIN = (0.25, 0.18), 0.6
 # deck's card may measure (Responsive's own cards at 125 pixels, sharp: at most 0.82 over the
 # learned 0.08 on four tables, every condition but the blurs: half ROUND_TOL_MIN)
 SHARP_OFF = ROUND_TOL_MIN / 2
+# A square-cut deck's card refused as too round is asked again by its edges' steepest rise
+# (_square_by_edges): accepted when that measure lies within EDGE_SQUARE canonical pixels of the
+# learned rounding and the edge's width (a Gaussian edge's sigma, canonical pixels) is at most
+# EDGE_SHARP (bench/diag_edge_cut.py; docs/camera.md, "Where the thresholds come from"): the
+# tuned square decks' own cards refused so measured -0.34 to 1.35 over the learned rounding when
+# sharp (43 of 44 within 1.25); cardsJS' cards (round, the same artwork) under Responsive's
+# templates 2.26 and more at an edge width up to 1.6, but down to 0.97 under a streak
+# smear.streaked missed (widths 1.68-1.72)
+EDGE_SQUARE, EDGE_SHARP = 1.25, 1.6
 # image pixels: the largest blur defocus.estimate gives (its grid's last, refined by a parabola
 # through its neighbours at most a step beyond): a card measuring rounder than the square cut
 # could under it is not asked its blur (its cost)
@@ -131,8 +141,29 @@ class DeckPrint:
                     sigma = min(b * scale, most)        # image pixels to canonical ones
         # the best-measured corners on the square side only (rounder than the window: not the
         # other cut; it refused a Kennard 5h measuring 6.5 at its best corners)
-        return self.matches(r, shifts, sigma) and (not weigh or best >= self.rounding - self.rounding_tol
-                                                   and not self.nearer_other_cut(best, sigma))
+        if self.matches(r, shifts, sigma) and (not weigh or best >= self.rounding - self.rounding_tol
+                                               and not self.nearer_other_cut(best, sigma)):
+            return True
+        # a square-cut deck's card inside the learned window refused as too round by the cut
+        # judged under its blur (nearer_other_cut), its index where the deck prints it: the
+        # corners asked again by their edges' steepest rise (edgeround.py), at the table's scale
+        return (cut == "square" and blur is not None and streak is not None and not np.isnan(r)
+                and self.rounding < r <= self.rounding + self.rounding_tol and min(shifts) <= self.shift_tol
+                and self._square_by_edges(bgr, quad, canon, streak))
+
+    def _square_by_edges(self, bgr, quad, canon, streak):
+        """Whether a square-cut deck's card the level-crossing measure found too round for its
+        blur (inside the learned window: nearer_other_cut) is square by its edges' steepest rise
+        (edgeround.py): on a white table card stock stands 5-15% above the table and that
+        measure drifts round (Responsive's and the drawn deck's own cards 1.2-2.0 in the sweep,
+        cardsJS' round ones 1.85-2.04). Asked only of a sharp edge (EDGE_SHARP: a round
+        corner's rise near it fades under blur and a streak) on a card that does not move
+        (`streak()` None: smear.streaked false), and it must say square (EDGE_SQUARE). Margins
+        in docs/camera.md."""
+        e, width = edge_rounding(bgr, quad, canon)
+        if np.isnan(e) or e - self.rounding > EDGE_SQUARE or width > EDGE_SHARP:
+            return False
+        return streak() is None
 
     def _moving(self, bgr, quad, canon, streak, r):
         """The rounding of a moving card (`streak()`: its measured streak, or None) from its two

@@ -252,10 +252,9 @@ def well_measured(values, contrasts):
     return _median(np.float64([v for v, c in zip(values, contrasts) if c >= WELL * best]))
 
 
-def corners_rounding(bgr, quad, canon, contrast=None):
-    """Each of the card's four corners' rounding (canonical pixels, nan where not measured), as
-    rounding() takes their median. `contrast`: a list given is filled with each corner's paper
-    over its table in the channel its rounding came from (gray's where none did)."""
+def corner_patches(bgr, quad, canon):
+    """The card's four corner patches, each turned to tl (card at (P, P)), stacked: 4 (L+2P) rows
+    of (L+2P) BGR pixels."""
     cw, ch = canon
     patches = []
     for k in range(4):
@@ -266,7 +265,14 @@ def corners_rounding(bgr, quad, canon, contrast=None):
         m = cv2.getPerspectiveTransform(q, dst)
         patches.append(cv2.warpPerspective(bgr, m, (L + 2 * P, L + 2 * P), flags=cv2.INTER_LINEAR,
                                            borderMode=cv2.BORDER_REPLICATE))
-    both = np.concatenate(patches)
+    return np.concatenate(patches)
+
+
+def corners_rounding(bgr, quad, canon, contrast=None):
+    """Each of the card's four corners' rounding (canonical pixels, nan where not measured), as
+    rounding() takes their median. `contrast`: a list given is filled with each corner's paper
+    over its table in the channel its rounding came from (gray's where none did)."""
+    both = corner_patches(bgr, quad, canon)
     # Not measured again at each side's own middle when no corner measured at the card's one
     # middle: on a white table under glare that measured a cardsJS card's round corners as
     # square (-0.16, -1.59) and Responsive's templates (same artwork, square-cut) read its 5c
