@@ -2,6 +2,13 @@
 clock synchronised, and which boot is this. The kernel's answer comes through a seam (the
 adjtimex function, the sync file's path, the environment), never a flag."""
 import errno
+import os
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
 
 from dealer_station import clock_facts, daemon
 from dealer_station.clock_facts import ClockFacts, boot_id, synced
@@ -24,9 +31,76 @@ def test_synchronised_is_the_kernels_maxerror_under_16_s(tmp_path):
 
 def test_refused_adjtimex_falls_back_to_timesyncds_file_and_else_says_not_synced(tmp_path):
     f = tmp_path / "synchronized"
-    assert synced(adjtimex=refused, sync_file=str(f)) is False     # nothing can say: not synced
+    unknown = lambda: None                                          # noqa: E731
+    assert synced(adjtimex=refused, sync_file=str(f), timedated=unknown) is False  # no guess
     f.write_text("")
-    assert synced(adjtimex=refused, sync_file=str(f)) is True
+    assert synced(adjtimex=refused, sync_file=str(f), timedated=unknown) is True
+
+
+def test_with_chrony_or_ntpd_the_refused_query_is_answered_by_timedated(tmp_path):
+    """chrony and ntpd never write timesyncd's file: under the unit's filter the table asked
+    nothing else and took every clock for unsynchronised (each reboot's outage waited for the
+    supervisor). timedated's NTPSynchronized is the kernel's answer asked from outside it."""
+    none = str(tmp_path / "absent")
+    assert synced(adjtimex=refused, sync_file=none, timedated=lambda: True) is True
+    assert synced(adjtimex=refused, sync_file=none, timedated=lambda: False) is False
+    asked = []
+    # the kernel's own word, when it answers, is not second-guessed (nor a subprocess started)
+    assert synced(adjtimex=lambda: 16_000_000, sync_file=none,
+                  timedated=lambda: asked.append(1) or True) is False
+    assert asked == []
+
+
+class Done:
+    def __init__(self, out, rc=0):
+        self.stdout, self.returncode = out, rc
+
+
+def test_timedateds_answer_is_read_strictly():
+    def run_with(result):
+        def run(cmd, **kw):
+            assert cmd[0] == "busctl" and cmd[-1] == "NTPSynchronized" and kw["timeout"]
+            if isinstance(result, BaseException):
+                raise result
+            return result
+        return run
+    assert clock_facts.timedated_synced(run_with(Done("b true\n"))) is True
+    assert clock_facts.timedated_synced(run_with(Done("b false\n"))) is False
+    for unknown in (Done("", 1), Done("b true", 1), Done("s \"yes\"\n"), Done("b maybe"),
+                    FileNotFoundError("busctl"),
+                    subprocess.TimeoutExpired("busctl", 3)):
+        assert clock_facts.timedated_synced(run_with(unknown)) is None
+
+
+def test_the_real_busctl_with_no_system_bus_says_unknown():
+    if shutil.which("busctl") is None:
+        pytest.skip("no busctl on this machine")
+    # this machine's containers have no system bus; a Pi's answers True or False
+    assert clock_facts.timedated_synced() in (None, True, False)
+    if not os.path.exists("/run/dbus/system_bus_socket"):
+        assert clock_facts.timedated_synced() is None
+
+
+def test_timedated_is_asked_off_the_callers_thread_and_the_last_answer_kept():
+    answers = iter([False, True, True, True, True, True])
+    threads = []
+    go = threading.Event()
+
+    def ask():
+        threads.append(threading.current_thread().name)
+        go.wait(10)                          # a slow bus
+        return next(answers)
+    poll = clock_facts.TimedatedPoll(ask=ask, every=0.01)
+    try:
+        assert poll.value() is None          # the bus is slow: no answer yet, and no wait
+        go.set()
+        deadline = time.monotonic() + 10
+        while poll.value() is not True and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert poll.value() is True
+        assert threads and threading.current_thread().name not in threads
+    finally:
+        poll.close()
 
 
 def test_the_real_adjtimex_reads_without_changing_anything():
